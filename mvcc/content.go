@@ -1,0 +1,239 @@
+package mvcc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+
+	fastcdc "github.com/jotfs/fastcdc-go"
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// Content is stored inline in the inode record up to InlineMax bytes, and
+// above that as content-defined chunks (FastCDC, ~64 KiB on average) keyed
+// by SHA-256, so equal bytes are stored once and an edit in the middle of a
+// large file stores about one new chunk. All-zero chunks are holes.
+const (
+	InlineMax    = 4096
+	chunkMin     = 16 << 10
+	chunkAvg     = 64 << 10
+	chunkMax     = 256 << 10
+	chunkTxBytes = 16 << 20 // chunks written per KV transaction
+)
+
+var zeros [chunkMax]byte
+
+// Content is the result of storing a file's bytes.
+type Content struct {
+	Size    uint64
+	Inline  []byte
+	Extents []Extent
+	Hash    []byte // SHA-256 of all bytes
+}
+
+// PutContent chunks r and stores every chunk not yet present. It runs
+// outside any commit: chunks are content-addressed, so writing them early is
+// harmless, and the commit that references them stays short.
+func (s *Store) PutContent(r io.Reader) (*Content, error) {
+	whole := sha256.New()
+	r = io.TeeReader(r, whole)
+	head := make([]byte, InlineMax+1)
+	n, err := io.ReadFull(r, head)
+	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	if n <= InlineMax {
+		c := &Content{Size: uint64(n), Inline: append([]byte(nil), head[:n]...), Hash: whole.Sum(nil)}
+		if n == 0 {
+			c.Inline = nil
+		}
+		return c, nil
+	}
+	chunker, err := fastcdc.NewChunker(io.MultiReader(bytes.NewReader(head[:n]), r),
+		fastcdc.Options{MinSize: chunkMin, AverageSize: chunkAvg, MaxSize: chunkMax})
+	if err != nil {
+		return nil, err
+	}
+	c := &Content{}
+	type pending struct {
+		h    Hash
+		data []byte
+	}
+	var batch []pending
+	var batchBytes int
+	flush := func() error {
+		if len(batch) == 0 {
+			return nil
+		}
+		err := s.kv.Update(func(tx kv.Txn) error {
+			for _, p := range batch {
+				k := chunkKey(p.h)
+				if v, err := tx.Get(k); err != nil {
+					return err
+				} else if v != nil {
+					continue // already stored
+				}
+				if err := tx.Put(k, frame(p.data)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		batch, batchBytes = batch[:0], 0
+		return err
+	}
+	for {
+		ch, err := chunker.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, err
+		}
+		c.Size += uint64(ch.Length)
+		if bytes.Equal(ch.Data, zeros[:len(ch.Data)]) {
+			c.Extents = appendHole(c.Extents, uint32(ch.Length))
+			continue
+		}
+		h := Hash(sha256.Sum256(ch.Data))
+		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint32(ch.Length)})
+		// The chunker reuses its buffer: copy before keeping.
+		batch = append(batch, pending{h, append([]byte(nil), ch.Data...)})
+		if batchBytes += ch.Length; batchBytes >= chunkTxBytes {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	c.Hash = whole.Sum(nil)
+	return c, nil
+}
+
+func appendHole(ext []Extent, n uint32) []Extent {
+	if l := len(ext); l > 0 && ext[l-1].Chunk == nil && uint64(ext[l-1].Len)+uint64(n) < 1<<31 {
+		ext[l-1].Len += n
+		return ext
+	}
+	return append(ext, Extent{Len: n})
+}
+
+// Apply sets n's content fields from c (the caller commits n).
+func (c *Content) Apply(n *Inode) {
+	n.Size, n.Inline, n.Extents, n.ContentHash = c.Size, c.Inline, c.Extents, c.Hash
+}
+
+// HashHex is the content hash as sha256sum prints it.
+func (n *Inode) HashHex() string { return hex.EncodeToString(n.ContentHash) }
+
+// Chunk returns a chunk's bytes, checked against their checksum.
+func (t *ReadTx) Chunk(h []byte) ([]byte, error) {
+	k := key(pChunk, h)
+	v, err := t.r.Get(k)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, fmt.Errorf("%w: missing chunk %x", ErrCorrupt, h)
+	}
+	data, err := unframe(k, v)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), data...), nil
+}
+
+// ReadAt reads n's content at off into p, like io.ReaderAt.
+func (t *ReadTx) ReadAt(n *Inode, p []byte, off int64) (int, error) {
+	if off >= int64(n.Size) {
+		return 0, io.EOF
+	}
+	if n.Extents == nil {
+		c := copy(p, padTo(n.Inline, n.Size)[off:])
+		if c < len(p) {
+			return c, io.EOF
+		}
+		return c, nil
+	}
+	// Find the extent holding off.
+	starts := extentStarts(n.Extents)
+	i := sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1
+	done := 0
+	for ; i < len(n.Extents) && done < len(p); i++ {
+		e := n.Extents[i]
+		in := off + int64(done) - starts[i]
+		want := min(int64(e.Len)-in, int64(len(p)-done))
+		if e.Chunk == nil {
+			clear(p[done : done+int(want)])
+		} else {
+			data, err := t.Chunk(e.Chunk)
+			if err != nil {
+				return done, err
+			}
+			if int64(len(data)) != int64(e.Len) {
+				return done, fmt.Errorf("%w: chunk %x is %d bytes, want %d", ErrCorrupt, e.Chunk, len(data), e.Len)
+			}
+			copy(p[done:], data[in:in+want])
+		}
+		done += int(want)
+	}
+	if done < len(p) {
+		return done, io.EOF
+	}
+	return done, nil
+}
+
+// padTo returns inline data zero-extended to size (a truncate that grew a
+// small file).
+func padTo(b []byte, size uint64) []byte {
+	if uint64(len(b)) >= size {
+		return b[:size]
+	}
+	return append(append([]byte(nil), b...), make([]byte, size-uint64(len(b)))...)
+}
+
+func extentStarts(ext []Extent) []int64 {
+	starts := make([]int64, len(ext))
+	var off int64
+	for i, e := range ext {
+		starts[i] = off
+		off += int64(e.Len)
+	}
+	return starts
+}
+
+// ReadAt reads n's content in its own snapshot.
+func (s *Store) ReadAt(n *Inode, p []byte, off int64) (int, error) {
+	var c int
+	err := s.View(func(t *ReadTx) error {
+		var err error
+		c, err = t.ReadAt(n, p, off)
+		return err
+	})
+	return c, err
+}
+
+// ReadAll returns n's whole content.
+func (s *Store) ReadAll(n *Inode) ([]byte, error) {
+	buf := make([]byte, n.Size)
+	c, err := s.ReadAt(n, buf, 0)
+	if errors.Is(err, io.EOF) && uint64(c) == n.Size {
+		err = nil
+	}
+	return buf[:c], err
+}
+
+// Reader returns an io.ReaderAt over n's content.
+func (s *Store) Reader(n *Inode) io.ReaderAt { return readerAt{s, n} }
+
+type readerAt struct {
+	s *Store
+	n *Inode
+}
+
+func (r readerAt) ReadAt(p []byte, off int64) (int, error) { return r.s.ReadAt(r.n, p, off) }

@@ -1,0 +1,114 @@
+package mvcc
+
+// Key layout. The store is one ordered keyspace (mvcc/kv); every integer is
+// big-endian so that byte order is numeric order, and version suffixes are
+// the bitwise NOT of the HLC so that the NEWEST version sorts FIRST.
+//
+//	"M" name                                   -> store meta: format, HLC high-water, next inode
+//	"H" sid[16]                                -> session header (immutable: created, name, parent)
+//	"Z" sid[16] ^hlc[8]                        -> session state versions (live / forgotten)
+//	"N" sid[16]                                -> session counters (next event seq; derived)
+//	"K" sid[16] name                           -> checkpoint name -> HLC
+//	"E" sid[16] seq[8]                         -> commit log: one event per commit, no gaps
+//	"D" sid[16] parent[8] name 0x00 ^hlc[8]    -> directory entry versions (ino + type, or tombstone)
+//	"I" sid[16] ino[8] ^hlc[8]                 -> inode versions (attrs, xattrs, content manifest)
+//	"C" sha256[32]                             -> content chunk, shared by every version and session
+//	"R" sha256[32] sid[16]                     -> "session sid references chunk" (for purge)
+//
+// A version chain, e.g. of the entry "main.go" in directory 7 of session S:
+//
+//	D S 7 "main.go" 0x00 ^t3  -> {ino 42}        <- newest: one Seek from ^Latest finds it
+//	D S 7 "main.go" 0x00 ^t2  -> tombstone        (unlinked at t2, superseded at t3)
+//	D S 7 "main.go" 0x00 ^t1  -> {ino 40}         (created at t1, superseded at t2)
+//
+// Reading as of T is the same Seek from ^T: the first key still inside the
+// chain is the newest version at or before T. A version is superseded at the
+// HLC of the version above it; nothing is rewritten in place. Names cannot
+// contain 0x00, so "a\x00" sorts before "ab\x00" and chains never interleave.
+
+import (
+	"encoding/binary"
+
+	"github.com/oklog/ulid/v2"
+)
+
+// SessionID identifies a session; ids are ULIDs.
+type SessionID = ulid.ULID
+
+// Ino is an inode number, unique across the store (forks get new numbers).
+type Ino uint64
+
+const (
+	pMeta       = 'M'
+	pHeader     = 'H'
+	pState      = 'Z'
+	pCounters   = 'N'
+	pCheckpoint = 'K'
+	pEvent      = 'E'
+	pDentry     = 'D'
+	pInode      = 'I'
+	pChunk      = 'C'
+	pChunkRef   = 'R'
+)
+
+func key(prefix byte, parts ...[]byte) []byte {
+	n := 1
+	for _, p := range parts {
+		n += len(p)
+	}
+	k := make([]byte, 0, n)
+	k = append(k, prefix)
+	for _, p := range parts {
+		k = append(k, p...)
+	}
+	return k
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+// inv encodes an HLC so that newer sorts first.
+func inv(h HLC) []byte { return u64(^uint64(h)) }
+
+// hlcFromInv decodes the last 8 bytes of a versioned key.
+func hlcFromInv(k []byte) HLC { return HLC(^binary.BigEndian.Uint64(k[len(k)-8:])) }
+
+func metaKey(name string) []byte { return key(pMeta, []byte(name)) }
+
+func headerKey(sid SessionID) []byte { return key(pHeader, sid[:]) }
+
+func stateKey(sid SessionID, at HLC) []byte { return key(pState, sid[:], inv(at)) }
+
+func countersKey(sid SessionID) []byte { return key(pCounters, sid[:]) }
+
+func checkpointKey(sid SessionID, name string) []byte {
+	return key(pCheckpoint, sid[:], []byte(name))
+}
+
+func eventKey(sid SessionID, seq uint64) []byte { return key(pEvent, sid[:], u64(seq)) }
+
+// dentryChain is the prefix shared by every version of one directory entry.
+func dentryChain(sid SessionID, parent Ino, name string) []byte {
+	return key(pDentry, sid[:], u64(uint64(parent)), []byte(name), []byte{0})
+}
+
+// dirPrefix is the prefix of every entry chain of one directory.
+func dirPrefix(sid SessionID, parent Ino) []byte {
+	return key(pDentry, sid[:], u64(uint64(parent)))
+}
+
+func inodeChain(sid SessionID, ino Ino) []byte {
+	return key(pInode, sid[:], u64(uint64(ino)))
+}
+
+func chunkKey(h Hash) []byte { return key(pChunk, h[:]) }
+
+func chunkRefKey(h Hash, sid SessionID) []byte { return key(pChunkRef, h[:], sid[:]) }
+
+// sessionPrefixes lists the key prefixes that hold a session's own keys.
+func sessionPrefixes(sid SessionID) [][]byte {
+	var out [][]byte
+	for _, p := range []byte{pHeader, pState, pCounters, pCheckpoint, pEvent, pDentry, pInode} {
+		out = append(out, key(p, sid[:]))
+	}
+	return out
+}

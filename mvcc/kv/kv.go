@@ -1,0 +1,66 @@
+// Package kv is the narrow storage interface the mvcc layer is written
+// against: a transactional, ordered key-value store. Keys sort as raw bytes
+// (bytes.Compare). Drivers live in sub-packages (bolt, wal); every driver
+// must pass the conformance suite in kvtest.
+//
+// Values and keys handed to callbacks are only valid until the callback or
+// transaction returns: copy what you keep (bbolt hands out mmap'd memory).
+package kv
+
+import "errors"
+
+// ErrClosed is returned by every call on a closed store.
+var ErrClosed = errors.New("kv: store closed")
+
+// Store is an ordered key-value store with serializable transactions.
+type Store interface {
+	// View runs fn against a consistent read-only snapshot.
+	View(fn func(Reader) error) error
+	// Update runs fn in a read-write transaction. Updates are serialized:
+	// at most one runs at a time. Its writes become visible to later
+	// transactions atomically when fn returns nil and are discarded when fn
+	// returns an error. A committed Update survives a crash of the process;
+	// it survives a power loss once Sync has returned (drivers document if
+	// they are stronger).
+	Update(fn func(Txn) error) error
+	// Sync returns when every Update committed before the call is durable
+	// against power loss.
+	Sync() error
+	// Close flushes and releases the store.
+	Close() error
+}
+
+// Reader reads inside a transaction.
+type Reader interface {
+	// Get returns the value of key, or nil (and no error) if it is absent.
+	Get(key []byte) ([]byte, error)
+	// Scan calls fn for each key k with start <= k < end in ascending order
+	// (end == nil: no upper bound) until fn returns false or an error.
+	Scan(start, end []byte, fn func(k, v []byte) (more bool, err error)) error
+}
+
+// Txn is a read-write transaction. Reads see the transaction's own writes.
+type Txn interface {
+	Reader
+	Put(key, value []byte) error
+	Delete(key []byte) error
+}
+
+// Compactor is implemented by drivers that can rewrite their files so that
+// no byte of deleted data remains on disk (used by hard forget and redact).
+type Compactor interface {
+	Compact(progress func(done, total int64)) error
+}
+
+// PrefixEnd returns the smallest key greater than every key starting with
+// prefix, or nil if there is none (prefix is all 0xff).
+func PrefixEnd(prefix []byte) []byte {
+	end := append([]byte(nil), prefix...)
+	for i := len(end) - 1; i >= 0; i-- {
+		end[i]++
+		if end[i] != 0 {
+			return end[:i+1]
+		}
+	}
+	return nil
+}

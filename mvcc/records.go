@@ -1,0 +1,193 @@
+package mvcc
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"sort"
+
+	"github.com/fxamacker/cbor/v2"
+)
+
+// FormatVersion is the on-disk format this build writes and reads. A store
+// with a newer format is refused at open with ErrFormat.
+const FormatVersion = 1
+
+// Records are CBOR maps with small integer keys (fields can be added without
+// rewriting old records), framed as crc32c(payload)[4] || payload so that a
+// flipped bit is reported as ErrCorrupt naming the key, never decoded.
+
+// Hash is a SHA-256 content address.
+type Hash [32]byte
+
+// Extent is a run of file content: a chunk, or a hole of zeros (Chunk nil).
+type Extent struct {
+	Chunk []byte `cbor:"1,keyasint,omitempty"` // SHA-256 of the chunk; nil for a hole
+	Len   uint32 `cbor:"2,keyasint"`
+}
+
+// Inode is one version of a file, directory or symlink.
+type Inode struct {
+	Ino    Ino    `cbor:"1,keyasint"`
+	Mode   uint32 `cbor:"2,keyasint"` // type bits (syscall.S_IFREG...) | permissions
+	Uid    uint32 `cbor:"3,keyasint"`
+	Gid    uint32 `cbor:"4,keyasint"`
+	Nlink  uint32 `cbor:"5,keyasint"` // 0: unlinked (may still be open)
+	Size   uint64 `cbor:"6,keyasint"`
+	Atime  int64  `cbor:"7,keyasint"` // ns since the epoch
+	Mtime  int64  `cbor:"8,keyasint"`
+	Ctime  int64  `cbor:"9,keyasint"`
+	Rdev   uint32 `cbor:"10,keyasint,omitempty"`
+	Target string `cbor:"11,keyasint,omitempty"` // symlink target
+	// Parent and Name locate the inode's most recent link, so that the commit
+	// log can name paths without the caller spelling them out.
+	Parent Ino               `cbor:"12,keyasint,omitempty"`
+	Name   string            `cbor:"13,keyasint,omitempty"`
+	Xattrs map[string][]byte `cbor:"14,keyasint,omitempty"`
+	// Content: Inline for small files, else Extents in file order.
+	Inline  []byte   `cbor:"15,keyasint,omitempty"`
+	Extents []Extent `cbor:"16,keyasint,omitempty"`
+	// ContentHash is the SHA-256 of the whole content (what sha256sum prints).
+	ContentHash []byte `cbor:"17,keyasint,omitempty"`
+	// ContentHLC is the commit that last changed the content; equal values
+	// mean equal bytes (the fs layer keeps the kernel's page cache on it).
+	ContentHLC HLC `cbor:"18,keyasint,omitempty"`
+
+	// HLC is the version's own commit stamp (from the key, not stored).
+	HLC HLC `cbor:"-"`
+}
+
+// IsDir reports whether the inode is a directory.
+func (n *Inode) IsDir() bool { return n.Mode&sIFMT == sIFDIR }
+
+// IsRegular reports whether the inode is a regular file.
+func (n *Inode) IsRegular() bool { return n.Mode&sIFMT == sIFREG }
+
+// IsSymlink reports whether the inode is a symbolic link.
+func (n *Inode) IsSymlink() bool { return n.Mode&sIFMT == sIFLNK }
+
+// Blocks returns st_blocks (512-byte units) of the stored bytes: holes and
+// empty files take none.
+func (n *Inode) Blocks() uint64 {
+	var b uint64
+	if len(n.Inline) > 0 {
+		b = uint64(len(n.Inline))
+	}
+	for _, e := range n.Extents {
+		if e.Chunk != nil {
+			b += uint64(e.Len)
+		}
+	}
+	if n.IsSymlink() {
+		b = uint64(len(n.Target))
+	}
+	return (b + 511) / 512
+}
+
+// XattrNames returns the extended attribute names in sorted order.
+func (n *Inode) XattrNames() []string {
+	names := make([]string, 0, len(n.Xattrs))
+	for k := range n.Xattrs {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Dentry is one version of a directory entry; Ino 0 is a tombstone.
+type Dentry struct {
+	Ino  Ino    `cbor:"1,keyasint,omitempty"`
+	Type uint32 `cbor:"2,keyasint,omitempty"` // mode type bits of the target
+
+	Name string `cbor:"-"` // from the key
+	HLC  HLC    `cbor:"-"` // from the key
+}
+
+// SessionHeader is written once when a session is created and never changed.
+type SessionHeader struct {
+	ID      SessionID `cbor:"1,keyasint"`
+	Name    string    `cbor:"2,keyasint,omitempty"`
+	Created HLC       `cbor:"3,keyasint"`
+	Root    Ino       `cbor:"4,keyasint"`
+	// Parent and ForkedAt are set when the session was forked from another.
+	Parent   *SessionID `cbor:"5,keyasint,omitempty"`
+	ForkedAt HLC        `cbor:"6,keyasint,omitempty"`
+}
+
+// sessionState is one version of a session's lifecycle state.
+type sessionState struct {
+	Forgotten bool `cbor:"1,keyasint,omitempty"`
+}
+
+// counters are a session's derived, mutable counters.
+type counters struct {
+	NextSeq uint64 `cbor:"1,keyasint"`
+	LastHLC HLC    `cbor:"2,keyasint"`
+}
+
+// Event is one entry of a session's commit log: every commit appends exactly
+// one, with a per-session sequence number that has no gaps.
+type Event struct {
+	Seq   uint64 `cbor:"1,keyasint" json:"seq"`
+	HLC   HLC    `cbor:"2,keyasint" json:"-"`
+	Op    string `cbor:"3,keyasint" json:"op"`
+	Path  string `cbor:"4,keyasint,omitempty" json:"path,omitempty"`
+	Path2 string `cbor:"5,keyasint,omitempty" json:"to,omitempty"` // rename target, link name, fork parent
+	Ino   Ino    `cbor:"6,keyasint,omitempty" json:"ino,omitempty"`
+	Size  int64  `cbor:"7,keyasint,omitempty" json:"size,omitempty"`
+	Hash  string `cbor:"8,keyasint,omitempty" json:"sha256,omitempty"`
+	// Detail carries op-specific facts (e.g. a redaction's version count).
+	Detail string `cbor:"9,keyasint,omitempty" json:"detail,omitempty"`
+}
+
+var (
+	castagnoli = crc32.MakeTable(crc32.Castagnoli)
+	encMode    cbor.EncMode
+	decMode    cbor.DecMode
+)
+
+func init() {
+	var err error
+	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
+		panic(err) // static options; cannot fail
+	}
+	if decMode, err = (cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20}).DecMode(); err != nil {
+		panic(err)
+	}
+}
+
+// encode frames v as crc32c || cbor(v).
+func encode(v any) ([]byte, error) {
+	payload, err := encMode.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return frame(payload), nil
+}
+
+func frame(payload []byte) []byte {
+	out := make([]byte, 4+len(payload))
+	binary.BigEndian.PutUint32(out, crc32.Checksum(payload, castagnoli))
+	copy(out[4:], payload)
+	return out
+}
+
+// unframe checks the checksum; k names the key in the error.
+func unframe(k, val []byte) ([]byte, error) {
+	if len(val) < 4 || binary.BigEndian.Uint32(val) != crc32.Checksum(val[4:], castagnoli) {
+		return nil, fmt.Errorf("%w: checksum mismatch at key %q", ErrCorrupt, k)
+	}
+	return val[4:], nil
+}
+
+// decode checks and decodes a framed record stored under k into v.
+func decode(k, val []byte, v any) error {
+	payload, err := unframe(k, val)
+	if err != nil {
+		return err
+	}
+	if err := decMode.Unmarshal(payload, v); err != nil {
+		return fmt.Errorf("%w: undecodable record at key %q: %v", ErrCorrupt, k, err)
+	}
+	return nil
+}

@@ -1,0 +1,139 @@
+package mvcc
+
+import (
+	"crypto/rand"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+var (
+	entropyMu sync.Mutex
+	entropy   = ulid.Monotonic(rand.Reader, 0)
+)
+
+// NewSessionID returns a fresh ULID.
+func NewSessionID() SessionID {
+	entropyMu.Lock()
+	defer entropyMu.Unlock()
+	return ulid.MustNew(ulid.Timestamp(time.Now()), entropy)
+}
+
+// ParseSessionID parses a ULID, naming the text in the error.
+func ParseSessionID(s string) (SessionID, error) {
+	id, err := ulid.ParseStrict(s)
+	if err != nil {
+		return SessionID{}, fmt.Errorf("%w: %q is not a session id (ULID): %v", ErrNoSession, s, err)
+	}
+	return id, nil
+}
+
+// CreateSession creates an empty live session with a root directory owned
+// by uid:gid.
+func (s *Store) CreateSession(name string, uid, gid uint32) (*SessionHeader, error) {
+	if err := ValidName(name); name != "" && err != nil {
+		return nil, fmt.Errorf("session name: %w", err)
+	}
+	h := &SessionHeader{ID: NewSessionID(), Name: name}
+	var ev Event
+	err := s.kv.Update(func(tx kv.Txn) error {
+		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: h.ID}
+		t.hlc = s.clock.Tick()
+		root, err := t.AllocIno()
+		if err != nil {
+			return err
+		}
+		h.Created, h.Root = t.hlc, root
+		if err := t.put(headerKey(h.ID), h); err != nil {
+			return err
+		}
+		if err := t.put(stateKey(h.ID, t.hlc), &sessionState{}); err != nil {
+			return err
+		}
+		now := int64(t.hlc)
+		if err := t.PutInode(&Inode{Ino: root, Mode: sIFDIR | 0o755, Uid: uid, Gid: gid, Nlink: 2,
+			Atime: now, Mtime: now, Ctime: now}); err != nil {
+			return err
+		}
+		t.SetEvent(Event{Op: "session.create", Path: ".", Detail: name})
+		ev, err = t.appendEventLocked()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.notify(h.ID, ev)
+	return h, nil
+}
+
+// SessionInfo is a session as listed by `padfs session ls`.
+type SessionInfo struct {
+	SessionHeader
+	Forgotten   bool
+	ForgottenAt HLC
+	LastHLC     HLC
+	Events      uint64
+}
+
+// Sessions lists every session (forgotten ones flagged), oldest first.
+func (s *Store) Sessions() ([]SessionInfo, error) {
+	var out []SessionInfo
+	err := s.View(func(t *ReadTx) error {
+		prefix := []byte{pHeader}
+		return t.r.Scan(prefix, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+			var si SessionInfo
+			if err := decode(k, v, &si.SessionHeader); err != nil {
+				return false, err
+			}
+			var err error
+			if si.Forgotten, si.ForgottenAt, err = t.Forgotten(si.ID, Latest); err != nil {
+				return false, err
+			}
+			ck := countersKey(si.ID)
+			if cv, err := t.r.Get(ck); err != nil {
+				return false, err
+			} else if cv != nil {
+				var c counters
+				if err := decode(ck, cv, &c); err != nil {
+					return false, err
+				}
+				si.LastHLC, si.Events = c.LastHLC, c.NextSeq
+			}
+			out = append(out, si)
+			return true, nil
+		})
+	})
+	return out, err
+}
+
+// Header returns a session's header.
+func (s *Store) Header(sid SessionID) (*SessionHeader, error) {
+	var h *SessionHeader
+	err := s.View(func(t *ReadTx) error {
+		var err error
+		h, err = t.Header(sid)
+		return err
+	})
+	return h, err
+}
+
+// LiveHeader returns the header of a session that exists and is not
+// forgotten (what mounting it read-write requires).
+func (s *Store) LiveHeader(sid SessionID) (*SessionHeader, error) {
+	var h *SessionHeader
+	err := s.View(func(t *ReadTx) error {
+		var err error
+		if h, err = t.Header(sid); err != nil {
+			return err
+		}
+		gone, at, err := t.Forgotten(sid, Latest)
+		if err == nil && gone {
+			err = fmt.Errorf("%w: %s was forgotten at %s (it can still be read as of an earlier time)", ErrForgotten, sid, at)
+		}
+		return err
+	})
+	return h, err
+}

@@ -1,0 +1,300 @@
+package mvcc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// Store is the versioned store: sessions, trees, content and commit logs,
+// on top of an ordered transactional KV (kv.Store). It is safe for
+// concurrent use. Writers are serialized by the KV's Update, and each commit
+// takes its HLC inside that critical section, so HLC order is commit order.
+type Store struct {
+	kv    kv.Store
+	clock *Clock
+
+	mu       sync.Mutex
+	watchers []func(SessionID, Event)
+}
+
+// New opens the mvcc layer on kvs: it checks (or writes) the format version
+// and restores the HLC high-water mark.
+func New(kvs kv.Store) (*Store, error) {
+	s := &Store{kv: kvs}
+	var last HLC
+	err := kvs.Update(func(tx kv.Txn) error {
+		v, err := tx.Get(metaKey("format"))
+		if err != nil {
+			return err
+		}
+		switch {
+		case v == nil:
+			if err := tx.Put(metaKey("format"), u64(FormatVersion)); err != nil {
+				return err
+			}
+			if err := tx.Put(metaKey("ino"), u64(1)); err != nil {
+				return err
+			}
+		case len(v) != 8:
+			return fmt.Errorf("%w: format record is %d bytes", ErrCorrupt, len(v))
+		case binary.BigEndian.Uint64(v) > FormatVersion:
+			return fmt.Errorf("%w: store format %d is newer than this padfs understands (%d); upgrade padfs",
+				ErrFormat, binary.BigEndian.Uint64(v), FormatVersion)
+		}
+		if v, err = tx.Get(metaKey("hlc")); err != nil {
+			return err
+		} else if len(v) == 8 {
+			last = HLC(binary.BigEndian.Uint64(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.clock = NewClock(last)
+	return s, nil
+}
+
+// KV returns the underlying key-value store (for maintenance commands).
+func (s *Store) KV() kv.Store { return s.kv }
+
+// Close closes the underlying KV.
+func (s *Store) Close() error { return s.kv.Close() }
+
+// Sync returns when every commit so far survives a power loss.
+func (s *Store) Sync() error { return s.kv.Sync() }
+
+// Now returns a fresh HLC greater than every commit so far and persists it
+// as the high-water mark, so .asof/<Now()>/ shows every completed write and
+// no later one, even across a restart with a clock that stepped back.
+func (s *Store) Now() (HLC, error) {
+	var h HLC
+	err := s.kv.Update(func(tx kv.Txn) error {
+		h = s.clock.Tick()
+		return tx.Put(metaKey("hlc"), u64(uint64(h)))
+	})
+	return h, err
+}
+
+// Watch registers fn to be called after every commit, outside any
+// transaction, in commit order. The search index and the mount's cache
+// invalidation follow the store this way.
+func (s *Store) Watch(fn func(SessionID, Event)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watchers = append(s.watchers, fn)
+}
+
+func (s *Store) notify(sid SessionID, ev Event) {
+	s.mu.Lock()
+	ws := s.watchers
+	s.mu.Unlock()
+	for _, w := range ws {
+		w(sid, ev)
+	}
+}
+
+// ReadTx is a consistent read-only view of the store.
+type ReadTx struct {
+	s *Store
+	r kv.Reader
+}
+
+// View runs fn against a consistent snapshot.
+func (s *Store) View(fn func(*ReadTx) error) error {
+	return s.kv.View(func(r kv.Reader) error { return fn(&ReadTx{s: s, r: r}) })
+}
+
+// seekChain returns the newest version in the chain with HLC <= at.
+func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
+	start := append(append([]byte(nil), chain...), inv(at)...)
+	err = t.r.Scan(start, kv.PrefixEnd(chain), func(kk, vv []byte) (bool, error) {
+		if len(kk) == len(chain)+8 {
+			k = append([]byte(nil), kk...)
+			v = append([]byte(nil), vv...)
+		}
+		return false, nil
+	})
+	return k, v, err
+}
+
+// Header returns a session's immutable header.
+func (t *ReadTx) Header(sid SessionID) (*SessionHeader, error) {
+	k := headerKey(sid)
+	v, err := t.r.Get(k)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, fmt.Errorf("%w: %s", ErrNoSession, sid)
+	}
+	var h SessionHeader
+	if err := decode(k, v, &h); err != nil {
+		return nil, err
+	}
+	return &h, nil
+}
+
+// Forgotten reports whether the session is forgotten as of at, and when.
+func (t *ReadTx) Forgotten(sid SessionID, at HLC) (bool, HLC, error) {
+	k, v, err := t.seekChain(key(pState, sid[:]), at)
+	if err != nil || k == nil {
+		return false, 0, err
+	}
+	var st sessionState
+	if err := decode(k, v, &st); err != nil {
+		return false, 0, err
+	}
+	return st.Forgotten, hlcFromInv(k), nil
+}
+
+// Lookup returns the entry name in directory parent as of at.
+func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry, error) {
+	k, v, err := t.seekChain(dentryChain(sid, parent, name), at)
+	if err != nil {
+		return Dentry{}, err
+	}
+	if k == nil {
+		return Dentry{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	var d Dentry
+	if err := decode(k, v, &d); err != nil {
+		return Dentry{}, err
+	}
+	if d.Ino == 0 {
+		return Dentry{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	d.Name, d.HLC = name, hlcFromInv(k)
+	return d, nil
+}
+
+// Inode returns the version of ino current as of at.
+func (t *ReadTx) Inode(sid SessionID, ino Ino, at HLC) (*Inode, error) {
+	k, v, err := t.seekChain(inodeChain(sid, ino), at)
+	if err != nil {
+		return nil, err
+	}
+	if k == nil {
+		return nil, fmt.Errorf("%w: inode %d", ErrNotFound, ino)
+	}
+	n := new(Inode)
+	if err := decode(k, v, n); err != nil {
+		return nil, err
+	}
+	n.HLC = hlcFromInv(k)
+	return n, nil
+}
+
+// ReadDir calls fn for each entry of directory dir as of at, in name order,
+// until fn returns false. It costs one seek per name the directory ever had
+// (two for a past state), never a walk of each name's history.
+func (t *ReadTx) ReadDir(sid SessionID, dir Ino, at HLC, fn func(Dentry) bool) error {
+	prefix := dirPrefix(sid, dir)
+	end := kv.PrefixEnd(prefix)
+	pos := prefix
+	for {
+		var name []byte
+		err := t.r.Scan(pos, end, func(k, _ []byte) (bool, error) {
+			if len(k) < len(prefix)+9 {
+				return false, fmt.Errorf("%w: short entry key %q", ErrCorrupt, k)
+			}
+			name = append([]byte(nil), k[len(prefix):len(k)-9]...)
+			return false, nil
+		})
+		if err != nil || name == nil {
+			return err
+		}
+		d, err := t.Lookup(sid, dir, string(name), at)
+		switch {
+		case errors.Is(err, ErrNotFound):
+		case err != nil:
+			return err
+		default:
+			if !fn(d) {
+				return nil
+			}
+		}
+		// Skip the rest of this name's chain: prefix name 0x01.
+		pos = append(append(append([]byte(nil), prefix...), name...), 1)
+	}
+}
+
+// Path returns the path of ino relative to the session root ("." for the
+// root itself), following each inode's most recent link.
+func (t *ReadTx) Path(sid SessionID, ino Ino, at HLC) (string, error) {
+	h, err := t.Header(sid)
+	if err != nil {
+		return "", err
+	}
+	var parts []string
+	for i := 0; ino != h.Root; i++ {
+		if i > 4096 {
+			return "", fmt.Errorf("%w: parent chain of inode %d does not reach the root", ErrCorrupt, ino)
+		}
+		n, err := t.Inode(sid, ino, at)
+		if err != nil {
+			return "", err
+		}
+		if n.Parent == 0 {
+			return "", fmt.Errorf("%w: inode %d has no parent", ErrNotFound, ino)
+		}
+		parts = append(parts, n.Name)
+		ino = n.Parent
+	}
+	if len(parts) == 0 {
+		return ".", nil
+	}
+	var b bytes.Buffer
+	for i := len(parts) - 1; i >= 0; i-- {
+		b.WriteString(parts[i])
+		if i > 0 {
+			b.WriteByte('/')
+		}
+	}
+	return b.String(), nil
+}
+
+// Events calls fn for each event of the session with Seq > after, oldest
+// first, until fn returns false.
+func (t *ReadTx) Events(sid SessionID, after uint64, fn func(Event) bool) error {
+	prefix := key(pEvent, sid[:])
+	return t.r.Scan(eventKey(sid, after+1), kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+		var ev Event
+		if err := decode(k, v, &ev); err != nil {
+			return false, err
+		}
+		return fn(ev), nil
+	})
+}
+
+// Checkpoint returns the HLC a checkpoint name stands for.
+func (t *ReadTx) Checkpoint(sid SessionID, name string) (HLC, bool, error) {
+	v, err := t.r.Get(checkpointKey(sid, name))
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	if len(v) != 8 {
+		return 0, false, fmt.Errorf("%w: checkpoint %q", ErrCorrupt, name)
+	}
+	return HLC(binary.BigEndian.Uint64(v)), true, nil
+}
+
+// Checkpoints calls fn for each named checkpoint of the session.
+func (t *ReadTx) Checkpoints(sid SessionID, fn func(name string, at HLC) bool) error {
+	prefix := key(pCheckpoint, sid[:])
+	return t.r.Scan(prefix, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+		if len(v) != 8 {
+			return false, fmt.Errorf("%w: checkpoint key %q", ErrCorrupt, k)
+		}
+		return fn(string(k[len(prefix):]), HLC(binary.BigEndian.Uint64(v))), nil
+	})
+}
+
+// nowNs is the wall time stamped into mtime/ctime.
+func nowNs() int64 { return time.Now().UnixNano() }

@@ -1,0 +1,633 @@
+package mvcc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Filesystem operations. Each is one commit: new versions of the entries and
+// inodes it touches, all stamped with one HLC, and one event in the log.
+// They enforce POSIX rules (EEXIST, ENOTEMPTY, ...) and return the sentinel
+// errors of errors.go.
+
+// Attr is what a new inode starts with.
+type Attr struct {
+	Mode     uint32 // type bits | permissions
+	Uid, Gid uint32
+	Rdev     uint32
+}
+
+// SetAttr changes the attributes whose pointer is non-nil.
+type SetAttr struct {
+	Mode         *uint32 // permission bits only
+	Uid, Gid     *uint32
+	Size         *uint64
+	Atime, Mtime *int64 // ns since the epoch
+}
+
+// Rename flags, as renameat2(2).
+const (
+	RenameNoReplace = 1 // RENAME_NOREPLACE
+	RenameExchange  = 2 // RENAME_EXCHANGE
+)
+
+// dirOf loads parent and checks it is a live directory.
+func (t *WriteTx) dirOf(parent Ino) (*Inode, error) {
+	p, err := t.Latest(parent)
+	if err != nil {
+		return nil, err
+	}
+	if !p.IsDir() {
+		return nil, fmt.Errorf("%w: inode %d", ErrNotDir, parent)
+	}
+	if p.Nlink == 0 {
+		return nil, fmt.Errorf("%w: directory was removed", ErrNotFound)
+	}
+	return p, nil
+}
+
+// touchDir bumps a directory's mtime/ctime and link count.
+func (t *WriteTx) touchDir(d *Inode, nlinkDelta int) error {
+	d.Nlink = uint32(int(d.Nlink) + nlinkDelta)
+	d.Mtime, d.Ctime = nowNs(), nowNs()
+	return t.PutInode(d)
+}
+
+// pathOf names ino's entry name in parent for the event log.
+func (t *WriteTx) pathOf(parent Ino, name string) string {
+	p, err := t.Path(t.sid, parent, Latest)
+	if err != nil {
+		return name
+	}
+	if p == "." {
+		return name
+	}
+	return p + "/" + name
+}
+
+// Create makes a new inode (file, directory, symlink, fifo, ...) named name
+// in parent. For a symlink, target is its content.
+func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target string) (*Inode, error) {
+	if err := ValidName(name); err != nil {
+		return nil, err
+	}
+	var n *Inode
+	_, err := s.Update(sid, func(t *WriteTx) error {
+		dir, err := t.dirOf(parent)
+		if err != nil {
+			return err
+		}
+		if _, err := t.Lookup(sid, parent, name, Latest); err == nil {
+			return fmt.Errorf("%w: %q", ErrExist, name)
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		ino, err := t.AllocIno()
+		if err != nil {
+			return err
+		}
+		now := nowNs()
+		n = &Inode{Ino: ino, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid, Rdev: a.Rdev, Nlink: 1,
+			Atime: now, Mtime: now, Ctime: now, Parent: parent, Name: name, ContentHLC: t.hlc}
+		op, delta := "create", 0
+		switch a.Mode & sIFMT {
+		case sIFDIR:
+			n.Nlink, op, delta = 2, "mkdir", 1
+		case sIFLNK:
+			n.Target, n.Size, op = target, uint64(len(target)), "symlink"
+		case 0:
+			n.Mode |= sIFREG
+		}
+		if err := t.PutInode(n); err != nil {
+			return err
+		}
+		if err := t.PutDentry(parent, name, ino, n.Mode&sIFMT); err != nil {
+			return err
+		}
+		if err := t.touchDir(dir, delta); err != nil {
+			return err
+		}
+		t.SetEvent(Event{Op: op, Path: t.pathOf(parent, name), Ino: ino, Path2: target})
+		return nil
+	})
+	return n, err
+}
+
+// Link adds the name newName in newParent for the existing inode ino.
+func (s *Store) Link(sid SessionID, ino, newParent Ino, newName string) (*Inode, error) {
+	if err := ValidName(newName); err != nil {
+		return nil, err
+	}
+	var n *Inode
+	_, err := s.Update(sid, func(t *WriteTx) error {
+		dir, err := t.dirOf(newParent)
+		if err != nil {
+			return err
+		}
+		if n, err = t.Latest(ino); err != nil {
+			return err
+		}
+		if n.IsDir() {
+			return fmt.Errorf("%w: hard link to a directory", ErrPerm)
+		}
+		if _, err := t.Lookup(sid, newParent, newName, Latest); err == nil {
+			return fmt.Errorf("%w: %q", ErrExist, newName)
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		from := t.pathOf(n.Parent, n.Name)
+		n.Nlink++
+		n.Ctime = nowNs()
+		n.Parent, n.Name = newParent, newName
+		if err := t.PutInode(n); err != nil {
+			return err
+		}
+		if err := t.PutDentry(newParent, newName, ino, n.Mode&sIFMT); err != nil {
+			return err
+		}
+		if err := t.touchDir(dir, 0); err != nil {
+			return err
+		}
+		t.SetEvent(Event{Op: "link", Path: from, Path2: t.pathOf(newParent, newName), Ino: ino})
+		return nil
+	})
+	return n, err
+}
+
+// Remove unlinks name from parent: rmdir when dir is true (the directory
+// must be empty), unlink otherwise (name must not be a directory). The inode
+// keeps its versions; at nlink 0 it lives on only for open handles and
+// as-of reads.
+func (s *Store) Remove(sid SessionID, parent Ino, name string, dir bool) error {
+	_, err := s.Update(sid, func(t *WriteTx) error {
+		pd, err := t.dirOf(parent)
+		if err != nil {
+			return err
+		}
+		d, err := t.Lookup(sid, parent, name, Latest)
+		if err != nil {
+			return err
+		}
+		n, err := t.Latest(d.Ino)
+		if err != nil {
+			return err
+		}
+		path := t.pathOf(parent, name)
+		op, delta := "unlink", 0
+		if dir {
+			if !n.IsDir() {
+				return fmt.Errorf("%w: %q", ErrNotDir, name)
+			}
+			if err := t.checkEmpty(n.Ino); err != nil {
+				return err
+			}
+			op, delta, n.Nlink = "rmdir", -1, 0
+		} else {
+			if n.IsDir() {
+				return fmt.Errorf("%w: %q", ErrIsDir, name)
+			}
+			n.Nlink--
+		}
+		n.Ctime = nowNs()
+		if err := t.unlinkedFrom(n, parent, name); err != nil {
+			return err
+		}
+		if err := t.PutDentry(parent, name, 0, 0); err != nil {
+			return err
+		}
+		if err := t.touchDir(pd, delta); err != nil {
+			return err
+		}
+		t.SetEvent(Event{Op: op, Path: path, Ino: n.Ino})
+		return nil
+	})
+	return err
+}
+
+// unlinkedFrom writes n after one of its links (parent/name) went away,
+// re-pointing its primary link at a remaining one if needed.
+func (t *WriteTx) unlinkedFrom(n *Inode, parent Ino, name string) error {
+	if n.Nlink > 0 && n.Parent == parent && n.Name == name {
+		// Find another link: only hard-linked files get here; look in the
+		// same directory first, which is where links usually are.
+		_ = t.ReadDir(t.sid, parent, Latest, func(d Dentry) bool {
+			if d.Ino == n.Ino && d.Name != name {
+				n.Name = d.Name
+				return false
+			}
+			return true
+		})
+	}
+	return t.PutInode(n)
+}
+
+func (t *WriteTx) checkEmpty(dir Ino) error {
+	empty := true
+	if err := t.ReadDir(t.sid, dir, Latest, func(Dentry) bool { empty = false; return false }); err != nil {
+		return err
+	}
+	if !empty {
+		return ErrNotEmpty
+	}
+	return nil
+}
+
+// Rename moves oldParent/oldName to newParent/newName with rename(2) and
+// renameat2(2) semantics (flags RenameNoReplace, RenameExchange).
+func (s *Store) Rename(sid SessionID, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error {
+	if err := ValidName(newName); err != nil {
+		return err
+	}
+	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+		return fmt.Errorf("%w: rename flags %#x", ErrInvalid, flags)
+	}
+	_, err := s.Update(sid, func(t *WriteTx) error {
+		op, err := t.dirOf(oldParent)
+		if err != nil {
+			return err
+		}
+		np := op
+		if newParent != oldParent {
+			if np, err = t.dirOf(newParent); err != nil {
+				return err
+			}
+		}
+		sd, err := t.Lookup(sid, oldParent, oldName, Latest)
+		if err != nil {
+			return err
+		}
+		src, err := t.Latest(sd.Ino)
+		if err != nil {
+			return err
+		}
+		from, to := t.pathOf(oldParent, oldName), t.pathOf(newParent, newName)
+		var dst *Inode
+		if dd, err := t.Lookup(sid, newParent, newName, Latest); err == nil {
+			if dst, err = t.Latest(dd.Ino); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		switch {
+		case flags&RenameNoReplace != 0 && dst != nil:
+			return fmt.Errorf("%w: %q", ErrExist, newName)
+		case flags&RenameExchange != 0 && dst == nil:
+			return fmt.Errorf("%w: %q", ErrNotFound, newName)
+		case dst != nil && dst.Ino == src.Ino:
+			t.SetEvent(Event{Op: "rename", Path: from, Path2: to, Ino: src.Ino})
+			return nil // same inode: POSIX says do nothing
+		}
+		if src.IsDir() {
+			if err := t.checkNotAncestor(src.Ino, newParent); err != nil {
+				return err
+			}
+		}
+		if flags&RenameExchange != 0 && dst.IsDir() {
+			if err := t.checkNotAncestor(dst.Ino, oldParent); err != nil {
+				return err
+			}
+		}
+		now := nowNs()
+		if flags&RenameExchange != 0 {
+			if err := t.PutDentry(oldParent, oldName, dst.Ino, dst.Mode&sIFMT); err != nil {
+				return err
+			}
+			if err := t.PutDentry(newParent, newName, src.Ino, src.Mode&sIFMT); err != nil {
+				return err
+			}
+			src.Parent, src.Name, src.Ctime = newParent, newName, now
+			dst.Parent, dst.Name, dst.Ctime = oldParent, oldName, now
+			if err := t.PutInode(src); err != nil {
+				return err
+			}
+			if err := t.PutInode(dst); err != nil {
+				return err
+			}
+			if oldParent != newParent && src.IsDir() != dst.IsDir() {
+				d := 1
+				if dst.IsDir() {
+					d = -1
+				}
+				if err := t.touchDir(op, -d); err != nil {
+					return err
+				}
+				return t.finishRename(np, d, from, to, src.Ino, "exchange")
+			}
+			if err := t.touchDir(op, 0); err != nil {
+				return err
+			}
+			if oldParent != newParent {
+				if err := t.touchDir(np, 0); err != nil {
+					return err
+				}
+			}
+			t.SetEvent(Event{Op: "exchange", Path: from, Path2: to, Ino: src.Ino})
+			return nil
+		}
+		npDelta := 0
+		if dst != nil {
+			switch {
+			case src.IsDir() && !dst.IsDir():
+				return fmt.Errorf("%w: %q", ErrNotDir, newName)
+			case !src.IsDir() && dst.IsDir():
+				return fmt.Errorf("%w: %q", ErrIsDir, newName)
+			case dst.IsDir():
+				if err := t.checkEmpty(dst.Ino); err != nil {
+					return err
+				}
+				dst.Nlink = 0
+				npDelta--
+			default:
+				dst.Nlink--
+			}
+			dst.Ctime = now
+			if err := t.unlinkedFrom(dst, newParent, newName); err != nil {
+				return err
+			}
+		}
+		if err := t.PutDentry(oldParent, oldName, 0, 0); err != nil {
+			return err
+		}
+		if err := t.PutDentry(newParent, newName, src.Ino, src.Mode&sIFMT); err != nil {
+			return err
+		}
+		src.Parent, src.Name, src.Ctime = newParent, newName, now
+		if err := t.PutInode(src); err != nil {
+			return err
+		}
+		if src.IsDir() && oldParent != newParent {
+			npDelta++
+			if err := t.touchDir(op, -1); err != nil {
+				return err
+			}
+		} else if oldParent != newParent {
+			if err := t.touchDir(op, 0); err != nil {
+				return err
+			}
+		}
+		if oldParent == newParent {
+			return t.finishRename(op, npDelta, from, to, src.Ino, "rename")
+		}
+		return t.finishRename(np, npDelta, from, to, src.Ino, "rename")
+	})
+	return err
+}
+
+func (t *WriteTx) finishRename(dir *Inode, delta int, from, to string, ino Ino, op string) error {
+	// dir may be stale if it was also the other parent; reload to keep the
+	// link count exact.
+	cur, err := t.Latest(dir.Ino)
+	if err != nil {
+		return err
+	}
+	if err := t.touchDir(cur, delta); err != nil {
+		return err
+	}
+	t.SetEvent(Event{Op: op, Path: from, Path2: to, Ino: ino})
+	return nil
+}
+
+// checkNotAncestor refuses to move directory dir below itself.
+func (t *WriteTx) checkNotAncestor(dir, newParent Ino) error {
+	h, err := t.Header(t.sid)
+	if err != nil {
+		return err
+	}
+	for p, i := newParent, 0; p != h.Root && p != 0; i++ {
+		if p == dir {
+			return fmt.Errorf("%w: cannot move a directory into itself", ErrInvalid)
+		}
+		if i > 4096 {
+			return fmt.Errorf("%w: parent chain of inode %d", ErrCorrupt, newParent)
+		}
+		n, err := t.Latest(p)
+		if err != nil {
+			return err
+		}
+		p = n.Parent
+	}
+	return nil
+}
+
+// SetAttr changes attributes of ino (chmod, chown, utimens, truncate).
+func (s *Store) SetAttr(sid SessionID, ino Ino, a SetAttr) (*Inode, error) {
+	var content *Content
+	if a.Size != nil {
+		// Truncate stores the new content before the commit (see PutContent).
+		old, err := s.LatestInode(sid, ino)
+		if err != nil {
+			return nil, err
+		}
+		if old.IsDir() {
+			return nil, fmt.Errorf("%w: truncate of a directory", ErrIsDir)
+		}
+		if *a.Size != old.Size {
+			r := io.MultiReader(io.NewSectionReader(s.Reader(old), 0, int64(min(old.Size, *a.Size))),
+				io.LimitReader(zeroReader{}, int64(*a.Size)-int64(min(old.Size, *a.Size))))
+			if content, err = s.PutContent(r); err != nil {
+				return nil, err
+			}
+		}
+	}
+	var n *Inode
+	_, err := s.Update(sid, func(t *WriteTx) error {
+		var err error
+		if n, err = t.Latest(ino); err != nil {
+			return err
+		}
+		now := nowNs()
+		op := "setattr"
+		if a.Mode != nil {
+			n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
+			op = "chmod"
+		}
+		if a.Uid != nil {
+			n.Uid, op = *a.Uid, "chown"
+		}
+		if a.Gid != nil {
+			n.Gid, op = *a.Gid, "chown"
+		}
+		if a.Atime != nil {
+			n.Atime, op = *a.Atime, "utimens"
+		}
+		if a.Mtime != nil {
+			n.Mtime, op = *a.Mtime, "utimens"
+		}
+		if content != nil {
+			content.Apply(n)
+			n.ContentHLC = t.hlc
+			n.Mtime = now
+			op = "truncate"
+		}
+		n.Ctime = now
+		if err := t.PutInode(n); err != nil {
+			return err
+		}
+		t.SetEvent(Event{Op: op, Path: t.pathOf(n.Parent, n.Name), Ino: ino, Size: int64(n.Size)})
+		return nil
+	})
+	return n, err
+}
+
+type zeroReader struct{}
+
+func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
+
+// WriteContent commits new content for ino, read from r (the file's whole
+// new content, size bytes), with mtime (ns). Other attributes are kept.
+func (s *Store) WriteContent(sid SessionID, ino Ino, r io.Reader, mtime int64) (*Inode, error) {
+	c, err := s.PutContent(r)
+	if err != nil {
+		return nil, err
+	}
+	var n *Inode
+	_, err = s.Update(sid, func(t *WriteTx) error {
+		var err error
+		if n, err = t.Latest(ino); err != nil {
+			return err
+		}
+		if !n.IsRegular() {
+			return fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
+		}
+		c.Apply(n)
+		n.Mtime, n.Ctime, n.ContentHLC = mtime, nowNs(), t.hlc
+		if err := t.PutInode(n); err != nil {
+			return err
+		}
+		path := t.pathOf(n.Parent, n.Name)
+		if n.Nlink == 0 {
+			path = ""
+		}
+		t.SetEvent(Event{Op: "write", Path: path, Ino: ino, Size: int64(n.Size), Hash: n.HashHex()})
+		return nil
+	})
+	return n, err
+}
+
+// Xattr flags, as setxattr(2).
+const (
+	XattrCreate  = 1
+	XattrReplace = 2
+)
+
+// SetXattr sets (value != nil) or removes (value == nil) an extended
+// attribute.
+func (s *Store) SetXattr(sid SessionID, ino Ino, name string, value []byte, flags uint32) error {
+	_, err := s.Update(sid, func(t *WriteTx) error {
+		n, err := t.Latest(ino)
+		if err != nil {
+			return err
+		}
+		_, has := n.Xattrs[name]
+		switch {
+		case value == nil && !has:
+			return fmt.Errorf("%w: %q", ErrNoAttr, name)
+		case flags&XattrCreate != 0 && has:
+			return fmt.Errorf("%w: xattr %q", ErrExist, name)
+		case flags&XattrReplace != 0 && !has:
+			return fmt.Errorf("%w: %q", ErrNoAttr, name)
+		}
+		xs := make(map[string][]byte, len(n.Xattrs)+1)
+		for k, v := range n.Xattrs {
+			xs[k] = v
+		}
+		op := "setxattr"
+		if value == nil {
+			delete(xs, name)
+			op = "removexattr"
+		} else {
+			xs[name] = append([]byte{}, value...)
+		}
+		n.Xattrs, n.Ctime = xs, nowNs()
+		if err := t.PutInode(n); err != nil {
+			return err
+		}
+		t.SetEvent(Event{Op: op, Path: t.pathOf(n.Parent, n.Name), Ino: ino, Detail: name})
+		return nil
+	})
+	return err
+}
+
+// LatestInode reads the current version of ino.
+func (s *Store) LatestInode(sid SessionID, ino Ino) (*Inode, error) {
+	return s.InodeAt(sid, ino, Latest)
+}
+
+// InodeAt reads ino as of at.
+func (s *Store) InodeAt(sid SessionID, ino Ino, at HLC) (*Inode, error) {
+	var n *Inode
+	err := s.View(func(t *ReadTx) error {
+		var err error
+		n, err = t.Inode(sid, ino, at)
+		return err
+	})
+	return n, err
+}
+
+// Lookup finds name in parent as of at and returns its inode.
+func (s *Store) Lookup(sid SessionID, parent Ino, name string, at HLC) (*Inode, error) {
+	var n *Inode
+	err := s.View(func(t *ReadTx) error {
+		d, err := t.Lookup(sid, parent, name, at)
+		if err != nil {
+			return err
+		}
+		n, err = t.Inode(sid, d.Ino, at)
+		return err
+	})
+	return n, err
+}
+
+// ReadDir lists dir as of at.
+func (s *Store) ReadDir(sid SessionID, dir Ino, at HLC) ([]Dentry, error) {
+	var out []Dentry
+	err := s.View(func(t *ReadTx) error {
+		return t.ReadDir(sid, dir, at, func(d Dentry) bool { out = append(out, d); return true })
+	})
+	return out, err
+}
+
+// Walk resolves a slash-separated path relative to the session root as of
+// at ("" or "." is the root). Symlinks are not followed.
+func (s *Store) Walk(sid SessionID, path string, at HLC) (*Inode, error) {
+	var n *Inode
+	err := s.View(func(t *ReadTx) error {
+		var err error
+		n, err = t.Walk(sid, path, at)
+		return err
+	})
+	return n, err
+}
+
+// Walk resolves path inside this snapshot.
+func (t *ReadTx) Walk(sid SessionID, path string, at HLC) (*Inode, error) {
+	h, err := t.Header(sid)
+	if err != nil {
+		return nil, err
+	}
+	ino := h.Root
+	for _, name := range splitPath(path) {
+		d, err := t.Lookup(sid, ino, name, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		ino = d.Ino
+	}
+	return t.Inode(sid, ino, at)
+}
+
+func splitPath(p string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(p); i++ {
+		if i == len(p) || p[i] == '/' {
+			if c := p[start:i]; c != "" && c != "." {
+				out = append(out, c)
+			}
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,151 @@
+package mvcc
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// WriteTx is one commit: every record it writes is stamped with the same
+// HLC, and it appends exactly one event to the session's log.
+type WriteTx struct {
+	ReadTx
+	w   kv.Txn
+	sid SessionID
+	hlc HLC
+	ev  Event
+}
+
+// HLC is the stamp of this commit.
+func (t *WriteTx) HLC() HLC { return t.hlc }
+
+// Session is the session this commit writes to.
+func (t *WriteTx) Session() SessionID { return t.sid }
+
+// SetEvent describes the commit in the session's log (Seq and HLC are
+// filled in at commit).
+func (t *WriteTx) SetEvent(ev Event) { t.ev = ev }
+
+// Update runs fn as one commit to session sid and returns its HLC. The
+// session must exist and not be forgotten. fn must call SetEvent.
+func (s *Store) Update(sid SessionID, fn func(*WriteTx) error) (HLC, error) {
+	var ev Event
+	err := s.kv.Update(func(tx kv.Txn) error {
+		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
+		if _, err := t.Header(sid); err != nil {
+			return err
+		}
+		if gone, _, err := t.Forgotten(sid, Latest); err != nil {
+			return err
+		} else if gone {
+			return fmt.Errorf("%w: %s", ErrForgotten, sid)
+		}
+		t.hlc = s.clock.Tick()
+		if err := fn(t); err != nil {
+			return err
+		}
+		if t.ev.Op == "" {
+			return fmt.Errorf("mvcc: commit without an event")
+		}
+		var err error
+		ev, err = t.appendEventLocked()
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.notify(sid, ev)
+	return ev.HLC, nil
+}
+
+// appendEventLocked writes the event with the next sequence number and bumps
+// the session counters and the store's HLC high-water mark.
+func (t *WriteTx) appendEventLocked() (Event, error) {
+	ck := countersKey(t.sid)
+	var c counters
+	if v, err := t.w.Get(ck); err != nil {
+		return Event{}, err
+	} else if v != nil {
+		if err := decode(ck, v, &c); err != nil {
+			return Event{}, err
+		}
+	}
+	c.NextSeq++
+	c.LastHLC = t.hlc
+	ev := t.ev
+	ev.Seq, ev.HLC = c.NextSeq, t.hlc
+	if err := t.put(eventKey(t.sid, ev.Seq), &ev); err != nil {
+		return Event{}, err
+	}
+	if err := t.put(ck, &c); err != nil {
+		return Event{}, err
+	}
+	return ev, t.w.Put(metaKey("hlc"), u64(uint64(t.hlc)))
+}
+
+func (t *WriteTx) put(k []byte, v any) error {
+	b, err := encode(v)
+	if err != nil {
+		return fmt.Errorf("mvcc: encode %q: %w", k, err)
+	}
+	return t.w.Put(k, b)
+}
+
+// PutInode writes a new version of n stamped with this commit's HLC and
+// records that the session references n's chunks.
+func (t *WriteTx) PutInode(n *Inode) error {
+	for _, e := range n.Extents {
+		if e.Chunk == nil {
+			continue
+		}
+		var h Hash
+		copy(h[:], e.Chunk)
+		rk := chunkRefKey(h, t.sid)
+		if v, err := t.w.Get(rk); err != nil {
+			return err
+		} else if v == nil {
+			if err := t.w.Put(rk, []byte{}); err != nil {
+				return err
+			}
+		}
+	}
+	n.HLC = t.hlc
+	return t.put(append(inodeChain(t.sid, n.Ino), inv(t.hlc)...), n)
+}
+
+// PutDentry writes a new version of the entry name in parent; ino 0 writes
+// a tombstone.
+func (t *WriteTx) PutDentry(parent Ino, name string, ino Ino, typ uint32) error {
+	k := append(dentryChain(t.sid, parent, name), inv(t.hlc)...)
+	return t.put(k, &Dentry{Ino: ino, Type: typ})
+}
+
+// AllocIno returns a fresh inode number, unique across the store.
+func (t *WriteTx) AllocIno() (Ino, error) {
+	k := metaKey("ino")
+	v, err := t.w.Get(k)
+	if err != nil {
+		return 0, err
+	}
+	next := uint64(1)
+	if len(v) == 8 {
+		next = binary.BigEndian.Uint64(v)
+	}
+	if err := t.w.Put(k, u64(next+1)); err != nil {
+		return 0, err
+	}
+	return Ino(next + 1), nil
+}
+
+// Latest reads the current version of ino inside this commit.
+func (t *WriteTx) Latest(ino Ino) (*Inode, error) { return t.Inode(t.sid, ino, Latest) }
+
+// PutCheckpoint names this commit's HLC.
+func (t *WriteTx) PutCheckpoint(name string, at HLC) error {
+	return t.w.Put(checkpointKey(t.sid, name), u64(uint64(at)))
+}
+
+// Raw exposes the KV transaction to maintenance code in this module
+// (fork, purge, redact).
+func (t *WriteTx) Raw() kv.Txn { return t.w }

@@ -1,0 +1,59 @@
+// Package timetravel resolves the names under a session's .asof/ directory
+// into HLCs and lists a session's commit points. A name is, in order of
+// precedence: a checkpoint name, the canonical HLC text, or any RFC 3339
+// time (meaning the latest state at or before it).
+package timetravel
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// Resolve turns a .asof/ name into the HLC whose state it shows.
+func Resolve(st *mvcc.Store, sid mvcc.SessionID, name string) (mvcc.HLC, error) {
+	var at mvcc.HLC
+	err := st.View(func(t *mvcc.ReadTx) error {
+		h, ok, err := t.Checkpoint(sid, name)
+		if err != nil || ok {
+			at = h
+			return err
+		}
+		at, err = mvcc.ParseHLC(name)
+		if err != nil {
+			return fmt.Errorf("%w: %q is neither an HLC, an RFC 3339 time nor a checkpoint of session %s",
+				mvcc.ErrNotFound, name, sid)
+		}
+		return nil
+	})
+	return at, err
+}
+
+// Point is one entry of .asof/: a commit or a named checkpoint.
+type Point struct {
+	Name string // canonical HLC text, or the checkpoint name
+	HLC  mvcc.HLC
+}
+
+// Points lists a session's commit points (one per event, oldest first)
+// followed by its checkpoints.
+func Points(st *mvcc.Store, sid mvcc.SessionID) ([]Point, error) {
+	var out []Point
+	err := st.View(func(t *mvcc.ReadTx) error {
+		if err := t.Events(sid, 0, func(ev mvcc.Event) bool {
+			out = append(out, Point{Name: ev.HLC.String(), HLC: ev.HLC})
+			return true
+		}); err != nil {
+			return err
+		}
+		return t.Checkpoints(sid, func(name string, at mvcc.HLC) bool {
+			out = append(out, Point{Name: name, HLC: at})
+			return true
+		})
+	})
+	return out, err
+}
+
+// IsNotFound reports whether err means the name resolves to nothing.
+func IsNotFound(err error) bool { return errors.Is(err, mvcc.ErrNotFound) }
