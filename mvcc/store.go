@@ -3,7 +3,6 @@ package mvcc
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -199,25 +198,34 @@ func (t *ReadTx) ReadDir(sid SessionID, dir Ino, at HLC, fn func(Dentry) bool) e
 	end := kv.PrefixEnd(prefix)
 	pos := prefix
 	for {
-		var name []byte
-		err := t.r.Scan(pos, end, func(k, _ []byte) (bool, error) {
-			if len(k) < len(prefix)+9 {
-				return false, fmt.Errorf("%w: short entry key %q", ErrCorrupt, k)
+		var k, v []byte
+		err := t.r.Scan(pos, end, func(kk, vv []byte) (bool, error) {
+			if len(kk) < len(prefix)+9 {
+				return false, fmt.Errorf("%w: short entry key %q", ErrCorrupt, kk)
 			}
-			name = append([]byte(nil), k[len(prefix):len(k)-9]...)
+			k, v = append([]byte(nil), kk...), append([]byte(nil), vv...)
 			return false, nil
 		})
-		if err != nil || name == nil {
+		if err != nil || k == nil {
 			return err
 		}
-		d, err := t.Lookup(sid, dir, string(name), at)
-		switch {
-		case errors.Is(err, ErrNotFound):
-		case err != nil:
-			return err
-		default:
-			if !fn(d) {
-				return nil
+		name := string(k[len(prefix) : len(k)-9])
+		if at != Latest && hlcFromInv(k) > at {
+			// The newest version is too new: seek to the one in force at at.
+			if k, v, err = t.seekChain(dentryChain(sid, dir, name), at); err != nil {
+				return err
+			}
+		}
+		if k != nil {
+			var d Dentry
+			if err := decode(k, v, &d); err != nil {
+				return err
+			}
+			if d.Ino != 0 {
+				d.Name, d.HLC = name, hlcFromInv(k)
+				if !fn(d) {
+					return nil
+				}
 			}
 		}
 		// Skip the rest of this name's chain: prefix name 0x01.
