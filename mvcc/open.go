@@ -1,12 +1,30 @@
 package mvcc
 
 import (
-	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/padfs/padfs/mvcc/kv/bolt"
 )
 
-// OpenDir opens (creating if needed) the store in data directory dir:
-// dir/padfs.db (bbolt) behind the write-ahead log in dir/wal/.
-// TODO(core): wire mvcc/kv/bolt and mvcc/kv/wal once they land.
+// StoreFile is the bbolt file inside a data directory.
+const StoreFile = "padfs.db"
+
+// OpenDir opens (creating if needed) the store in data directory dir.
+// TODO(core): put the write-ahead log (mvcc/kv/wal) in front of bolt.
 func OpenDir(dir string) (*Store, error) {
-	return nil, errors.New("mvcc.OpenDir: storage drivers not wired yet")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("data directory %s: %w", dir, err)
+	}
+	b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{})
+	if err != nil {
+		return nil, err
+	}
+	st, err := New(b)
+	if err != nil {
+		b.Close()
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StoreFile), err)
+	}
+	return st, nil
 }
