@@ -1,25 +1,60 @@
 // Command padfs mounts a versioned coding scratchpad as a FUSE filesystem
-// and manages its sessions. Every subcommand lives in its own file and
-// registers itself on rootCmd in an init function.
+// and manages its sessions.
+//
+// Every subcommand lives in its own file and registers a CONSTRUCTOR in an
+// init function:
+//
+//	func init() { addCommand(newNowCmd) }            // padfs now
+//	func init() { addSessionCommand(newForkCmd) }    // padfs session fork
+//
+// A constructor returns a fresh *cobra.Command each time it is called and
+// keeps its flag values in the command (read them with cmd.Flags().GetX, or
+// BoolVar into variables local to the constructor), never in package
+// variables: a running mount executes forwarded commands concurrently, each
+// on its own tree built by newRootCmd.
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 )
 
-var rootCmd = &cobra.Command{
-	Use:           "padfs",
-	Short:         "A versioned coding scratchpad, mounted as a FUSE filesystem",
-	SilenceUsage:  true,
-	SilenceErrors: true,
+var (
+	commands        []func() *cobra.Command // padfs <cmd>
+	sessionCommands []func() *cobra.Command // padfs session <cmd>
+)
+
+// addCommand registers a top-level subcommand constructor (call it from init).
+func addCommand(newCmd func() *cobra.Command) { commands = append(commands, newCmd) }
+
+// addSessionCommand registers a constructor for a subcommand of `padfs session`.
+func addSessionCommand(newCmd func() *cobra.Command) {
+	sessionCommands = append(sessionCommands, newCmd)
 }
 
-func init() {
-	rootCmd.PersistentFlags().String("data", "", "data directory (default $PADFS_DATA, else $XDG_DATA_HOME/padfs or ~/.local/share/padfs)")
+// newRootCmd builds a fresh command tree from the registered constructors.
+func newRootCmd() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "padfs",
+		Short: "A versioned coding scratchpad, mounted as a FUSE filesystem",
+		Long: `padfs mounts a versioned scratchpad: every save is kept as a version and
+any past state of a session can be entered read-only under .asof/<hlc>/.
+
+While a mount runs, the other commands on the same data directory go through
+the mount's control socket (DATA/padfs.sock); otherwise they open the store.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.PersistentFlags().String("data", "", "data directory (default $PADFS_DATA, else $XDG_DATA_HOME/padfs or ~/.local/share/padfs)")
+	for _, newCmd := range commands {
+		root.AddCommand(newCmd())
+	}
+	return root
 }
 
 // exitError carries an exit code other than 2 (e.g. 1: nothing to report).
@@ -27,15 +62,29 @@ type exitError struct{ code int }
 
 func (e exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
 
-func main() {
-	err := rootCmd.Execute()
+// execute runs one padfs command line on a fresh tree and returns its exit
+// code: 0 ok, exitError's code, or 2 after printing "padfs: <msg>" to errw.
+// The CLI's main and the control socket's server both run commands here.
+func execute(ctx context.Context, args []string, in io.Reader, out, errw io.Writer) int {
+	root := newRootCmd()
+	ctx = context.WithValue(ctx, argvKey, args)
+	root.SetArgs(args)
+	root.SetIn(in)
+	root.SetOut(out)
+	root.SetErr(errw)
+	err := root.ExecuteContext(ctx)
 	var ee exitError
 	switch {
 	case err == nil:
+		return 0
 	case errors.As(err, &ee):
-		os.Exit(ee.code)
+		return ee.code
 	default:
-		fmt.Fprintln(os.Stderr, "padfs:", err)
-		os.Exit(2)
+		fmt.Fprintln(errw, "padfs:", oneLine(err.Error()))
+		return 2
 	}
+}
+
+func main() {
+	os.Exit(execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
