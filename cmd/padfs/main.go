@@ -74,9 +74,12 @@ func execute(ctx context.Context, args []string, in io.Reader, out, errw io.Writ
 	root.SetErr(errw)
 	err := root.ExecuteContext(ctx)
 	var ee exitError
+	var fw forwarded
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &fw): // ran in a mount's process; output relayed
+		return fw.code
 	case errors.As(err, &ee):
 		return ee.code
 	default:
