@@ -1,0 +1,504 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// Dirty buffers. Every live regular file that is open has one fileState,
+// shared by all its handles: reads and writes of any handle go through it,
+// so a reader sees written bytes at once. The content it presents is
+//
+//	pages written since the last commit (64 KiB each, in RAM up to 4 MiB,
+//	then in an unlinked temporary file)
+//	over the committed version (base) up to baseLimit
+//	over zeros (holes, or what a truncate cut off and an extension re-grew)
+//
+// and a commit streams that view, start to end, into mvcc.WriteContent as
+// one version, then drops the pages. Invariant: the bytes of present pages
+// at or beyond size are zero, and baseLimit <= size.
+const (
+	pageSize = 64 << 10
+	spillAt  = 4 << 20 // bytes of pages kept in RAM before spilling
+	// Ticker policy: commit a file held open and dirty once it has been
+	// quiet for quietFor, or dirty for maxDirty plus 1 s per 64 MiB (so
+	// a large file being streamed is not re-chunked over and over).
+	quietFor = time.Second
+	maxDirty = 5 * time.Second
+)
+
+type fileKey struct {
+	sid mvcc.SessionID
+	ino mvcc.Ino
+}
+
+type fileState struct {
+	m    *Server
+	key  fileKey
+	node *Node // the go-fuse node that opened it (kernel cache bookkeeping)
+
+	opens int // handles; guarded by m.filesMu
+
+	mu        sync.RWMutex
+	base      *mvcc.Inode // committed version under the pages
+	baseLimit int64       // base bytes at or beyond this read as zeros
+	size      int64
+	mtime     int64 // ns
+	dirty     bool
+	since     time.Time // first change since the last commit
+	last      time.Time // last change
+	mem       map[int64][]byte
+	spill     *os.File
+	slots     map[int64]int64 // page -> offset in spill
+	spillEnd  int64
+}
+
+// acquire returns the fileState of n's inode, creating it, and counts one
+// more handle on it.
+func (m *Server) acquire(n *Node) (*fileState, error) {
+	key := fileKey{n.s.id, n.ino}
+	m.filesMu.Lock()
+	f := m.files[key]
+	if f != nil {
+		f.opens++
+		if f.node == nil {
+			f.node = n
+		}
+		m.filesMu.Unlock()
+		return f, nil
+	}
+	m.filesMu.Unlock()
+	base, err := m.st.LatestInode(key.sid, key.ino)
+	if err != nil {
+		return nil, err
+	}
+	if !base.IsRegular() {
+		return nil, fmt.Errorf("%w: inode %d is not a regular file", mvcc.ErrInvalid, key.ino)
+	}
+	m.filesMu.Lock()
+	defer m.filesMu.Unlock()
+	if f = m.files[key]; f == nil {
+		f = &fileState{m: m, key: key, node: n}
+		f.resetLocked(base)
+		m.files[key] = f
+	}
+	f.opens++
+	return f, nil
+}
+
+// release drops one handle; the last one commits (unless the file was
+// unlinked meanwhile: nobody can reach its content any more) and frees the
+// buffer.
+func (m *Server) release(f *fileState) error {
+	m.filesMu.Lock()
+	f.opens--
+	last := f.opens == 0
+	m.filesMu.Unlock()
+	if !last {
+		return nil
+	}
+	err := m.commit(f)
+	m.filesMu.Lock()
+	defer m.filesMu.Unlock()
+	if f.opens == 0 && m.files[f.key] == f {
+		f.mu.Lock()
+		if !f.dirty || f.unlinkedLocked() {
+			delete(m.files, f.key)
+			f.dropPagesLocked()
+		}
+		f.mu.Unlock()
+	}
+	return err
+}
+
+// file returns the fileState of an inode if it is open.
+func (m *Server) file(sid mvcc.SessionID, ino mvcc.Ino) *fileState {
+	m.filesMu.Lock()
+	defer m.filesMu.Unlock()
+	return m.files[fileKey{sid, ino}]
+}
+
+// openFiles lists the fileStates (for Flush and the ticker).
+func (m *Server) openFiles() []*fileState {
+	m.filesMu.Lock()
+	defer m.filesMu.Unlock()
+	out := make([]*fileState, 0, len(m.files))
+	for _, f := range m.files {
+		out = append(out, f)
+	}
+	return out
+}
+
+// commit writes f's buffer as one version if it is dirty.
+func (m *Server) commit(f *fileState) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.commitLocked()
+}
+
+func (f *fileState) commitLocked() error {
+	if !f.dirty {
+		return nil
+	}
+	cur, err := f.m.st.LatestInode(f.key.sid, f.key.ino)
+	if err != nil {
+		return fmt.Errorf("commit inode %d: %w", f.key.ino, err)
+	}
+	if cur.Nlink == 0 {
+		return nil // unlinked: kept for its open handles only
+	}
+	r := io.NewSectionReader(lockedReader{f}, 0, f.size)
+	n, err := f.m.st.WriteContent(f.key.sid, f.key.ino, r, f.mtime)
+	if err != nil {
+		return fmt.Errorf("commit inode %d (%s): %w", f.key.ino, cur.Name, err)
+	}
+	f.resetLocked(n)
+	if f.node != nil {
+		// The kernel's pages came from the writes we just committed.
+		f.node.kcache.Store(uint64(n.ContentHLC))
+	}
+	return nil
+}
+
+func (f *fileState) unlinkedLocked() bool {
+	cur, err := f.m.st.LatestInode(f.key.sid, f.key.ino)
+	return err == nil && cur.Nlink == 0
+}
+
+// due reports whether the ticker should commit f now.
+func (f *fileState) due(now time.Time) bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if !f.dirty {
+		return false
+	}
+	limit := maxDirty + time.Duration(f.size/(64<<20))*time.Second
+	return now.Sub(f.last) >= quietFor || now.Sub(f.since) >= limit
+}
+
+// refresh re-reads the base of a clean buffer (after a change outside
+// FUSE).
+func (f *fileState) refresh() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirty {
+		return
+	}
+	if n, err := f.m.st.LatestInode(f.key.sid, f.key.ino); err == nil && n.IsRegular() {
+		f.resetLocked(n)
+	}
+}
+
+// resetLocked makes f a clean view of version n.
+func (f *fileState) resetLocked(n *mvcc.Inode) {
+	f.dropPagesLocked()
+	f.base = n
+	f.size = int64(n.Size)
+	f.baseLimit = f.size
+	f.mtime = n.Mtime
+	f.dirty = false
+	f.since, f.last = time.Time{}, time.Time{}
+}
+
+func (f *fileState) dropPagesLocked() {
+	f.mem = nil
+	if f.spill != nil {
+		f.spill.Close()
+		f.spill = nil
+	}
+	f.slots = nil
+	f.spillEnd = 0
+}
+
+func (f *fileState) touchLocked(mtime int64) {
+	now := time.Now()
+	if !f.dirty {
+		f.since = now
+	}
+	f.dirty = true
+	f.last = now
+	f.mtime = mtime
+}
+
+// contentHLC is the commit the clean part of the view comes from.
+func (f *fileState) contentHLC() mvcc.HLC {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.base.ContentHLC
+}
+
+// attr reports the buffer's size, mtime and an estimate of st_blocks while
+// it is dirty.
+func (f *fileState) attr() (dirty bool, size uint64, mtime int64, blocks uint64) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if !f.dirty {
+		return false, 0, 0, 0
+	}
+	var stored int64
+	if f.base.Size > 0 {
+		stored = int64(f.base.Blocks()*512) * f.baseLimit / int64(f.base.Size)
+	}
+	stored += int64(len(f.mem)+len(f.slots)) * pageSize
+	stored = min(stored, f.size+511)
+	return true, uint64(f.size), f.mtime, uint64(stored+511) / 512
+}
+
+type lockedReader struct{ f *fileState }
+
+func (r lockedReader) ReadAt(p []byte, off int64) (int, error) { return r.f.readAtLocked(p, off) }
+
+// readAt reads the current content (dirty or not).
+func (f *fileState) readAt(p []byte, off int64) (int, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.readAtLocked(p, off)
+}
+
+func (f *fileState) hasPage(p int64) bool {
+	if f.mem != nil {
+		_, ok := f.mem[p]
+		return ok
+	}
+	_, ok := f.slots[p]
+	return ok
+}
+
+func (f *fileState) readAtLocked(p []byte, off int64) (int, error) {
+	if off >= f.size {
+		return 0, io.EOF
+	}
+	var eof error
+	if rest := f.size - off; int64(len(p)) > rest {
+		p, eof = p[:rest], io.EOF
+	}
+	done := 0
+	for done < len(p) {
+		pos := off + int64(done)
+		pg, in := pos/pageSize, pos%pageSize
+		if f.hasPage(pg) {
+			n := min(int64(len(p)-done), pageSize-in)
+			if err := f.readPageLocked(pg, in, p[done:done+int(n)]); err != nil {
+				return done, err
+			}
+			done += int(n)
+			continue
+		}
+		// A run of absent pages: from the base below baseLimit, zeros above.
+		end := off + int64(len(p))
+		for q := pg + 1; q*pageSize < end; q++ {
+			if f.hasPage(q) {
+				end = q * pageSize
+				break
+			}
+		}
+		if pos < f.baseLimit {
+			end = min(end, f.baseLimit)
+			n, err := f.m.st.ReadAt(f.base, p[done:done+int(end-pos)], pos)
+			if err != nil && !(errors.Is(err, io.EOF) && n == int(end-pos)) {
+				return done, fmt.Errorf("read inode %d at %d: %w", f.key.ino, pos, err)
+			}
+		} else {
+			clear(p[done : done+int(end-pos)])
+		}
+		done += int(end - pos)
+	}
+	return done, eof
+}
+
+// readPageLocked copies bytes [in, in+len(dst)) of present page pg.
+func (f *fileState) readPageLocked(pg, in int64, dst []byte) error {
+	if f.mem != nil {
+		copy(dst, f.mem[pg][in:])
+		return nil
+	}
+	if _, err := f.spill.ReadAt(dst, f.slots[pg]+in); err != nil {
+		return fmt.Errorf("read spill file of inode %d: %w", f.key.ino, err)
+	}
+	return nil
+}
+
+// pageContentLocked returns a fresh copy of page pg as the view shows it.
+func (f *fileState) pageContentLocked(pg int64) ([]byte, error) {
+	buf := make([]byte, pageSize)
+	start := pg * pageSize
+	if start >= f.size {
+		return buf, nil
+	}
+	n := min(int64(pageSize), f.size-start)
+	if _, err := f.readAtLocked(buf[:n], start); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// writeAt writes p at off into the buffer.
+func (f *fileState) writeAt(p []byte, off int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.writeAtLocked(p, off); err != nil {
+		return err
+	}
+	f.touchLocked(time.Now().UnixNano())
+	return nil
+}
+
+func (f *fileState) writeAtLocked(p []byte, off int64) error {
+	end := off + int64(len(p))
+	for len(p) > 0 {
+		pg, in := off/pageSize, off%pageSize
+		n := min(int64(len(p)), pageSize-in)
+		full := in == 0 && n == pageSize
+		if f.mem != nil || f.spill == nil {
+			if f.mem == nil {
+				f.mem = map[int64][]byte{}
+			}
+			page, ok := f.mem[pg]
+			if !ok {
+				if full {
+					page = make([]byte, pageSize)
+				} else {
+					var err error
+					if page, err = f.pageContentLocked(pg); err != nil {
+						return err
+					}
+				}
+				f.mem[pg] = page
+			}
+			copy(page[in:], p[:n])
+		} else {
+			slot, ok := f.slots[pg]
+			if !ok {
+				slot = f.spillEnd
+				f.spillEnd += pageSize
+				if !full {
+					page, err := f.pageContentLocked(pg)
+					if err != nil {
+						return err
+					}
+					copy(page[in:], p[:n])
+					if _, err := f.spill.WriteAt(page, slot); err != nil {
+						return fmt.Errorf("write spill file of inode %d: %w", f.key.ino, err)
+					}
+					f.slots[pg] = slot
+					off, p = off+n, p[n:]
+					continue
+				}
+				f.slots[pg] = slot
+			}
+			if _, err := f.spill.WriteAt(p[:n], slot+in); err != nil {
+				return fmt.Errorf("write spill file of inode %d: %w", f.key.ino, err)
+			}
+		}
+		off, p = off+n, p[n:]
+	}
+	if end > f.size {
+		f.size = end
+	}
+	if f.mem != nil && len(f.mem)*pageSize > spillAt {
+		return f.spillLocked()
+	}
+	return nil
+}
+
+// spillLocked moves the RAM pages into an unlinked temporary file.
+func (f *fileState) spillLocked() error {
+	dir := f.m.spillDir()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("spill directory %s: %w", dir, err)
+	}
+	tf, err := os.CreateTemp(dir, ".padfs-spill-*")
+	if err != nil {
+		return fmt.Errorf("spill inode %d: %w", f.key.ino, err)
+	}
+	os.Remove(tf.Name())
+	slots := make(map[int64]int64, len(f.mem))
+	var end int64
+	for pg, page := range f.mem {
+		if _, err := tf.WriteAt(page, end); err != nil {
+			tf.Close()
+			return fmt.Errorf("spill inode %d to %s: %w", f.key.ino, dir, err)
+		}
+		slots[pg] = end
+		end += pageSize
+	}
+	f.spill, f.slots, f.spillEnd, f.mem = tf, slots, end, nil
+	return nil
+}
+
+// truncate sets the buffer's size (and marks it dirty).
+func (f *fileState) truncate(size int64, mtime int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err := f.truncateLocked(size); err != nil {
+		return err
+	}
+	f.touchLocked(mtime)
+	return nil
+}
+
+func (f *fileState) truncateLocked(size int64) error {
+	if size < f.size {
+		cut := func(pg int64) bool { return pg*pageSize >= size }
+		for pg := range f.mem {
+			if cut(pg) {
+				delete(f.mem, pg)
+			}
+		}
+		for pg := range f.slots {
+			if cut(pg) {
+				delete(f.slots, pg)
+			}
+		}
+		if in := size % pageSize; in != 0 && f.hasPage(size/pageSize) {
+			pg := size / pageSize
+			if f.mem != nil {
+				clear(f.mem[pg][in:])
+			} else if _, err := f.spill.WriteAt(make([]byte, pageSize-in), f.slots[pg]+in); err != nil {
+				return fmt.Errorf("write spill file of inode %d: %w", f.key.ino, err)
+			}
+		}
+	}
+	f.baseLimit = min(f.baseLimit, size)
+	f.size = size
+	return nil
+}
+
+// punchHole zeroes [off, off+n) without changing the size.
+func (f *fileState) punchHole(off, n int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	end := min(off+n, f.size)
+	zero := make([]byte, pageSize)
+	for off < end {
+		c := min(end-off, pageSize-off%pageSize)
+		if err := f.writeAtLocked(zero[:c], off); err != nil {
+			return err
+		}
+		off += c
+	}
+	f.touchLocked(time.Now().UnixNano())
+	return nil
+}
+
+// setMtime records an explicit mtime (utimens) on a dirty buffer, so the
+// commit keeps it.
+func (f *fileState) setMtime(mtime int64) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirty {
+		f.mtime = mtime
+	}
+}
+
+func (f *fileState) isDirty() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.dirty
+}

@@ -1,0 +1,379 @@
+// Package fs serves a padfs store over FUSE (github.com/hanwen/go-fuse/v2).
+//
+// # Tree
+//
+// With Options.Session set, the mount root is that session's tree. Without
+// it, the root lists the live sessions as directories named by their ULID;
+// a session can also be looked up by its name (the newest live session with
+// that name wins), mkdir NAME at the root creates a session named NAME (it is
+// then listed by its ULID), and rmdir (or rm -rf) of a session directory
+// soft-forgets it through Options.Forget (EPERM when that hook is nil).
+//
+// Every session root has hidden entries that lookups find but readdir never
+// lists, so find, grep -r, du and cp -a of the live tree never descend into
+// them:
+//
+//	.asof/         time travel: .asof/<name>/ is the whole session as of the
+//	               HLC that <name> resolves to (timetravel.Resolve: checkpoint
+//	               name, canonical HLC or any RFC 3339 time), read-only
+//	               (EROFS); ls .asof/ lists timetravel.Points.
+//	.grep/, .log/  reserved for Options.Virtual hooks (see VirtualDir).
+//
+// Creating, renaming onto or removing a reserved name at a session root
+// fails: EEXIST when the name resolves (.asof, registered virtual dirs),
+// EPERM otherwise.
+//
+// # Writes
+//
+// Writes are buffered per inode (dirty.go), shared by every handle of the
+// inode, and committed as one version (mvcc.Store.WriteContent) on every
+// FUSE flush (each close(2)), on release of the last handle, on fsync (then
+// the store is synced too) and by a background ticker for files held open and
+// dirty (after 1 s without writes, or at the latest after 5 s plus 1 s per
+// 64 MiB of file). Buffers live in RAM up to 4 MiB and spill to an unlinked
+// temporary file in Options.SpillDir above that.
+//
+// # Kernel caches
+//
+// Live entries and attributes are cached for 1 s; content is kept across
+// opens (FOPEN_KEEP_CACHE) while the inode's ContentHLC is the one the kernel
+// last read. Views in .asof/ of HLCs already in the past never change and are
+// cached for an hour. Changes made behind the mount's back (fork, forget,
+// redact by the CLI) must be announced with InvalidateSession.
+//
+// # Inode numbers
+//
+// Live files report their mvcc inode number (unique store-wide). Nodes of
+// .asof/ views and the synthetic directories get numbers derived from a hash
+// with bit 62 set (2^62 <= ino < 2^63), which mvcc never allocates; go-fuse's
+// own automatic numbers start at 2^63.
+package fs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/padfs/padfs/mvcc"
+)
+
+// Options configure a mount.
+type Options struct {
+	// Session is the session mounted at the root. Nil: the root lists the
+	// live sessions as directories (see the package comment).
+	Session *mvcc.SessionID
+	// AllowOther lets other users in; the kernel then enforces file modes
+	// and ownership (allow_other + default_permissions).
+	AllowOther bool
+	// Debug logs every FUSE request (go-fuse's trace).
+	Debug bool
+	// Uid and Gid own the root directories of sessions created by mkdir at
+	// the root of a multi-session mount.
+	Uid, Gid uint32
+	// SpillDir holds the (unlinked) temporary files that large dirty
+	// buffers spill to; created if missing. Empty: os.TempDir().
+	SpillDir string
+	// Forget soft-forgets a session when its directory is removed at the
+	// root of a multi-session mount. Nil: such an rmdir fails with EPERM.
+	Forget func(mvcc.SessionID) error
+	// Virtual adds read-only virtual directories to every live session
+	// root, keyed by their name (".grep", ".log", or any other name that
+	// starts with a dot). They are hidden from readdir like .asof.
+	Virtual map[string]VirtualDir
+}
+
+// VirtualDir is the extension point for generated, read-only directories at
+// a session root (.grep/, .log/). Files are generated when looked up and
+// again on every open, so their content is always current; they are served
+// with direct I/O, so readers see the whole generated content whatever size
+// stat reported.
+type VirtualDir struct {
+	// List returns the names readdir shows (may be nil: an empty listing;
+	// lookups of other names still go to Open).
+	List func(sid mvcc.SessionID) ([]string, error)
+	// Open returns the content of the file name in session sid. An error
+	// wrapping mvcc.ErrNotFound means there is no such file (ENOENT).
+	Open func(sid mvcc.SessionID, name string) ([]byte, error)
+}
+
+// reservedNames are hidden at every session root, whether or not a
+// VirtualDir serves them.
+var reservedNames = []string{".asof", ".grep", ".log"}
+
+// Timeouts of the kernel's entry and attribute caches.
+const (
+	liveTimeout = time.Second
+	pastTimeout = time.Hour
+)
+
+// Server is a running FUSE mount of a store (what Mount returns).
+type Server struct {
+	st         *mvcc.Store
+	opts       Options
+	mountpoint string
+	server     *fuse.Server
+	root       *gofs.Inode
+	started    time.Time
+
+	sessMu   sync.Mutex
+	sessions map[mvcc.SessionID]*session
+
+	filesMu sync.Mutex
+	files   map[fileKey]*fileState
+
+	stop     chan struct{}
+	tickDone chan struct{}
+	stopOnce sync.Once
+}
+
+// session is what nodes know of their session.
+type session struct {
+	id   mvcc.SessionID
+	root mvcc.Ino
+}
+
+// Mount mounts st at mountpoint and starts serving it.
+func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
+	if st == nil {
+		return nil, errors.New("fs.Mount: nil store")
+	}
+	for name := range opts.Virtual {
+		if err := mvcc.ValidName(name); err != nil || name[0] != '.' || name == ".asof" {
+			return nil, fmt.Errorf("fs.Mount: virtual directory name %q must be a valid name starting with '.' other than .asof", name)
+		}
+	}
+	m := &Server{
+		st: st, opts: opts, mountpoint: mountpoint, started: time.Now(),
+		sessions: map[mvcc.SessionID]*session{},
+		files:    map[fileKey]*fileState{},
+		stop:     make(chan struct{}),
+		tickDone: make(chan struct{}),
+	}
+	var root gofs.InodeEmbedder
+	rootAttr := &gofs.StableAttr{Mode: syscall.S_IFDIR}
+	if opts.Session != nil {
+		h, err := st.LiveHeader(*opts.Session)
+		if err != nil {
+			return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+		}
+		s := m.session(h)
+		root = &Node{m: m, s: s, ino: h.Root}
+		rootAttr.Ino = uint64(h.Root)
+	} else {
+		root = &sessionsRoot{m: m}
+	}
+	sec := liveTimeout
+	mo := fuse.MountOptions{
+		DirectMount:       true,
+		FsName:            "padfs",
+		Name:              "padfs",
+		AllowOther:        opts.AllowOther,
+		Debug:             opts.Debug,
+		MaxWrite:          1 << 20,
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+	}
+	if opts.AllowOther {
+		mo.Options = append(mo.Options, "default_permissions")
+	}
+	server, err := gofs.Mount(mountpoint, root, &gofs.Options{
+		MountOptions:    mo,
+		EntryTimeout:    &sec,
+		AttrTimeout:     &sec,
+		NullPermissions: true, // chmod 000 must stay 000
+		RootStableAttr:  rootAttr,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	m.server = server
+	m.root = root.EmbeddedInode()
+	go m.ticker()
+	return m, nil
+}
+
+// Wait blocks until the file system is unmounted (by Unmount or from
+// outside), then commits what is still dirty.
+func (m *Server) Wait() {
+	m.server.Wait()
+	m.shutdown()
+}
+
+// Unmount commits every dirty buffer, then unmounts. It fails (and the
+// mount keeps running) when the mountpoint is busy.
+func (m *Server) Unmount() error {
+	ferr := m.Flush()
+	if err := m.server.Unmount(); err != nil {
+		return errors.Join(ferr, fmt.Errorf("unmount %s: %w", m.mountpoint, err))
+	}
+	m.shutdown()
+	return ferr
+}
+
+// shutdown stops the ticker and commits what is left; idempotent.
+func (m *Server) shutdown() {
+	m.stopOnce.Do(func() {
+		close(m.stop)
+		<-m.tickDone
+		if err := m.Flush(); err != nil {
+			slog.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
+		}
+	})
+}
+
+// Flush commits every dirty buffer now.
+func (m *Server) Flush() error {
+	var errs []error
+	for _, f := range m.openFiles() {
+		if err := m.commit(f); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// ticker commits files held open and dirty.
+func (m *Server) ticker() {
+	defer close(m.tickDone)
+	t := time.NewTicker(500 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-m.stop:
+			return
+		case now := <-t.C:
+			for _, f := range m.openFiles() {
+				if f.due(now) {
+					if err := m.commit(f); err != nil {
+						slog.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
+					}
+				}
+			}
+		}
+	}
+}
+
+// InvalidateSession drops the kernel's caches (entries, attributes and
+// content) of every node of session sid, for changes made outside FUSE
+// (fork, forget, redact). It returns at once: the notifications are sent
+// from another goroutine, so it is safe to call from anywhere, including
+// inside a FUSE request.
+func (m *Server) InvalidateSession(sid mvcc.SessionID) {
+	// Clean buffers re-read their base version; dirty ones keep theirs.
+	for _, f := range m.openFiles() {
+		if f.key.sid == sid {
+			f.refresh()
+		}
+	}
+	go m.invalidate(sid)
+}
+
+func (m *Server) invalidate(sid mvcc.SessionID) {
+	seen := map[*gofs.Inode]bool{}
+	var walk func(in *gofs.Inode)
+	walk = func(in *gofs.Inode) {
+		if seen[in] {
+			return
+		}
+		seen[in] = true
+		if n, ok := in.Operations().(*Node); ok {
+			n.kcache.Store(0)
+		}
+		if in.IsDir() {
+			for name, ch := range in.Children() {
+				in.NotifyEntry(name)
+				walk(ch)
+			}
+			in.NotifyContent(-1, 0) // attributes only
+		} else {
+			in.NotifyContent(0, 0) // attributes and pages
+		}
+	}
+	if m.opts.Session != nil {
+		if *m.opts.Session == sid {
+			walk(m.root)
+		}
+	} else {
+		for name, ch := range m.root.Children() {
+			if n, ok := ch.Operations().(*Node); ok && n.s.id == sid {
+				m.root.NotifyEntry(name)
+				walk(ch)
+			}
+		}
+	}
+	for _, f := range m.openFiles() {
+		if f.key.sid == sid && f.node != nil {
+			f.node.kcache.Store(0)
+			f.node.NotifyContent(0, 0)
+		}
+	}
+}
+
+// session returns the shared descriptor of a session.
+func (m *Server) session(h *mvcc.SessionHeader) *session {
+	m.sessMu.Lock()
+	defer m.sessMu.Unlock()
+	s := m.sessions[h.ID]
+	if s == nil {
+		s = &session{id: h.ID, root: h.Root}
+		m.sessions[h.ID] = s
+	}
+	return s
+}
+
+// reserved reports whether name is hidden at session roots, and whether it
+// currently resolves (EEXIST rather than EPERM on create).
+func (m *Server) reserved(name string) (reserved, exists bool) {
+	if name == ".asof" {
+		return true, true
+	}
+	if _, ok := m.opts.Virtual[name]; ok {
+		return true, true
+	}
+	for _, r := range reservedNames {
+		if r == name {
+			return true, false
+		}
+	}
+	return false, false
+}
+
+// statfs reports the numbers of the file system holding the spill
+// directory (normally the data directory).
+func (m *Server) statfs(out *fuse.StatfsOut) syscall.Errno {
+	var s syscall.Statfs_t
+	dir := m.spillDir()
+	if _, err := os.Stat(dir); err != nil {
+		dir = os.TempDir()
+	}
+	if err := syscall.Statfs(dir, &s); err != nil {
+		return toErrno("statfs", err)
+	}
+	out.FromStatfsT(&s)
+	out.NameLen = mvcc.NameMax
+	if out.Files == 0 {
+		out.Files, out.Ffree = 1<<32, 1<<32
+	}
+	return 0
+}
+
+func (m *Server) spillDir() string {
+	if m.opts.SpillDir != "" {
+		return m.opts.SpillDir
+	}
+	return os.TempDir()
+}
+
+// callerIDs returns the uid and gid of the process behind a request.
+func callerIDs(ctx context.Context) (uint32, uint32) {
+	if c, ok := fuse.FromContext(ctx); ok {
+		return c.Uid, c.Gid
+	}
+	return 0, 0
+}

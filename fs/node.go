@@ -1,0 +1,148 @@
+package fs
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/fnv"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/padfs/padfs/mvcc"
+)
+
+// Node is a file, directory or symlink of a session's tree: live (view nil,
+// reads mvcc.Latest, writable) or in a past view under .asof/ (read-only).
+type Node struct {
+	gofs.Inode
+	m    *Server
+	s    *session
+	ino  mvcc.Ino
+	view *view
+	// kcache is the ContentHLC of the content the kernel's page cache was
+	// last filled from (0: unknown); Open keeps the cache when it matches.
+	kcache atomic.Uint64
+}
+
+// view is one .asof/<name>/ tree.
+type view struct {
+	name   string
+	at     mvcc.HLC
+	stable bool // at is in the past: the view can never change
+}
+
+func (n *Node) at() mvcc.HLC {
+	if n.view == nil {
+		return mvcc.Latest
+	}
+	return n.view.at
+}
+
+func (n *Node) readOnly() bool { return n.view != nil }
+
+// isSessionRoot reports whether n is the live root of its session (where
+// .asof and the virtual directories live).
+func (n *Node) isSessionRoot() bool { return n.view == nil && n.ino == n.s.root }
+
+// timeout is how long the kernel may cache n's entries and attributes.
+func (n *Node) timeout() time.Duration {
+	if n.view != nil && n.view.stable {
+		return pastTimeout
+	}
+	return liveTimeout
+}
+
+// stableIno is the st_ino of inode ino as n's tree shows it.
+func (n *Node) stableIno(ino mvcc.Ino) uint64 {
+	if n.view == nil {
+		return uint64(ino)
+	}
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], uint64(n.view.at))
+	binary.BigEndian.PutUint64(b[8:], uint64(ino))
+	return synthIno(n.s.id[:], []byte(n.view.name), b[:])
+}
+
+// synthIno derives an inode number for a node that has no mvcc inode of its
+// own (or a past version of one): 2^62 <= ino < 2^63, a range mvcc never
+// allocates and go-fuse's automatic numbers (from 2^63) never reach.
+func synthIno(parts ...[]byte) uint64 {
+	h := fnv.New64a()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return 1<<62 | h.Sum64()&(1<<62-1)
+}
+
+// inode reads n's inode as n's tree shows it.
+func (n *Node) inode() (*mvcc.Inode, error) {
+	return n.m.st.InodeAt(n.s.id, n.ino, n.at())
+}
+
+// fillAttr copies an inode's attributes; a dirty buffer overrides size,
+// mtime and blocks.
+func (n *Node) fillAttr(a *fuse.Attr, in *mvcc.Inode) {
+	a.Ino = n.stableIno(in.Ino)
+	a.Size = in.Size
+	a.Blocks = in.Blocks()
+	a.Blksize = 4096
+	a.Mode = in.Mode
+	a.Nlink = in.Nlink
+	a.Uid, a.Gid = in.Uid, in.Gid
+	a.Rdev = in.Rdev
+	setTime(&a.Atime, &a.Atimensec, in.Atime)
+	setTime(&a.Mtime, &a.Mtimensec, in.Mtime)
+	setTime(&a.Ctime, &a.Ctimensec, in.Ctime)
+	if n.view == nil && in.IsRegular() {
+		if f := n.m.file(n.s.id, in.Ino); f != nil {
+			if dirty, size, mtime, blocks := f.attr(); dirty {
+				a.Size, a.Blocks = size, blocks
+				setTime(&a.Mtime, &a.Mtimensec, mtime)
+				if mtime > in.Ctime {
+					setTime(&a.Ctime, &a.Ctimensec, mtime)
+				}
+			}
+		}
+	}
+}
+
+func setTime(sec *uint64, nsec *uint32, ns int64) {
+	t := time.Unix(0, ns)
+	*sec, *nsec = uint64(t.Unix()), uint32(t.Nanosecond())
+}
+
+// newChild returns the go-fuse inode for in, a child of n in n's tree, and
+// fills out.
+func (n *Node) newChild(ctx context.Context, in *mvcc.Inode, out *fuse.EntryOut) *gofs.Inode {
+	child := &Node{m: n.m, s: n.s, ino: in.Ino, view: n.view}
+	return child.attach(ctx, &n.Inode, in, out)
+}
+
+// attach registers n (whose inode is in) as a child of parent and fills
+// out; go-fuse returns the node already known for the same inode, if any.
+func (n *Node) attach(ctx context.Context, parent *gofs.Inode, in *mvcc.Inode, out *fuse.EntryOut) *gofs.Inode {
+	n.fillAttr(&out.Attr, in)
+	t := n.timeout()
+	out.SetEntryTimeout(t)
+	out.SetAttrTimeout(t)
+	return parent.NewInode(ctx, n, gofs.StableAttr{Mode: in.Mode & syscall.S_IFMT, Ino: n.stableIno(in.Ino)})
+}
+
+// Getattr reports the inode's attributes (a dirty buffer's size and mtime).
+func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	in, err := n.inode()
+	if err != nil {
+		return toErrno("getattr", err)
+	}
+	n.fillAttr(&out.Attr, in)
+	out.SetTimeout(n.timeout())
+	return 0
+}
+
+// Statfs reports the numbers of the file system holding the data.
+func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+	return n.m.statfs(out)
+}

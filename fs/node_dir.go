@@ -1,0 +1,246 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"syscall"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/padfs/padfs/mvcc"
+)
+
+// Directory operations of Node.
+
+// Lookup finds name in the directory as n's tree shows it; at a live
+// session root it also finds .asof and the virtual directories.
+func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if n.isSessionRoot() {
+		if name == ".asof" {
+			return n.m.asofChild(ctx, &n.Inode, n.s, out), 0
+		}
+		if vd, ok := n.m.opts.Virtual[name]; ok {
+			return n.m.virtualChild(ctx, &n.Inode, n.s, name, vd, out), 0
+		}
+	}
+	if len(name) > mvcc.NameMax {
+		return nil, syscall.ENAMETOOLONG
+	}
+	in, err := n.m.st.Lookup(n.s.id, n.ino, name, n.at())
+	if err != nil {
+		return nil, toErrno("lookup", err)
+	}
+	return n.newChild(ctx, in, out), 0
+}
+
+// OpendirHandle snapshots the directory listing (see dirHandle).
+func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	load := func() ([]fuse.DirEntry, syscall.Errno) {
+		ds, err := n.m.st.ReadDir(n.s.id, n.ino, n.at())
+		if err != nil {
+			return nil, toErrno("readdir", err)
+		}
+		out := make([]fuse.DirEntry, 0, len(ds)+2)
+		out = append(out, fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: n.StableAttr().Ino})
+		parentIno := n.StableAttr().Ino
+		if _, p := n.Parent(); p != nil {
+			parentIno = p.StableAttr().Ino
+		}
+		out = append(out, fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: parentIno})
+		for _, d := range ds {
+			out = append(out, fuse.DirEntry{Name: d.Name, Mode: d.Type, Ino: n.stableIno(d.Ino)})
+		}
+		return out, 0
+	}
+	var fl uint32
+	if n.view != nil && n.view.stable {
+		fl = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+	}
+	return &dirHandle{load: load, sync: n.m.st.Sync}, fl, 0
+}
+
+// checkNew refuses names that cannot be created in n.
+func (n *Node) checkNew(name string) syscall.Errno {
+	if n.readOnly() {
+		return syscall.EROFS
+	}
+	if len(name) > mvcc.NameMax {
+		return syscall.ENAMETOOLONG
+	}
+	if n.isSessionRoot() {
+		if reserved, exists := n.m.reserved(name); reserved {
+			if exists {
+				return syscall.EEXIST
+			}
+			return syscall.EPERM
+		}
+	}
+	return 0
+}
+
+// checkRemove refuses removing (or renaming) reserved names.
+func (n *Node) checkRemove(name string) syscall.Errno {
+	if n.readOnly() {
+		return syscall.EROFS
+	}
+	if n.isSessionRoot() {
+		if reserved, _ := n.m.reserved(name); reserved {
+			return syscall.EPERM
+		}
+	}
+	return 0
+}
+
+// newAttr is the owner and mode of a new inode: the caller's ids, with the
+// group (and, for directories, the setgid bit) inherited from a setgid
+// parent.
+func (n *Node) newAttr(ctx context.Context, mode uint32) (mvcc.Attr, syscall.Errno) {
+	uid, gid := callerIDs(ctx)
+	p, err := n.inode()
+	if err != nil {
+		return mvcc.Attr{}, toErrno("create", err)
+	}
+	if p.Mode&syscall.S_ISGID != 0 {
+		gid = p.Gid
+		if mode&syscall.S_IFMT == syscall.S_IFDIR {
+			mode |= syscall.S_ISGID
+		}
+	}
+	return mvcc.Attr{Mode: mode, Uid: uid, Gid: gid}, 0
+}
+
+func (n *Node) create(ctx context.Context, name string, mode, rdev uint32, target string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if errno := n.checkNew(name); errno != 0 {
+		return nil, errno
+	}
+	a, errno := n.newAttr(ctx, mode)
+	if errno != 0 {
+		return nil, errno
+	}
+	a.Rdev = rdev
+	in, err := n.m.st.Create(n.s.id, n.ino, name, a, target)
+	if err != nil {
+		return nil, toErrno("create", err)
+	}
+	return n.newChild(ctx, in, out), 0
+}
+
+// Mkdir creates a directory.
+func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return n.create(ctx, name, syscall.S_IFDIR|mode&07777, 0, "", out)
+}
+
+// Mknod creates a regular file, fifo, socket or device node.
+func (n *Node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if mode&syscall.S_IFMT == syscall.S_IFDIR || mode&syscall.S_IFMT == syscall.S_IFLNK {
+		return nil, syscall.EINVAL
+	}
+	if mode&syscall.S_IFMT == 0 {
+		mode |= syscall.S_IFREG
+	}
+	return n.create(ctx, name, mode, dev, "", out)
+}
+
+// Symlink creates a symbolic link.
+func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	return n.create(ctx, name, syscall.S_IFLNK|0o777, 0, target, out)
+}
+
+// Create creates and opens a regular file (open with O_CREAT).
+func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if errno := n.checkNew(name); errno != 0 {
+		return nil, nil, 0, errno
+	}
+	a, errno := n.newAttr(ctx, syscall.S_IFREG|mode&07777)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	in, err := n.m.st.Create(n.s.id, n.ino, name, a, "")
+	var child *gofs.Inode
+	switch {
+	case errors.Is(err, mvcc.ErrExist) && flags&syscall.O_EXCL == 0:
+		// Lost a race with another creator: open what is there, as
+		// open(2) without O_EXCL does.
+		if in, err = n.m.st.Lookup(n.s.id, n.ino, name, mvcc.Latest); err != nil {
+			return nil, nil, 0, toErrno("create", err)
+		}
+		if !in.IsRegular() {
+			return nil, nil, 0, syscall.EISDIR
+		}
+		if c := n.GetChild(name); c != nil && c.StableAttr().Ino == uint64(in.Ino) {
+			n.fillAttr(&out.Attr, in)
+			child = c
+		} else {
+			child = n.newChild(ctx, in, out)
+		}
+	case err != nil:
+		return nil, nil, 0, toErrno("create", err)
+	default:
+		child = n.newChild(ctx, in, out)
+	}
+	cn, ok := child.Operations().(*Node)
+	if !ok {
+		return nil, nil, 0, syscall.EIO
+	}
+	fh, fl, errno := cn.open(flags)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return child, fh, fl, 0
+}
+
+// Link adds a hard link to target.
+func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if errno := n.checkNew(name); errno != 0 {
+		return nil, errno
+	}
+	t, ok := target.(*Node)
+	if !ok || t.readOnly() {
+		return nil, syscall.EROFS
+	}
+	if t.s.id != n.s.id {
+		return nil, syscall.EXDEV
+	}
+	in, err := n.m.st.Link(n.s.id, t.ino, n.ino, name)
+	if err != nil {
+		return nil, toErrno("link", err)
+	}
+	return n.newChild(ctx, in, out), 0
+}
+
+// Unlink removes a non-directory entry; open handles keep working.
+func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
+	if errno := n.checkRemove(name); errno != 0 {
+		return errno
+	}
+	return toErrno("unlink", n.m.st.Remove(n.s.id, n.ino, name, false))
+}
+
+// Rmdir removes an empty directory.
+func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if errno := n.checkRemove(name); errno != 0 {
+		return errno
+	}
+	return toErrno("rmdir", n.m.st.Remove(n.s.id, n.ino, name, true))
+}
+
+// Rename is rename(2)/renameat2(2) (RENAME_NOREPLACE, RENAME_EXCHANGE).
+func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+	if errno := n.checkRemove(name); errno != 0 {
+		return errno
+	}
+	np, ok := newParent.(*Node)
+	if !ok {
+		return syscall.EXDEV
+	}
+	if errno := np.checkNew(newName); errno != 0 {
+		if errno == syscall.EEXIST {
+			errno = syscall.EPERM
+		}
+		return errno
+	}
+	if np.s.id != n.s.id {
+		return syscall.EXDEV
+	}
+	return toErrno("rename", n.m.st.Rename(n.s.id, n.ino, name, np.ino, newName, flags))
+}

@@ -1,0 +1,259 @@
+package fs
+
+import (
+	"context"
+	"errors"
+	"io"
+	"syscall"
+	"time"
+
+	gofs "github.com/hanwen/go-fuse/v2/fs"
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/padfs/padfs/mvcc"
+)
+
+// File operations of Node.
+
+// Open opens a regular file. Live files share their inode's dirty buffer;
+// past versions are read-only.
+func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	return n.open(flags)
+}
+
+func (n *Node) open(flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
+	if n.readOnly() {
+		if writable || flags&syscall.O_TRUNC != 0 {
+			return nil, 0, syscall.EROFS
+		}
+		in, err := n.inode()
+		if err != nil {
+			return nil, 0, toErrno("open", err)
+		}
+		if !in.IsRegular() {
+			return nil, 0, syscall.EINVAL
+		}
+		return &handle{snap: in}, n.keepCache(in.ContentHLC), 0
+	}
+	f, err := n.m.acquire(n)
+	if err != nil {
+		return nil, 0, toErrno("open", err)
+	}
+	if writable && flags&syscall.O_TRUNC != 0 {
+		// Atomic O_TRUNC: the truncation joins the writes that follow
+		// in one version (nothing at all for an empty clean file).
+		f.mu.Lock()
+		var err error
+		if f.size != 0 || f.dirty {
+			if err = f.truncateLocked(0); err == nil {
+				f.touchLocked(time.Now().UnixNano())
+			}
+		}
+		f.mu.Unlock()
+		if err != nil {
+			n.m.release(f)
+			return nil, 0, toErrno("open", err)
+		}
+	}
+	return &handle{f: f, writable: writable}, n.keepCache(f.contentHLC()), 0
+}
+
+// keepCache returns FOPEN_KEEP_CACHE when the kernel's pages of n came
+// from content version h, and records h otherwise.
+func (n *Node) keepCache(h mvcc.HLC) uint32 {
+	if h != 0 && n.kcache.Swap(uint64(h)) == uint64(h) {
+		return fuse.FOPEN_KEEP_CACHE
+	}
+	return 0
+}
+
+// Read reads through the inode's buffer (live) or the opened version.
+func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+	h, ok := fh.(*handle)
+	if !ok {
+		return nil, syscall.EBADF
+	}
+	var c int
+	var err error
+	if h.f != nil {
+		c, err = h.f.readAt(dest, off)
+	} else {
+		c, err = n.m.st.ReadAt(h.snap, dest, off)
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return nil, toErrno("read", err)
+	}
+	return fuse.ReadResultData(dest[:c]), 0
+}
+
+// Write writes into the inode's dirty buffer.
+func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+	h, ok := fh.(*handle)
+	if !ok || h.f == nil {
+		return 0, syscall.EBADF
+	}
+	if off < 0 {
+		return 0, syscall.EINVAL
+	}
+	if err := h.f.writeAt(data, off); err != nil {
+		return 0, toErrno("write", err)
+	}
+	return uint32(len(data)), 0
+}
+
+// Flush runs at every close(2) of a descriptor: a dirty inode is
+// committed, so close returning means the data is in the store.
+func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
+	h, ok := fh.(*handle)
+	if !ok || h.f == nil {
+		return 0
+	}
+	return toErrno("flush", n.m.commit(h.f))
+}
+
+// Release drops a handle; the last one commits and frees the buffer.
+func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
+	h, ok := fh.(*handle)
+	if !ok || h.f == nil {
+		return 0
+	}
+	return toErrno("release", n.m.release(h.f))
+}
+
+// Fsync commits the inode and returns when the store is durable.
+func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
+	if h, ok := fh.(*handle); ok && h.f != nil {
+		if err := n.m.commit(h.f); err != nil {
+			return toErrno("fsync", err)
+		}
+	} else if f := n.m.file(n.s.id, n.ino); f != nil && n.view == nil {
+		if err := n.m.commit(f); err != nil {
+			return toErrno("fsync", err)
+		}
+	}
+	return toErrno("fsync", n.m.st.Sync())
+}
+
+// Setattr is chmod, chown, utimens and truncate. A truncate through a
+// writable handle, or of an inode with a dirty buffer, acts on the buffer
+// (committed with the writes); otherwise it is its own version.
+func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+	if n.readOnly() {
+		return syscall.EROFS
+	}
+	var sa mvcc.SetAttr
+	changed := false
+	if mode, ok := in.GetMode(); ok {
+		sa.Mode, changed = &mode, true
+	}
+	if uid, ok := in.GetUID(); ok {
+		sa.Uid, changed = &uid, true
+	}
+	if gid, ok := in.GetGID(); ok {
+		sa.Gid, changed = &gid, true
+	}
+	if t, ok := in.GetATime(); ok {
+		ns := t.UnixNano()
+		sa.Atime, changed = &ns, true
+	}
+	if t, ok := in.GetMTime(); ok {
+		ns := t.UnixNano()
+		sa.Mtime, changed = &ns, true
+	}
+	f := n.m.file(n.s.id, n.ino)
+	h, _ := fh.(*handle)
+	if h != nil && h.f != nil {
+		f = h.f
+	}
+	if size, ok := in.GetSize(); ok {
+		if size > 1<<62 {
+			return syscall.EFBIG
+		}
+		if f != nil && (f.isDirty() || (h != nil && h.writable)) {
+			mtime := time.Now().UnixNano()
+			if sa.Mtime != nil {
+				mtime = *sa.Mtime
+			}
+			if err := f.truncate(int64(size), mtime); err != nil {
+				return toErrno("truncate", err)
+			}
+		} else {
+			sa.Size, changed = &size, true
+		}
+	}
+	if changed {
+		var err error
+		if f != nil && sa.Size != nil {
+			// Keep the open buffer's base in step with the truncate.
+			f.mu.Lock()
+			var ni *mvcc.Inode
+			if ni, err = n.m.st.SetAttr(n.s.id, n.ino, sa); err == nil && !f.dirty {
+				f.resetLocked(ni)
+			}
+			f.mu.Unlock()
+		} else {
+			_, err = n.m.st.SetAttr(n.s.id, n.ino, sa)
+		}
+		if err != nil {
+			return toErrno("setattr", err)
+		}
+		if f != nil && sa.Mtime != nil {
+			f.setMtime(*sa.Mtime)
+		}
+	}
+	cur, err := n.inode()
+	if err != nil {
+		return toErrno("setattr", err)
+	}
+	if sa.Size != nil {
+		n.kcache.Store(uint64(cur.ContentHLC))
+	}
+	n.fillAttr(&out.Attr, cur)
+	out.SetTimeout(n.timeout())
+	return 0
+}
+
+// Allocate is fallocate(2): plain allocation grows the file, KEEP_SIZE is
+// a no-op (there is nothing to reserve), PUNCH_HOLE zeroes a range.
+func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
+	const (
+		keepSize  = 0x01
+		punchHole = 0x02
+	)
+	h, ok := fh.(*handle)
+	if !ok || h.f == nil {
+		if n.readOnly() {
+			return syscall.EROFS
+		}
+		return syscall.EBADF
+	}
+	switch mode {
+	case 0:
+		h.f.mu.Lock()
+		var err error
+		if end := int64(off + size); end > h.f.size {
+			if err = h.f.truncateLocked(end); err == nil {
+				h.f.touchLocked(time.Now().UnixNano())
+			}
+		}
+		h.f.mu.Unlock()
+		return toErrno("fallocate", err)
+	case keepSize:
+		return 0
+	case keepSize | punchHole:
+		return toErrno("fallocate", h.f.punchHole(int64(off), int64(size)))
+	}
+	return syscall.EOPNOTSUPP
+}
+
+// Readlink returns a symlink's target.
+func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	in, err := n.inode()
+	if err != nil {
+		return nil, toErrno("readlink", err)
+	}
+	if !in.IsSymlink() {
+		return nil, syscall.EINVAL
+	}
+	return []byte(in.Target), 0
+}

@@ -1,0 +1,79 @@
+package fs
+
+import (
+	"context"
+	"strings"
+	"syscall"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// Extended attributes: the user.* namespace is stored with the inode (and
+// versioned like everything else). Other namespaces (security.*, system.*,
+// trusted.*) read as absent, so probes by ls and cp stay quiet, and cannot
+// be set (EOPNOTSUPP).
+
+func userXattr(name string) bool { return strings.HasPrefix(name, "user.") && len(name) > len("user.") }
+
+// Getxattr reads one attribute.
+func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	in, err := n.inode()
+	if err != nil {
+		return 0, toErrno("getxattr", err)
+	}
+	v, ok := in.Xattrs[attr]
+	if !ok {
+		return 0, syscall.ENODATA
+	}
+	if len(dest) == 0 {
+		return uint32(len(v)), 0
+	}
+	if len(dest) < len(v) {
+		return uint32(len(v)), syscall.ERANGE
+	}
+	return uint32(copy(dest, v)), 0
+}
+
+// Listxattr lists the attribute names, NUL-terminated.
+func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
+	in, err := n.inode()
+	if err != nil {
+		return 0, toErrno("listxattr", err)
+	}
+	var b []byte
+	for _, name := range in.XattrNames() {
+		b = append(append(b, name...), 0)
+	}
+	if len(dest) == 0 {
+		return uint32(len(b)), 0
+	}
+	if len(dest) < len(b) {
+		return uint32(len(b)), syscall.ERANGE
+	}
+	return uint32(copy(dest, b)), 0
+}
+
+// Setxattr sets a user.* attribute (XATTR_CREATE / XATTR_REPLACE honoured).
+func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
+	if n.readOnly() {
+		return syscall.EROFS
+	}
+	if !userXattr(attr) {
+		return syscall.EOPNOTSUPP
+	}
+	if data == nil {
+		data = []byte{}
+	}
+	return toErrno("setxattr", n.m.st.SetXattr(n.s.id, n.ino, attr, data, flags&(mvcc.XattrCreate|mvcc.XattrReplace)))
+}
+
+// Removexattr removes an attribute.
+func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
+	if n.readOnly() {
+		return syscall.EROFS
+	}
+	if !userXattr(attr) {
+		return syscall.ENODATA
+	}
+	return toErrno("removexattr", n.m.st.SetXattr(n.s.id, n.ino, attr, nil, 0))
+}
