@@ -1,0 +1,250 @@
+// Package bolt is the embedded kv.Store driver: one bbolt file, one bucket.
+//
+// Every Update is one bbolt read-write transaction and is fsync'ed when it
+// commits, so it survives a power loss as soon as Update returns; Sync has
+// nothing left to do. Views are bbolt read transactions and run alongside
+// the writer. The file is locked while open: a second process fails after
+// Options.Timeout with ErrLocked instead of waiting forever.
+//
+// bbolt panics on some corrupt files. Open, and the driver's own calls into
+// bbolt, turn such a panic into an error wrapping ErrCorrupt that names the
+// file; a panic raised by the caller's callback is left alone.
+package bolt
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
+	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+var (
+	// ErrLocked means another process (another padfs) has the file open.
+	ErrLocked = errors.New("store is locked by another padfs process")
+	// ErrCorrupt means the file is not a readable padfs store.
+	ErrCorrupt = errors.New("corrupt store or not a padfs (bbolt) file")
+)
+
+// Limits of the underlying bbolt; a layer buffering writes in front of this
+// driver must reject larger keys and values itself.
+const (
+	MaxKeySize   = bbolt.MaxKeySize
+	MaxValueSize = bbolt.MaxValueSize
+)
+
+// bucketName is the one bucket holding every key.
+var bucketName = []byte("padfs")
+
+// compactBatch bounds one transaction of the compaction copy.
+const compactBatch = 64 << 20
+
+// Options tunes Open. The zero value is a good default.
+type Options struct {
+	// Timeout bounds the wait for another process's lock on the file
+	// (default 1s).
+	Timeout time.Duration
+	// Mode is the permission of a newly created file (default 0600).
+	Mode fs.FileMode
+	// MmapSize is the initial size of the memory map (default on 64-bit
+	// systems: 1 GiB of address space, not of disk). A writer that must grow
+	// the map waits for every open reader, so a map that already covers the
+	// file keeps long Views from stalling Updates.
+	MmapSize int
+}
+
+func (o Options) withDefaults() Options {
+	if o.Timeout <= 0 {
+		o.Timeout = time.Second
+	}
+	if o.Mode == 0 {
+		o.Mode = 0o600
+	}
+	if o.MmapSize == 0 && strconv.IntSize == 64 {
+		o.MmapSize = 1 << 30
+	}
+	return o
+}
+
+// Store is a kv.Store and kv.Compactor over one bbolt file.
+type Store struct {
+	path string
+	opts Options
+
+	// mu is held shared by every transaction and exclusively by Compact
+	// and Close, which swap or drop db.
+	mu sync.RWMutex
+	db *bbolt.DB // nil once closed
+}
+
+var (
+	_ kv.Store     = (*Store)(nil)
+	_ kv.Compactor = (*Store)(nil)
+)
+
+// Open opens or creates the store file at path.
+func Open(path string, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	db, err := openDB(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	// A compaction cut short by a crash leaves its copy behind. We hold the
+	// lock on path, so nobody else is compacting it.
+	if err := os.Remove(compactPath(path)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		_ = db.Close()
+		return nil, fmt.Errorf("kv/bolt: remove stale %s: %w", compactPath(path), err)
+	}
+	return &Store{path: path, opts: opts, db: db}, nil
+}
+
+// openDB opens path with bbolt and makes sure our bucket exists. It never
+// panics: bbolt's panics on corrupt files become ErrCorrupt.
+func openDB(path string, opts Options) (db *bbolt.DB, err error) {
+	var file *os.File // captured so a panic can still release the lock
+	bopts := &bbolt.Options{
+		Timeout:         opts.Timeout,
+		InitialMmapSize: opts.MmapSize,
+		// The hashmap freelist stays fast when a big store is fragmented.
+		FreelistType: bbolt.FreelistMapType,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			f, err := os.OpenFile(name, flag, perm)
+			if err == nil {
+				file = f
+			}
+			return f, err
+		},
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			if db != nil {
+				_ = db.Close()
+			} else if file != nil {
+				// bbolt's mapping of the file outlives this descriptor and
+				// would keep the flock, so drop the lock explicitly. The
+				// mapping itself leaks on this rare path.
+				_ = syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+				_ = file.Close()
+			}
+			db, err = nil, fmt.Errorf("kv/bolt: open %s: %w: %v", path, ErrCorrupt, p)
+		}
+	}()
+
+	db, err = bbolt.Open(path, opts.Mode, bopts)
+	switch {
+	case errors.Is(err, berrors.ErrTimeout):
+		return nil, fmt.Errorf("kv/bolt: open %s: %w (gave up after %v)", path, ErrLocked, opts.Timeout)
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrChecksum),
+		errors.Is(err, berrors.ErrVersionMismatch):
+		return nil, fmt.Errorf("kv/bolt: open %s: %w: %w", path, ErrCorrupt, err)
+	case err != nil:
+		return nil, fmt.Errorf("kv/bolt: open %s: %w", path, err)
+	}
+
+	// Look before creating: an existing store opens without a commit.
+	var found bool
+	err = db.View(func(tx *bbolt.Tx) error {
+		found = tx.Bucket(bucketName) != nil
+		return nil
+	})
+	if err == nil && !found {
+		err = db.Update(func(tx *bbolt.Tx) error {
+			_, err := tx.CreateBucketIfNotExists(bucketName)
+			return err
+		})
+	}
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("kv/bolt: open %s: %w", path, err)
+	}
+	return db, nil
+}
+
+// Path returns the file the store was opened from.
+func (s *Store) Path() string { return s.path }
+
+// View runs fn in a bbolt read transaction.
+func (s *Store) View(fn func(kv.Reader) error) (err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return kv.ErrClosed
+	}
+	r := &reader{s: s}
+	defer r.leave(r.enter(), &err)
+	var fnErr error
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		if r.b = tx.Bucket(bucketName); r.b == nil {
+			return fmt.Errorf("kv/bolt %s: bucket %q missing: %w", s.path, bucketName, ErrCorrupt)
+		}
+		fnErr = r.call(func() error { return fn(r) })
+		return fnErr
+	})
+	return s.txError("view", err, fnErr)
+}
+
+// Update runs fn in a bbolt read-write transaction, committed (and
+// fsync'ed) when fn returns nil.
+func (s *Store) Update(fn func(kv.Txn) error) (err error) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return kv.ErrClosed
+	}
+	t := &txn{reader{s: s, writable: true}}
+	defer t.leave(t.enter(), &err)
+	var fnErr error
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		if t.b = tx.Bucket(bucketName); t.b == nil {
+			return fmt.Errorf("kv/bolt %s: bucket %q missing: %w", s.path, bucketName, ErrCorrupt)
+		}
+		fnErr = t.call(func() error { return fn(t) })
+		return fnErr
+	})
+	return s.txError("commit", err, fnErr)
+}
+
+// txError returns the caller's own error unchanged and wraps bbolt's.
+func (s *Store) txError(op string, err, fnErr error) error {
+	switch {
+	case err == nil:
+		return nil
+	case fnErr != nil && err == fnErr:
+		return err
+	case errors.Is(err, berrors.ErrDatabaseNotOpen):
+		return kv.ErrClosed
+	}
+	return fmt.Errorf("kv/bolt %s: %s: %w", s.path, op, err)
+}
+
+// Sync returns at once: every Update was fsync'ed when it committed.
+func (s *Store) Sync() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return kv.ErrClosed
+	}
+	return nil
+}
+
+// Close waits for running transactions and closes the file.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return kv.ErrClosed
+	}
+	err := s.db.Close()
+	s.db = nil
+	if err != nil {
+		return fmt.Errorf("kv/bolt %s: close: %w", s.path, err)
+	}
+	return nil
+}

@@ -1,0 +1,118 @@
+package bolt
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"github.com/padfs/padfs/mvcc/kv"
+	"go.etcd.io/bbolt"
+)
+
+// compactPath is the temporary copy Compact writes next to the store.
+func compactPath(path string) string { return path + ".compact" }
+
+// Compact rewrites the store into a fresh file holding only live keys and
+// puts it in place of the old one, so that no page of the file still holds
+// deleted bytes (bbolt only reuses freed pages, it never wipes them).
+// progress, if not nil, is called with the number of keys copied so far and
+// the total. Transactions wait while it runs.
+//
+// The copy is committed (fsync'ed) by bbolt, renamed over the original and
+// the directory fsync'ed. The copy stays open throughout, so its lock moves
+// with it and no other process can open the store in between.
+func (s *Store) Compact(progress func(done, total int64)) (err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return kv.ErrClosed
+	}
+	tmp := compactPath(s.path)
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
+	}
+	dst, err := openDB(tmp, s.opts)
+	if err != nil {
+		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
+	}
+	fail := func(err error) error {
+		_ = dst.Close()
+		_ = os.Remove(tmp)
+		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
+	}
+	if err := s.copyTo(dst, progress); err != nil {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, s.path); err != nil {
+		return fail(err)
+	}
+	old := s.db
+	s.db = dst
+	if err := old.Close(); err != nil {
+		return fmt.Errorf("kv/bolt %s: compact: close old file: %w", s.path, err)
+	}
+	if err := syncDir(filepath.Dir(s.path)); err != nil {
+		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
+	}
+	return nil
+}
+
+// copyTo copies every key of s.db into dst in bounded transactions.
+func (s *Store) copyTo(dst *bbolt.DB, progress func(done, total int64)) (err error) {
+	r := &reader{s: s}
+	defer r.leave(r.enter(), &err)
+	report := func(done, total int64) {
+		if progress != nil {
+			r.call(func() error { progress(done, total); return nil })
+		}
+	}
+	return s.db.View(func(tx *bbolt.Tx) error {
+		src := tx.Bucket(bucketName)
+		if src == nil {
+			return fmt.Errorf("bucket %q missing: %w", bucketName, ErrCorrupt)
+		}
+		total := int64(src.Stats().KeyN)
+		var done int64
+		report(done, total)
+		c := src.Cursor()
+		k, v := c.First()
+		for k != nil {
+			err := dst.Update(func(tx *bbolt.Tx) error {
+				b := tx.Bucket(bucketName)
+				// Keys arrive in order: pack pages nearly full.
+				b.FillPercent = 0.9
+				for size := 0; k != nil && size < compactBatch; k, v = c.Next() {
+					if err := b.Put(k, v); err != nil {
+						return err
+					}
+					size += len(k) + len(v)
+					done++
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+			report(done, total)
+		}
+		return nil
+	})
+}
+
+// syncDir makes a rename or an unlink in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,164 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// flusher moves buffered writes to the base every FlushInterval, or sooner
+// when a memtable fills up, until Close.
+func (s *Store) flusher() {
+	defer close(s.done)
+	tick := time.NewTicker(s.opts.FlushInterval)
+	defer tick.Stop()
+	failing := false
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-tick.C:
+		case <-s.kick:
+		}
+		err := s.flush()
+		switch {
+		case err != nil && !failing:
+			s.log.Warn("kv/wal: flush failed; writes stay in the log, retrying", "dir", s.dir, "err", err)
+		case err == nil && failing:
+			s.log.Info("kv/wal: flush works again", "dir", s.dir)
+		}
+		failing = err != nil
+		s.mu.Lock()
+		full := s.active.size >= s.opts.MemtableSize
+		s.mu.Unlock()
+		if full && err == nil {
+			select {
+			case s.kick <- struct{}{}:
+			default:
+			}
+		}
+	}
+}
+
+// Flush moves every Update committed before the call into the base.
+func (s *Store) Flush() error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return kv.ErrClosed
+	}
+	return s.flushAll()
+}
+
+func (s *Store) flushAll() error {
+	// A frozen memtable left by a failed flush goes first; then the active
+	// one, which holds everything committed before this call.
+	s.mu.Lock()
+	retry := s.frozen != nil
+	s.mu.Unlock()
+	if err := s.flush(); err != nil || !retry {
+		return err
+	}
+	return s.flush()
+}
+
+// flush freezes the active memtable (unless a failed flush left one
+// frozen), commits it to the base in one transaction, deletes its segment
+// and only then stops reading it: at every instant each write is visible in
+// a memtable, the base, or both.
+func (s *Store) flush() error {
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
+	s.mu.Lock()
+	fr := s.frozen
+	s.mu.Unlock()
+	if fr == nil {
+		if fr = s.freeze(); fr == nil {
+			return nil
+		}
+	}
+
+	err := s.base.Update(func(tx kv.Txn) error {
+		var err error
+		fr.tree.Scan(func(e *entry) bool {
+			if e.del {
+				err = tx.Delete(e.key)
+			} else {
+				err = tx.Put(e.key, e.val)
+			}
+			return err == nil
+		})
+		return err
+	})
+	if err == nil && fr.seg != nil {
+		err = removeSegments(s.dir, []*segment{fr.seg})
+	}
+	if err != nil {
+		err = fmt.Errorf("kv/wal %s: flush: %w", s.dir, err)
+		s.mu.Lock()
+		s.flushErr = err
+		s.flushed.Broadcast()
+		s.mu.Unlock()
+		return err
+	}
+	s.viewMu.Lock()
+	s.mu.Lock()
+	s.frozen, s.flushErr = nil, nil
+	s.flushed.Broadcast()
+	s.mu.Unlock()
+	s.viewMu.Unlock()
+	return nil
+}
+
+// freeze seals the current segment and swaps in an empty memtable. It
+// returns the frozen memtable, or nil if there was nothing to flush.
+func (s *Store) freeze() *memtable {
+	// Sync most of the segment before taking writeMu so that Updates only
+	// wait for what arrives in between.
+	s.mu.Lock()
+	g := s.seg
+	s.mu.Unlock()
+	if g != nil {
+		if err := g.sync(); err != nil {
+			s.markBroken(err)
+		}
+	}
+
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	g, empty := s.seg, s.active.tree.Len() == 0
+	s.mu.Unlock()
+	if empty {
+		return nil
+	}
+	if g != nil {
+		// A newer segment may get records only once this one is durable:
+		// then only the newest segment can end torn after a power loss.
+		// If the sync fails the memtable still reaches the base below.
+		if err := g.seal(); err != nil {
+			s.markBroken(err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fr := s.active
+	s.seg, s.active, s.frozen, s.snap = nil, newMemtable(), fr, nil
+	return fr
+}
+
+// Compact flushes every buffered write, so that deleted data leaves the
+// log, then compacts the base.
+func (s *Store) Compact(progress func(done, total int64)) error {
+	c, ok := s.base.(kv.Compactor)
+	if !ok {
+		return fmt.Errorf("kv/wal %s: base %T cannot compact: %w", s.dir, s.base, errors.ErrUnsupported)
+	}
+	if err := s.Flush(); err != nil {
+		return err
+	}
+	return c.Compact(progress)
+}

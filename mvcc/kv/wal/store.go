@@ -1,0 +1,379 @@
+package wal
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+var (
+	// ErrLocked means another process has the WAL directory open.
+	ErrLocked = errors.New("store is locked by another padfs process")
+	// ErrCorrupt means a WAL segment holds a bad record that is not a torn
+	// tail.
+	ErrCorrupt = errors.New("corrupt WAL")
+)
+
+// Options tunes Open. The zero value is a good default.
+type Options struct {
+	// MemtableSize is the amount of buffered writes that starts a flush
+	// before the next tick (default 64 MiB). Updates wait when a second
+	// memtable fills up while the first is still being flushed.
+	MemtableSize int64
+	// FlushInterval is how often buffered writes move to the base
+	// (default 1s).
+	FlushInterval time.Duration
+	// MaxKeySize and MaxValueSize reject at Put what the base would reject
+	// at flush time, when it is too late to fail the Update (defaults:
+	// bbolt's limits, 32 KiB and 2 GiB - 2).
+	MaxKeySize   int
+	MaxValueSize int
+	// Logger receives recovery and background flush reports (default
+	// slog.Default()).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() Options {
+	if o.MemtableSize <= 0 {
+		o.MemtableSize = 64 << 20
+	}
+	if o.FlushInterval <= 0 {
+		o.FlushInterval = time.Second
+	}
+	if o.MaxKeySize <= 0 {
+		o.MaxKeySize = 32768
+	}
+	if o.MaxValueSize <= 0 {
+		o.MaxValueSize = 1<<31 - 2
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o
+}
+
+// Store is a kv.Store and kv.Compactor that group-commits into a base store.
+type Store struct {
+	dir  string
+	base kv.Store
+	opts Options
+	log  *slog.Logger
+	lock *os.File // flock on dir/LOCK
+
+	// writeMu serializes Updates and the rotation of segment and memtable.
+	writeMu sync.Mutex
+	nextSeq uint64 // under writeMu
+
+	// viewMu makes a View's "begin the base transaction, then snapshot the
+	// memtables" atomic with respect to dropping the frozen memtable; see
+	// View.
+	viewMu sync.RWMutex
+
+	// flushMu lets one flush run at a time.
+	flushMu sync.Mutex
+
+	// mu guards the fields below. Those marked (w) change only with
+	// writeMu held as well.
+	mu       sync.Mutex
+	flushed  *sync.Cond // on mu: a flush ended, or Close began
+	seg      *segment   // (w) current segment; nil until the first record after a rotation
+	active   *memtable  // (w) takes new writes
+	snap     *tree      // copy of active.tree shared by readers; nil when stale
+	frozen   *memtable  // being moved to the base; nil otherwise
+	flushErr error      // why the last flush failed; nil after a success
+	broken   error      // sticky: the WAL can take no more records
+	closed   bool
+
+	kick chan struct{} // asks the flusher for an early flush
+	stop chan struct{} // closed by Close
+	done chan struct{} // closed when the flusher has exited
+}
+
+var (
+	_ kv.Store     = (*Store)(nil)
+	_ kv.Compactor = (*Store)(nil)
+)
+
+// Open replays the segments left in dir into base, then serves from both.
+// It takes ownership of base (Close closes it) unless it fails.
+func Open(dir string, base kv.Store, opts Options) (*Store, error) {
+	opts = opts.withDefaults()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("kv/wal: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	s := &Store{
+		dir:    dir,
+		base:   base,
+		opts:   opts,
+		log:    opts.Logger,
+		lock:   lock,
+		active: newMemtable(),
+		kick:   make(chan struct{}, 1),
+		stop:   make(chan struct{}),
+		done:   make(chan struct{}),
+	}
+	s.flushed = sync.NewCond(&s.mu)
+	if err := s.replay(); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
+	go s.flusher()
+	return s, nil
+}
+
+// replay applies every record left in dir to the base in one transaction,
+// then deletes the segments.
+func (s *Store) replay() error {
+	segs, err := listSegments(s.dir)
+	if err != nil || len(segs) == 0 {
+		s.nextSeq = 1
+		return err
+	}
+	s.nextSeq = segs[len(segs)-1].seq + 1
+	var records, torn int
+	err = s.base.Update(func(tx kv.Txn) error {
+		records, torn = 0, 0
+		for i, g := range segs {
+			data, err := os.ReadFile(g.path)
+			if err != nil {
+				return fmt.Errorf("kv/wal: replay: %w", err)
+			}
+			for off := 0; off < len(data); {
+				payload, n, err := nextRecord(data[off:])
+				if err != nil {
+					if i == len(segs)-1 {
+						// A write cut short by the crash.
+						torn = len(data) - off
+						break
+					}
+					return fmt.Errorf("kv/wal: replay %s: record at offset %d: %w", g.path, off, ErrCorrupt)
+				}
+				if err := applyRecord(tx, payload); err != nil {
+					return fmt.Errorf("kv/wal: replay %s: record at offset %d: %w", g.path, off, err)
+				}
+				off += n
+				records++
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if torn > 0 {
+		s.log.Warn("kv/wal: dropped a torn record at the end of the log",
+			"file", segs[len(segs)-1].path, "bytes", torn)
+	}
+	s.log.Info("kv/wal: recovered", "dir", s.dir, "segments", len(segs), "records", records)
+	return removeSegments(s.dir, segs)
+}
+
+// Update runs fn against the buffered state over a base snapshot. On
+// success its writes are appended to the WAL as one record (no fsync) and
+// then made visible; if the append fails, so does the Update.
+func (s *Store) Update(fn func(kv.Txn) error) error {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	layers, err := s.admitLocked()
+	if err != nil {
+		return err
+	}
+	t := &txn{s: s, writes: newTree()}
+	t.mem = append([]*tree{t.writes}, layers...)
+	// No freeze can happen while we hold writeMu, and a flush that commits
+	// the frozen memtable meanwhile only copies into the base what layers
+	// already shows: the reads stay consistent.
+	err = s.base.View(func(r kv.Reader) error {
+		t.base = r
+		return fn(t)
+	})
+	if err != nil || t.writes.Len() == 0 {
+		return err
+	}
+	rec, err := encodeRecord(t.writes)
+	if err != nil {
+		return err
+	}
+	if err := s.appendLocked(rec); err != nil {
+		return err
+	}
+	s.apply(t.writes)
+	return nil
+}
+
+// admitLocked waits while both memtables are full, refuses writes to a
+// closed or broken store, and returns the memtable layers to read.
+func (s *Store) admitLocked() ([]*tree, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for !s.closed && s.broken == nil && s.flushErr == nil &&
+		s.frozen != nil && s.active.size >= s.opts.MemtableSize {
+		s.flushed.Wait()
+	}
+	switch {
+	case s.closed:
+		return nil, kv.ErrClosed
+	case s.broken != nil:
+		return nil, s.broken
+	case s.flushErr != nil && s.active.size >= s.opts.MemtableSize:
+		return nil, fmt.Errorf("kv/wal %s: write buffer full and the base refuses the flush: %w", s.dir, s.flushErr)
+	}
+	return s.layersLocked(), nil
+}
+
+// layersLocked returns immutable snapshots of the memtables, newest first.
+func (s *Store) layersLocked() []*tree {
+	var layers []*tree
+	if s.active.tree.Len() > 0 {
+		if s.snap == nil {
+			s.snap = s.active.tree.Copy()
+		}
+		layers = append(layers, s.snap)
+	}
+	if s.frozen != nil {
+		layers = append(layers, s.frozen.tree)
+	}
+	return layers
+}
+
+// appendLocked writes one record to the current segment, creating it if
+// the last rotation left none.
+func (s *Store) appendLocked(rec []byte) error {
+	if s.seg == nil {
+		g, err := createSegment(s.dir, s.nextSeq)
+		if err != nil {
+			return err
+		}
+		s.nextSeq++
+		s.mu.Lock()
+		s.seg, s.active.seg = g, g
+		s.mu.Unlock()
+	}
+	cutFailed, err := s.seg.append(rec)
+	if cutFailed {
+		s.markBroken(err)
+	}
+	return err
+}
+
+// apply makes a committed transaction's writes visible.
+func (s *Store) apply(writes *tree) {
+	s.mu.Lock()
+	writes.Scan(func(e *entry) bool {
+		s.active.set(e)
+		return true
+	})
+	s.snap = nil
+	full := s.active.size >= s.opts.MemtableSize
+	s.mu.Unlock()
+	if full {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// markBroken stops the WAL from taking records: after a failed fsync or a
+// partial write that could not be cut off, it cannot tell what is on disk.
+// Buffered writes still reach the base by flushing.
+func (s *Store) markBroken(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.broken == nil {
+		s.broken = fmt.Errorf("kv/wal %s: log unusable, reopen the store: %w", s.dir, err)
+	}
+}
+
+// View runs fn against one consistent snapshot: the memtables as they are
+// and a base View.
+func (s *Store) View(fn func(kv.Reader) error) error {
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return kv.ErrClosed
+	}
+	// The base View must begin before the memtables are snapshot, and the
+	// frozen memtable must not be dropped in between: otherwise its batch
+	// could be missing from both (committed to the base after our base
+	// snapshot, gone from the memtables before ours). viewMu, held shared
+	// until the snapshot is taken, keeps flush from dropping it meanwhile.
+	s.viewMu.RLock()
+	held := true
+	release := func() {
+		if held {
+			held = false
+			s.viewMu.RUnlock()
+		}
+	}
+	defer release()
+	return s.base.View(func(r kv.Reader) error {
+		s.mu.Lock()
+		layers := s.layersLocked()
+		s.mu.Unlock()
+		release()
+		return fn(&reader{mem: layers, base: r})
+	})
+}
+
+// Sync makes every Update committed so far durable against power loss: one
+// fdatasync of the current segment. Older segments were synced when sealed,
+// and flushed batches are in the base, which fsyncs its commits.
+func (s *Store) Sync() error {
+	s.mu.Lock()
+	closed, broken, g := s.closed, s.broken, s.seg
+	s.mu.Unlock()
+	switch {
+	case closed:
+		return kv.ErrClosed
+	case broken != nil:
+		return broken
+	case g == nil:
+		return nil
+	}
+	if err := g.sync(); err != nil {
+		s.markBroken(err)
+		return err
+	}
+	return nil
+}
+
+// Close flushes every buffered write to the base and closes the base. If
+// the flush fails the writes stay in the WAL, synced, for the next Open.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return kv.ErrClosed
+	}
+	s.closed = true
+	s.flushed.Broadcast() // stalled Updates give up
+	s.mu.Unlock()
+
+	close(s.stop)
+	<-s.done
+	err := s.flushAll()
+	s.mu.Lock()
+	g := s.seg
+	s.mu.Unlock()
+	if g != nil {
+		err = errors.Join(err, g.seal())
+	}
+	if cerr := s.base.Close(); cerr != nil {
+		err = errors.Join(err, cerr)
+	}
+	if cerr := s.lock.Close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("kv/wal: %w", cerr))
+	}
+	return err
+}

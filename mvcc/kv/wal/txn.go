@@ -1,0 +1,115 @@
+package wal
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+var (
+	_ kv.Reader = (*reader)(nil)
+	_ kv.Txn    = (*txn)(nil)
+)
+
+// reader reads memtable layers (newest first) over a base reader.
+type reader struct {
+	mem  []*tree
+	base kv.Reader
+}
+
+func (r *reader) Get(key []byte) ([]byte, error) {
+	if e, ok := lookup(r.mem, key); ok {
+		if e.del {
+			return nil, nil
+		}
+		return e.val, nil
+	}
+	return r.base.Get(key)
+}
+
+func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
+	return scan(r.mem, r.base, start, end, fn)
+}
+
+// scan merges the memtable layers into the base's scan: a memtable entry
+// shadows the base's value of its key, and a tombstone hides it.
+func scan(layers []*tree, base kv.Reader, start, end []byte, fn func(k, v []byte) (bool, error)) error {
+	m := newMergeIter(layers, start, end)
+	// emitBefore yields the memtable's keys below k (all if k is nil).
+	emitBefore := func(k []byte) (bool, error) {
+		for m.cur != nil && (k == nil || bytes.Compare(m.cur.key, k) < 0) {
+			e := m.cur
+			m.next()
+			if e.del {
+				continue
+			}
+			if more, err := fn(e.key, e.val); err != nil || !more {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	stopped := false
+	err := base.Scan(start, end, func(k, v []byte) (bool, error) {
+		more, err := emitBefore(k)
+		if err == nil && more {
+			if m.cur != nil && bytes.Equal(m.cur.key, k) {
+				e := m.cur
+				m.next()
+				if e.del {
+					return true, nil
+				}
+				v = e.val
+			}
+			more, err = fn(k, v)
+		}
+		stopped = !more
+		return more, err
+	})
+	if err != nil || stopped {
+		return err
+	}
+	_, err = emitBefore(nil)
+	return err
+}
+
+// txn buffers its writes in a tree that shadows every other layer.
+type txn struct {
+	reader // mem[0] is writes
+	s      *Store
+	writes *tree
+}
+
+func (t *txn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
+	// Scan a copy of the writes (O(1), copy-on-write): fn may write to the
+	// transaction while we iterate.
+	layers := append([]*tree{t.writes.Copy()}, t.mem[1:]...)
+	return scan(layers, t.base, start, end, fn)
+}
+
+func (t *txn) Put(key, value []byte) error {
+	switch {
+	case len(key) == 0:
+		return fmt.Errorf("kv/wal %s: put: empty key", t.s.dir)
+	case len(key) > t.s.opts.MaxKeySize:
+		return fmt.Errorf("kv/wal %s: put: key of %d bytes exceeds the limit of %d", t.s.dir, len(key), t.s.opts.MaxKeySize)
+	case len(value) > t.s.opts.MaxValueSize:
+		return fmt.Errorf("kv/wal %s: put: value of %d bytes exceeds the limit of %d", t.s.dir, len(value), t.s.opts.MaxValueSize)
+	}
+	// Copy: the caller may reuse its buffers. A nil value is stored as
+	// empty so that Get tells it from an absent key.
+	t.writes.Set(&entry{
+		key: append([]byte(nil), key...),
+		val: append(make([]byte, 0, len(value)), value...),
+	})
+	return nil
+}
+
+func (t *txn) Delete(key []byte) error {
+	if len(key) == 0 {
+		return nil // no such key can exist
+	}
+	t.writes.Set(&entry{key: append([]byte(nil), key...), del: true})
+	return nil
+}
