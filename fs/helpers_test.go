@@ -42,18 +42,14 @@ func mountAt(t *testing.T, st *mvcc.Store, mnt string, opts Options) *Server {
 	if err != nil {
 		t.Fatalf("mount %s: %v", mnt, err)
 	}
-	unmounted := false
+	// Unmount is idempotent: tests may unmount themselves first.
 	t.Cleanup(func() {
-		if unmounted {
-			return
-		}
 		if err := m.Unmount(); err != nil {
 			t.Errorf("unmount %s: %v", mnt, err)
 			// Do not leave a dead mount behind.
 			exec.Command("umount", "-l", mnt).Run()
 		}
 	})
-	_ = unmounted
 	return m
 }
 

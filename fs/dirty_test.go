@@ -1,0 +1,238 @@
+package fs
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// writeEvents counts the "write" commits of inode ino.
+func writeEvents(t *testing.T, st *mvcc.Store, sid mvcc.SessionID, ino uint64) int {
+	t.Helper()
+	n := 0
+	err := st.View(func(tx *mvcc.ReadTx) error {
+		return tx.Events(sid, 0, func(ev mvcc.Event) bool {
+			if ev.Op == "write" && uint64(ev.Ino) == ino {
+				n++
+			}
+			return true
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func sessionOf(t *testing.T, m *Server) mvcc.SessionID {
+	if m.opts.Session == nil {
+		t.Fatal("not a single-session mount")
+	}
+	return *m.opts.Session
+}
+
+// A 100 MB file written in 128 KB requests is one version.
+func TestLargeFileOneVersion(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	sh(t, mnt, "dd if=/dev/urandom of=big bs=128K count=800 status=none")
+	var fi syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(mnt, "big"), &fi); err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size != 100<<20 {
+		t.Fatalf("size %d", fi.Size)
+	}
+	if n := writeEvents(t, st, sessionOf(t, m), fi.Ino); n != 1 {
+		t.Errorf("100 MB in 128 KB writes made %d versions, want 1", n)
+	}
+	// The content made it: compare checksums through the mount and from
+	// the store directly.
+	sum := sh(t, mnt, "sha256sum < big | cut -d' ' -f1")
+	in, err := st.Walk(sessionOf(t, m), "big", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum != in.HashHex()+"\n" {
+		t.Errorf("store hash %s, mount reads %s", in.HashHex(), sum)
+	}
+	// Appending a line to it stores about one chunk more, as one version.
+	sh(t, mnt, "echo tail >> big")
+	if n := writeEvents(t, st, sessionOf(t, m), fi.Ino); n != 2 {
+		t.Errorf("append made %d versions in all, want 2", n)
+	}
+}
+
+// All handles of an inode share its buffer; stat shows the buffer.
+func TestDirtyShared(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	p := filepath.Join(mnt, "f")
+	w, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	r, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	w.Write([]byte("not yet committed"))
+	buf := make([]byte, 100)
+	n, _ := r.ReadAt(buf, 0)
+	if string(buf[:n]) != "not yet committed" {
+		t.Errorf("second handle reads %q", buf[:n])
+	}
+	var st1 syscall.Stat_t
+	syscall.Stat(p, &st1)
+	if st1.Size != 17 {
+		t.Errorf("stat of a dirty file: size %d", st1.Size)
+	}
+	// Nothing committed yet but the create.
+	if n := writeEvents(t, st, sessionOf(t, m), st1.Ino); n != 0 {
+		t.Errorf("%d write versions before close", n)
+	}
+	// The ticker commits a file held open once it is quiet.
+	deadline := time.Now().Add(10 * time.Second)
+	for writeEvents(t, st, sessionOf(t, m), st1.Ino) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the ticker did not commit the dirty file")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	// fsync commits too.
+	w.Write([]byte(" more"))
+	if err := w.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if n := writeEvents(t, st, sessionOf(t, m), st1.Ino); n != 2 {
+		t.Errorf("after fsync: %d write versions, want 2", n)
+	}
+}
+
+// Random writes, truncates and reads against a reference file, across the
+// RAM/spill boundary and commits.
+func TestDirtyRandom(t *testing.T) {
+	mnt, _, m := mountTest(t)
+	rng := rand.New(rand.NewSource(1))
+	ref := filepath.Join(t.TempDir(), "ref")
+	for round := 0; round < 3; round++ {
+		f, err := os.OpenFile(filepath.Join(mnt, "r"), os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g, err := os.OpenFile(ref, os.O_CREATE|os.O_RDWR, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for op := 0; op < 300; op++ {
+			switch k := rng.Intn(10); {
+			case k < 6:
+				off := rng.Int63n(12 << 20)
+				data := make([]byte, rng.Intn(200<<10)+1)
+				rng.Read(data)
+				if rng.Intn(3) == 0 {
+					clear(data) // zeros, to make holes of chunks
+				}
+				f.WriteAt(data, off)
+				g.WriteAt(data, off)
+			case k < 7:
+				sz := rng.Int63n(12 << 20)
+				f.Truncate(sz)
+				g.Truncate(sz)
+			case k < 8:
+				if op%50 == 0 {
+					if err := m.Flush(); err != nil {
+						t.Fatal(err)
+					}
+				}
+			default:
+				off := rng.Int63n(12 << 20)
+				a, b := make([]byte, 300<<10), make([]byte, 300<<10)
+				na, _ := f.ReadAt(a, off)
+				nb, _ := g.ReadAt(b, off)
+				if na != nb || !bytes.Equal(a[:na], b[:nb]) {
+					t.Fatalf("round %d op %d: read at %d: %d bytes vs %d, equal %v", round, op, off, na, nb, bytes.Equal(a[:min(na, nb)], b[:min(na, nb)]))
+				}
+			}
+		}
+		f.Close()
+		g.Close()
+		got, _ := os.ReadFile(filepath.Join(mnt, "r"))
+		want, _ := os.ReadFile(ref)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("round %d: content differs after close (%d vs %d bytes)", round, len(got), len(want))
+		}
+	}
+}
+
+// O_TRUNC plus writes is one version; an O_TRUNC open of an empty file
+// commits nothing.
+func TestTruncOpenOneVersion(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	p := filepath.Join(mnt, "f")
+	os.WriteFile(p, []byte("first"), 0o644)
+	os.WriteFile(p, []byte("second"), 0o644)
+	var s syscall.Stat_t
+	syscall.Stat(p, &s)
+	if n := writeEvents(t, st, sessionOf(t, m), s.Ino); n != 2 {
+		t.Errorf("two WriteFile: %d write versions, want 2", n)
+	}
+	if got, _ := os.ReadFile(p); string(got) != "second" {
+		t.Errorf("content %q", got)
+	}
+	before := eventCount(t, st, sessionOf(t, m))
+	os.WriteFile(filepath.Join(mnt, "e"), nil, 0o644)
+	os.WriteFile(filepath.Join(mnt, "e"), nil, 0o644)
+	if after := eventCount(t, st, sessionOf(t, m)); after != before+1 {
+		t.Errorf("creating an empty file and truncating it again: %d commits, want 1", after-before)
+	}
+}
+
+func eventCount(t *testing.T, st *mvcc.Store, sid mvcc.SessionID) int {
+	n := 0
+	st.View(func(tx *mvcc.ReadTx) error {
+		return tx.Events(sid, 0, func(mvcc.Event) bool { n++; return true })
+	})
+	return n
+}
+
+// Changes made behind the mount's back show after InvalidateSession.
+func TestInvalidateSession(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	p := filepath.Join(mnt, "f")
+	os.WriteFile(p, []byte("old content"), 0o644)
+	if got, _ := os.ReadFile(p); string(got) != "old content" {
+		t.Fatalf("%q", got)
+	}
+	sid := sessionOf(t, m)
+	in, err := st.Walk(sid, "f", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.WriteContent(sid, in.Ino, bytes.NewReader([]byte("NEW CONTENT")), in.Mtime); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := st.Header(sid)
+	if _, err := st.Create(sid, root.Root, "g", mvcc.Attr{Mode: 0o644}, ""); err != nil {
+		t.Fatal(err)
+	}
+	m.InvalidateSession(sid)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got, _ := os.ReadFile(p)
+		_, gerr := os.Stat(filepath.Join(mnt, "g"))
+		if string(got) == "NEW CONTENT" && gerr == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after InvalidateSession: %q, %v", got, gerr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
