@@ -37,7 +37,8 @@ type PurgeReceipt struct {
 	// session ever had; Dirs its directories (root included).
 	Files int `json:"files"`
 	Dirs  int `json:"dirs"`
-	// Versions counts every version of every inode.
+	// Versions counts the versions of those files (directories' versions
+	// go too, uncounted).
 	Versions int `json:"versions"`
 	// Bytes is the content removed: inline content and symlink targets of
 	// every version, plus every chunk deleted.
@@ -84,11 +85,11 @@ func (t *ReadTx) planPurge(sid SessionID) (*PurgeReceipt, []Hash, error) {
 			if err := decode(k, v, &n); err != nil {
 				return err
 			}
-			r.Versions++
 			if n.IsDir() {
 				dirs[n.Ino] = true
 			} else {
 				files[n.Ino] = true
+				r.Versions++
 			}
 			r.Bytes += int64(len(n.Inline)) + int64(len(n.Target))
 			for _, e := range n.Extents {
