@@ -12,6 +12,10 @@ import "errors"
 // ErrClosed is returned by every call on a closed store.
 var ErrClosed = errors.New("kv: store closed")
 
+// ErrLocked is wrapped by a driver's Open when another process has the
+// store open (drivers re-export it: bolt.ErrLocked, wal.ErrLocked).
+var ErrLocked = errors.New("store is locked by another padfs process")
+
 // Store is an ordered key-value store with serializable transactions.
 type Store interface {
 	// View runs fn against a consistent read-only snapshot.

@@ -28,7 +28,8 @@ import (
 
 var (
 	// ErrLocked means another process (another padfs) has the file open.
-	ErrLocked = errors.New("store is locked by another padfs process")
+	// It is kv.ErrLocked.
+	ErrLocked = kv.ErrLocked
 	// ErrCorrupt means the file is not a readable padfs store.
 	ErrCorrupt = errors.New("corrupt store or not a padfs (bbolt) file")
 )

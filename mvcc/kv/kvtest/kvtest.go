@@ -434,6 +434,8 @@ func testRollback(t *testing.T, s kv.Store) {
 func testWriteDuringScan(t *testing.T, s kv.Store) {
 	// The mvcc layer supersedes versions while scanning them: writing the
 	// key just visited, or keys behind it, must not derail the scan.
+	// (Whether a scan sees keys its callback writes ahead of it is up to
+	// the driver.)
 	var kvs, want []string
 	for i := range 20 {
 		k := fmt.Sprintf("k%02d", i)

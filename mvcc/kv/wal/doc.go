@@ -27,6 +27,11 @@
 //   - Readers never see a gap: a frozen memtable stays readable until its
 //     batch has committed to the base and its segment is deleted.
 //
+// Updates are serialized; they wait for a flush only when a second
+// memtable fills up before the first has reached the base. Views never wait
+// for Updates. A Scan inside an Update does not see keys that its own
+// callback writes ahead of it.
+//
 // Every segment but the newest is fdatasync'ed before a newer one gets its
 // first record, so after a power loss only the newest can end in a torn
 // record; Open drops that tail. A bad record anywhere else is corruption and

@@ -46,8 +46,8 @@ func (m *memtable) set(e *entry) {
 	m.size += e.size()
 }
 
-// lookup finds key in the layers, highest priority first. found with a nil
-// entry's del set means deleted; not found means ask the base.
+// lookup returns the newest write of key in the layers (a tombstone if it
+// was deleted), or found == false if the base must be asked.
 func lookup(layers []*tree, key []byte) (e *entry, found bool) {
 	probe := entry{key: key}
 	for _, t := range layers {

@@ -12,8 +12,9 @@ import (
 )
 
 var (
-	// ErrLocked means another process has the WAL directory open.
-	ErrLocked = errors.New("store is locked by another padfs process")
+	// ErrLocked means another process has the WAL directory open. It is
+	// kv.ErrLocked.
+	ErrLocked = kv.ErrLocked
 	// ErrCorrupt means a WAL segment holds a bad record that is not a torn
 	// tail.
 	ErrCorrupt = errors.New("corrupt WAL")
