@@ -1,0 +1,159 @@
+package fs
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+func TestMultiSession(t *testing.T) {
+	data := t.TempDir()
+	st, err := mvcc.OpenDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pre, err := st.CreateSession("pre", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var forgotten []mvcc.SessionID
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	mountAt(t, st, mnt, Options{Forget: func(id mvcc.SessionID) error {
+		forgotten = append(forgotten, id)
+		_, err := st.Forget(id)
+		return err
+	}})
+
+	if got := sh(t, mnt, "ls"); got != pre.ID.String()+"\n" {
+		t.Errorf("root lists %q", got)
+	}
+	// mkdir creates a session; it is then listed by its ULID and can be
+	// used by name or id.
+	sh(t, mnt, "mkdir work && echo hi > work/f && mkdir -m 700 private")
+	sessions, _ := st.Sessions()
+	var work, private mvcc.SessionInfo
+	for _, s := range sessions {
+		switch s.Name {
+		case "work":
+			work = s
+		case "private":
+			private = s
+		}
+	}
+	if work.ID == (mvcc.SessionID{}) || private.ID == (mvcc.SessionID{}) {
+		t.Fatalf("sessions: %+v", sessions)
+	}
+	if got := sh(t, mnt, "ls | sort"); !strings.Contains(got, work.ID.String()) || strings.Contains(got, "work") {
+		t.Errorf("root lists %q", got)
+	}
+	if got := sh(t, mnt, "cat "+work.ID.String()+"/f"); got != "hi\n" {
+		t.Errorf("by id: %q", got)
+	}
+	if got := sh(t, mnt, "stat -c %a "+private.ID.String()); got != "700\n" {
+		t.Errorf("mkdir -m 700: %q", got)
+	}
+	if _, err := shErr(mnt, "mkdir work"); err == nil {
+		t.Errorf("mkdir of an existing session name succeeded")
+	}
+	// Each session has its own .asof and is isolated.
+	sh(t, mnt, "test -d work/.asof && ls work/.asof | grep -q . && test ! -e "+pre.ID.String()+"/f")
+	if _, err := shErr(mnt, "touch file-at-root"); err == nil {
+		t.Errorf("a file at the root was created")
+	}
+	if err := os.Rename(filepath.Join(mnt, "work", "f"), filepath.Join(mnt, pre.ID.String(), "f")); !isErrno(err, syscall.EXDEV) {
+		t.Errorf("rename across sessions: %v", err)
+	}
+	// rm -rf of a session directory forgets it.
+	sh(t, mnt, "rm -rf "+work.ID.String())
+	if len(forgotten) != 1 || forgotten[0] != work.ID {
+		t.Errorf("forgotten %v", forgotten)
+	}
+	if got := sh(t, mnt, "ls"); strings.Contains(got, work.ID.String()) {
+		t.Errorf("forgotten session still listed: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, "work")); !os.IsNotExist(err) {
+		t.Errorf("forgotten session by name: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, work.ID.String())); !os.IsNotExist(err) {
+		t.Errorf("forgotten session by id: %v", err)
+	}
+}
+
+func TestMultiSessionNoForget(t *testing.T) {
+	data := t.TempDir()
+	st, err := mvcc.OpenDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	mountAt(t, st, mnt, Options{})
+	sh(t, mnt, "mkdir s")
+	if err := syscall.Rmdir(filepath.Join(mnt, "s")); err != syscall.EPERM {
+		t.Errorf("rmdir of a session without a Forget hook: %v", err)
+	}
+}
+
+func TestVirtualDir(t *testing.T) {
+	data := t.TempDir()
+	st, err := mvcc.OpenDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := st.CreateSession("v", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	mountAt(t, st, mnt, Options{Session: &h.ID, Virtual: map[string]VirtualDir{
+		".grep": {
+			Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
+				if name == "missing" {
+					return nil, fmt.Errorf("%w: no %s", mvcc.ErrNotFound, name)
+				}
+				calls++
+				return []byte(fmt.Sprintf("%s results for %s (%d)\n", sid, name, calls)), nil
+			},
+		},
+		".log": {
+			List: func(mvcc.SessionID) ([]string, error) { return []string{"log.jsonl"}, nil },
+			Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
+				if name != "log.jsonl" {
+					return nil, mvcc.ErrNotFound
+				}
+				return []byte("{}\n"), nil
+			},
+		},
+	}})
+	out := sh(t, mnt, "cat .grep/TODO")
+	if !strings.HasPrefix(out, h.ID.String()+" results for TODO") {
+		t.Errorf("cat .grep/TODO: %q", out)
+	}
+	if out2 := sh(t, mnt, "cat .grep/TODO"); out2 == out {
+		t.Errorf("content not regenerated on open: %q", out2)
+	}
+	if _, err := os.Stat(filepath.Join(mnt, ".grep", "missing")); !os.IsNotExist(err) {
+		t.Errorf("missing virtual file: %v", err)
+	}
+	if got := sh(t, mnt, "ls .log"); got != "log.jsonl\n" {
+		t.Errorf("ls .log: %q", got)
+	}
+	if got := sh(t, mnt, "ls -a"); strings.Contains(got, ".grep") || strings.Contains(got, ".log") {
+		t.Errorf("virtual dirs listed: %q", got)
+	}
+	if err := os.WriteFile(filepath.Join(mnt, ".grep", "x"), nil, 0o644); !isErrno(err, syscall.EROFS) {
+		t.Errorf("write in .grep: %v", err)
+	}
+	if err := os.Mkdir(filepath.Join(mnt, ".grep"), 0o755); !errors.Is(err, os.ErrExist) {
+		t.Errorf("mkdir .grep: %v", err)
+	}
+}
