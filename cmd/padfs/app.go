@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
-	"github.com/padfs/padfs/mvcc/kv/bolt"
+	"github.com/padfs/padfs/mvcc/kv"
 	"github.com/spf13/cobra"
 )
 
@@ -152,10 +152,10 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 		return forwarded{code}
 	}
 	st, err := openStore(dir)
-	if errors.Is(err, bolt.ErrLocked) {
+	if errors.Is(err, kv.ErrLocked) {
 		// A mount may be starting up (store open, socket not yet listening):
 		// give it a moment before reporting the lock.
-		for i := 0; i < 20 && errors.Is(err, bolt.ErrLocked); i++ {
+		for i := 0; i < 20 && errors.Is(err, kv.ErrLocked); i++ {
 			time.Sleep(100 * time.Millisecond)
 			if code, ok, ferr := forward(ctx, dir, argv, cwd, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); ok {
 				if ferr != nil {
@@ -184,9 +184,9 @@ func openStore(dir string) (*mvcc.Store, error) {
 	switch {
 	case err == nil:
 		return st, nil
-	case errors.Is(err, bolt.ErrLocked):
+	case errors.Is(err, kv.ErrLocked):
 		return nil, fmt.Errorf("data directory %s is in use by another padfs process (%w) and no control socket answers at %s",
-			dir, bolt.ErrLocked, socketPath(dir))
+			dir, kv.ErrLocked, socketPath(dir))
 	default:
 		return nil, fmt.Errorf("open store in %s: %w", dir, err)
 	}
