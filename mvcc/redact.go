@@ -363,6 +363,9 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 	if strings.TrimSpace(token) != plan.r.Token {
 		return nil, fmt.Errorf("%w: session %s", ErrToken, sid)
 	}
+	if plan.r.Versions == 0 {
+		return plan.r, nil // nothing to rewrite: no commit, no event
+	}
 
 	// New content first, outside the commit (as PutContent always is).
 	total := int64(len(plan.contents) + len(plan.versions))

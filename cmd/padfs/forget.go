@@ -1,0 +1,211 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/padfs/padfs/mvcc"
+	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/cobra"
+)
+
+func init() { addSessionCommand(newForgetCmd) }
+
+func newForgetCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "forget ID | forget --hard ID [--confirm TOKEN]",
+		Short: "Forget a session: soft (history stays readable) or hard (purged for good)",
+		Long: `Soft (default): the session leaves live listings (padfs session ls shows it
+with --all), can no longer be written, and mounting it is refused, but every
+read as of a time before the forget still works (.asof/, padfs log, padfs
+diff, padfs session fork --asof). The forget is an event in its log. Removing
+a session's directory at the root of a multi-session mount does the same.
+
+Hard, in two steps. padfs session forget --hard ID changes nothing and prints
+a receipt: the files, versions, bytes and chunks that would be purged, and a
+confirmation token bound to that receipt. padfs session forget --hard ID
+--confirm TOKEN then purges irreversibly: every key of the session (header,
+log, checkpoints, every version of every file), every content chunk no other
+session still references, and the session's search index entries; then it
+compacts the store (and the index) so that no byte of the purged content
+remains in any file of the data directory. Progress goes to stderr. A wrong or
+stale token (the session changed since the receipt, or a fork now shares its
+chunks) is refused and nothing is purged. Content shared with other sessions
+(e.g. forks of this one) stays: it is theirs too.
+
+ID is a session id or name. --json prints the receipt (or the result) as
+JSON.`,
+		Example: `  padfs session forget 01J9Z3...
+  padfs session forget --hard 01J9Z3...
+  padfs session forget --hard 01J9Z3... --confirm forget-5f1c0e...`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			hard, _ := cmd.Flags().GetBool("hard")
+			token, _ := cmd.Flags().GetString("confirm")
+			asJSON, _ := cmd.Flags().GetBool("json")
+			if token != "" && !hard {
+				return errors.New("--confirm goes with --hard")
+			}
+			return withApp(cmd, func(a *App) error {
+				sid, err := forgetTarget(a, args[0])
+				if err != nil {
+					return err
+				}
+				switch {
+				case !hard:
+					return softForget(a, sid, asJSON)
+				case token == "":
+					return purgeReceipt(a, sid, asJSON)
+				default:
+					return purge(a, sid, token, asJSON)
+				}
+			})
+		},
+	}
+	c.Flags().Bool("hard", false, "purge irreversibly (two steps: receipt, then --confirm TOKEN)")
+	c.Flags().String("confirm", "", "the token of the receipt printed by --hard: carry out the purge")
+	c.Flags().Bool("json", false, "machine-readable output")
+	return c
+}
+
+// forgetTarget resolves ID: any session by id (a forgotten one can still be
+// purged), else a live session by name.
+func forgetTarget(a *App, s string) (mvcc.SessionID, error) {
+	if id, err := mvcc.ParseSessionID(s); err == nil {
+		_, err := a.Store.Header(id)
+		return id, err
+	}
+	return sessionByIDOrName(a.Store, s)
+}
+
+func softForget(a *App, sid mvcc.SessionID, asJSON bool) error {
+	// Commit what a mount of the session still buffers: it belongs to the
+	// history before the forget.
+	if err := a.FlushMount(); err != nil {
+		return fmt.Errorf("commit the mount's open writes: %w", err)
+	}
+	at, err := a.Store.Forget(sid)
+	if err != nil {
+		return err
+	}
+	a.Notify(sid)
+	if asJSON {
+		b, _ := json.Marshal(map[string]string{"session": sid.String(), "forgotten": at.String()})
+		_, err = fmt.Fprintf(a.Out, "%s\n", b)
+		return err
+	}
+	_, err = fmt.Fprintf(a.Out, "forgot session %s at %s (readable as of earlier times; padfs session forget --hard purges it)\n", sid, at)
+	return err
+}
+
+func purgeReceipt(a *App, sid mvcc.SessionID, asJSON bool) error {
+	if err := a.FlushMount(); err != nil {
+		return fmt.Errorf("commit the mount's open writes: %w", err)
+	}
+	r, err := a.Store.PlanPurge(sid)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(a.Out, r)
+	}
+	name := ""
+	if r.Name != "" {
+		name = fmt.Sprintf(" (%s)", r.Name)
+	}
+	_, err = fmt.Fprintf(a.Out, `Hard forget of session %s%s would purge, irreversibly:
+  files:    %d (and %d directories)
+  versions: %d
+  bytes:    %d
+  chunks:   %d (%d more stay: other sessions share them)
+  log:      %d events
+Nothing has been changed. To purge, run (the token is void as soon as the
+session changes):
+  padfs session forget --hard %s --confirm %s
+token: %s
+`, sid, name, r.Files, r.Dirs, r.Versions, r.Bytes, r.Chunks, r.SharedChunks, r.LastSeq, sid, r.Token, r.Token)
+	return err
+}
+
+func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
+	if err := a.FlushMount(); err != nil {
+		return fmt.Errorf("commit the mount's open writes: %w", err)
+	}
+	prog := newProgress(a.Err)
+	r, err := a.Store.Purge(sid, token, prog.report)
+	prog.done()
+	if errors.Is(err, mvcc.ErrToken) {
+		return fmt.Errorf("%w; nothing was purged: run padfs session forget --hard %s for a fresh receipt", err, sid)
+	}
+	if r != nil {
+		a.Notify(sid)
+	}
+	if err != nil {
+		return err
+	}
+	if err := purgeIndex(a, sid); err != nil {
+		return err
+	}
+	if asJSON {
+		return writeJSON(a.Out, map[string]any{"purged": r})
+	}
+	_, err = fmt.Fprintf(a.Out, "purged session %s: %d files, %d versions, %d bytes, %d chunks\n",
+		sid, r.Files, r.Versions, r.Bytes, r.Chunks)
+	return err
+}
+
+// purgeIndex removes the session from the search index and compacts it.
+// TODO(search): call the index's delete-by-session and compaction once the
+// search package exposes them (none yet: nothing to purge there).
+func purgeIndex(a *App, sid mvcc.SessionID) error { return nil }
+
+func writeJSON(w io.Writer, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
+// progress draws one progress bar per stage on w (stderr).
+type progress struct {
+	w     io.Writer
+	bar   *progressbar.ProgressBar
+	stage string
+}
+
+func newProgress(w io.Writer) *progress { return &progress{w: w} }
+
+func (p *progress) report(stage string, done, total int64) {
+	if p.bar == nil || stage != p.stage {
+		p.done()
+		desc := map[string]string{"purge": "purging keys", "redact": "rewriting versions", "compact": "compacting store"}[stage]
+		if desc == "" {
+			desc = stage
+		}
+		p.stage = stage
+		p.bar = progressbar.NewOptions64(max(total, 1),
+			progressbar.OptionSetWriter(p.w),
+			progressbar.OptionSetDescription(desc),
+			progressbar.OptionShowCount(),
+			progressbar.OptionSetWidth(30),
+			progressbar.OptionThrottle(100*time.Millisecond),
+			progressbar.OptionOnCompletion(func() { fmt.Fprintln(p.w) }),
+		)
+	}
+	if total > 0 {
+		p.bar.ChangeMax64(total)
+	}
+	_ = p.bar.Set64(done)
+}
+
+func (p *progress) done() {
+	if p.bar != nil && !p.bar.IsFinished() {
+		_ = p.bar.Finish()
+	}
+	p.bar = nil
+}
