@@ -15,6 +15,7 @@ var (
 	_ = (gofs.NodeMknoder)((*Node)(nil))
 	_ = (gofs.NodeSymlinker)((*Node)(nil))
 	_ = (gofs.NodeCreater)((*Node)(nil))
+	_ = (gofs.NodeTmpfiler)((*Node)(nil))
 	_ = (gofs.NodeLinker)((*Node)(nil))
 	_ = (gofs.NodeUnlinker)((*Node)(nil))
 	_ = (gofs.NodeRmdirer)((*Node)(nil))

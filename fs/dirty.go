@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -26,11 +27,16 @@ import (
 const (
 	pageSize = 64 << 10
 	spillAt  = 4 << 20 // bytes of pages kept in RAM before spilling
+	// memCap bounds the RAM pages of all buffers together: past it, the
+	// file being written spills whatever its size.
+	memCap = 256 << 20
 	// Ticker policy: commit a file held open and dirty once it has been
 	// quiet for quietFor, or dirty for maxDirty plus 1 s per 64 MiB (so
 	// a large file being streamed is not re-chunked over and over).
 	quietFor = time.Second
 	maxDirty = 5 * time.Second
+	// retryAfter is how long the ticker waits after a failed commit.
+	retryAfter = 10 * time.Second
 )
 
 type fileKey struct {
@@ -53,6 +59,7 @@ type fileState struct {
 	dirty     bool
 	since     time.Time // first change since the last commit
 	last      time.Time // last change
+	failed    time.Time // last failed commit (the ticker backs off)
 	mem       map[int64][]byte
 	spill     *os.File
 	slots     map[int64]int64 // page -> offset in spill
@@ -148,7 +155,8 @@ func (f *fileState) commitLocked() error {
 	}
 	cur, err := f.m.st.LatestInode(f.key.sid, f.key.ino)
 	if err != nil {
-		return fmt.Errorf("commit inode %d: %w", f.key.ino, err)
+		f.failed = time.Now()
+		return fmt.Errorf("commit inode %d of session %s: %w", f.key.ino, f.key.sid, err)
 	}
 	if cur.Nlink == 0 {
 		return nil // unlinked: kept for its open handles only
@@ -156,7 +164,14 @@ func (f *fileState) commitLocked() error {
 	r := io.NewSectionReader(lockedReader{f}, 0, f.size)
 	n, err := f.m.st.WriteContent(f.key.sid, f.key.ino, r, f.mtime)
 	if err != nil {
-		return fmt.Errorf("commit inode %d (%s): %w", f.key.ino, cur.Name, err)
+		f.failed = time.Now()
+		err = fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, err)
+		if errors.Is(err, mvcc.ErrForgotten) || errors.Is(err, mvcc.ErrNoSession) {
+			// The session is gone: nothing can take these bytes.
+			slog.Warn("padfs: discarding unsaved writes", "err", err)
+			f.resetLocked(f.base)
+		}
+		return err
 	}
 	f.resetLocked(n)
 	if f.node != nil {
@@ -175,7 +190,7 @@ func (f *fileState) unlinkedLocked() bool {
 func (f *fileState) due(now time.Time) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if !f.dirty {
+	if !f.dirty || now.Sub(f.failed) < retryAfter {
 		return false
 	}
 	limit := maxDirty + time.Duration(f.size/(64<<20))*time.Second
@@ -207,6 +222,7 @@ func (f *fileState) resetLocked(n *mvcc.Inode) {
 }
 
 func (f *fileState) dropPagesLocked() {
+	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
 	f.mem = nil
 	if f.spill != nil {
 		f.spill.Close()
@@ -370,6 +386,7 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 					}
 				}
 				f.mem[pg] = page
+				f.m.memBytes.Add(pageSize)
 			}
 			copy(page[in:], p[:n])
 		} else {
@@ -401,7 +418,7 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 	if end > f.size {
 		f.size = end
 	}
-	if f.mem != nil && len(f.mem)*pageSize > spillAt {
+	if f.mem != nil && (len(f.mem)*pageSize > spillAt || f.m.memBytes.Load() > memCap) {
 		return f.spillLocked()
 	}
 	return nil
@@ -428,6 +445,7 @@ func (f *fileState) spillLocked() error {
 		slots[pg] = end
 		end += pageSize
 	}
+	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
 	f.spill, f.slots, f.spillEnd, f.mem = tf, slots, end, nil
 	return nil
 }
@@ -449,6 +467,7 @@ func (f *fileState) truncateLocked(size int64) error {
 		for pg := range f.mem {
 			if cut(pg) {
 				delete(f.mem, pg)
+				f.m.memBytes.Add(-pageSize)
 			}
 		}
 		for pg := range f.slots {

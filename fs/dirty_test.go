@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"fmt"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // writeEvents counts the "write" commits of inode ino.
@@ -169,6 +171,9 @@ func TestDirtyRandom(t *testing.T) {
 			t.Fatalf("round %d: content differs after close (%d vs %d bytes)", round, len(got), len(want))
 		}
 	}
+	if b := m.memBytes.Load(); b != 0 {
+		t.Errorf("%d bytes of buffer pages still accounted after every file was closed", b)
+	}
 }
 
 // O_TRUNC plus writes is one version; an O_TRUNC open of an empty file
@@ -234,5 +239,32 @@ func TestInvalidateSession(t *testing.T) {
 			t.Fatalf("after InvalidateSession: %q, %v", got, gerr)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// An O_TMPFILE file can be written, then named with linkat; its content is
+// committed at close like any other.
+func TestTmpfileLinkat(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	fd, err := syscall.Open(mnt, unix.O_TMPFILE|syscall.O_RDWR, 0o640)
+	if err != nil {
+		t.Fatalf("O_TMPFILE: %v", err)
+	}
+	if _, err := syscall.Write(fd, []byte("anonymous until linked")); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, filepath.Join(mnt, "named"), unix.AT_SYMLINK_FOLLOW); err != nil {
+		t.Fatalf("linkat: %v", err)
+	}
+	if err := syscall.Close(fd); err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.Walk(sessionOf(t, m), "named", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := st.ReadAll(in)
+	if string(data) != "anonymous until linked" || in.Nlink != 1 || in.Mode&0o777 != 0o640 {
+		t.Errorf("linked tmpfile: %q nlink %d mode %o", data, in.Nlink, in.Mode)
 	}
 }

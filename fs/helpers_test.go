@@ -12,7 +12,7 @@ import (
 
 // mountTest opens a store in a temporary data directory, creates a session
 // and mounts it under t.TempDir(); everything is undone in t.Cleanup.
-func mountTest(t *testing.T) (mnt string, st *mvcc.Store, m *Server) {
+func mountTest(t testing.TB) (mnt string, st *mvcc.Store, m *Server) {
 	t.Helper()
 	data := t.TempDir()
 	st, err := mvcc.OpenDir(data)
@@ -30,7 +30,7 @@ func mountTest(t *testing.T) (mnt string, st *mvcc.Store, m *Server) {
 }
 
 // mountAt mounts st at mnt (created) and unmounts in t.Cleanup.
-func mountAt(t *testing.T, st *mvcc.Store, mnt string, opts Options) *Server {
+func mountAt(t testing.TB, st *mvcc.Store, mnt string, opts Options) *Server {
 	t.Helper()
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		t.Fatal(err)

@@ -56,6 +56,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -125,8 +126,9 @@ type Server struct {
 	sessMu   sync.Mutex
 	sessions map[mvcc.SessionID]*session
 
-	filesMu sync.Mutex
-	files   map[fileKey]*fileState
+	filesMu  sync.Mutex
+	files    map[fileKey]*fileState
+	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
 	stop     chan struct{}
 	tickDone chan struct{}

@@ -244,3 +244,29 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	}
 	return toErrno("rename", n.m.st.Rename(n.s.id, n.ino, name, np.ino, newName, flags))
 }
+
+// Tmpfile creates an unnamed regular file (open with O_TMPFILE); linkat
+// can name it later.
+func (n *Node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+	if n.readOnly() {
+		return nil, nil, 0, syscall.EROFS
+	}
+	a, errno := n.newAttr(ctx, syscall.S_IFREG|mode&07777)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	in, err := n.m.st.CreateUnlinked(n.s.id, n.ino, a)
+	if err != nil {
+		return nil, nil, 0, toErrno("tmpfile", err)
+	}
+	child := n.newChild(ctx, in, out)
+	cn, ok := child.Operations().(*Node)
+	if !ok {
+		return nil, nil, 0, syscall.EIO
+	}
+	fh, fl, errno := cn.open(flags)
+	if errno != 0 {
+		return nil, nil, 0, errno
+	}
+	return child, fh, fl, 0
+}
