@@ -1,0 +1,129 @@
+package search
+
+import (
+	"unicode"
+	"unicode/utf8"
+)
+
+// Case folding. Two different notions, each used where it is exact:
+//
+//   - caseCounterparts is what GNU grep -i matches for a character (dfa.c's
+//     case_folded_counterparts: towupper, towlower, and the "lonesome lower"
+//     characters whose uppercase is the same). The matcher spells -i out
+//     with it, so `padfs grep -i` matches what GNU grep -i matches.
+//   - canon maps every rune of a Unicode simple-case-folding orbit (plus
+//     its upper and lower mappings) to one representative. The index stores
+//     folded trigrams of canon(content) and the planner asks for
+//     canon(pattern), so a folded trigram query never misses a file that a
+//     case-insensitive match would find.
+
+// lonesomeLower lists the runes whose uppercase maps back to a different
+// lowercase (e.g. U+00B5 MICRO SIGN -> U+039C -> U+03BC).
+var lonesomeLower = []rune{
+	0x00B5, 0x0131, 0x017F, 0x01C5, 0x01C8, 0x01CB, 0x01F2, 0x0345,
+	0x03C2, 0x03D0, 0x03D1, 0x03D5, 0x03D6, 0x03F0, 0x03F1, 0x03F2,
+	0x03F5, 0x1E9B, 0x1FBE,
+}
+
+// caseCounterparts appends the runes other than c that GNU grep -i treats
+// as equal to c.
+func caseCounterparts(c rune, out []rune) []rune {
+	uc := unicode.ToUpper(c)
+	lc := unicode.ToLower(uc)
+	if uc != c {
+		out = append(out, uc)
+	}
+	if lc != uc && lc != c && unicode.ToUpper(lc) == uc {
+		out = append(out, lc)
+	}
+	for _, li := range lonesomeLower {
+		if li != lc && li != uc && li != c && unicode.ToUpper(li) == uc {
+			out = append(out, li)
+		}
+	}
+	return out
+}
+
+// canon returns the representative of r's case class, for the folded index.
+func canon(r rune) rune {
+	if r < utf8.RuneSelf {
+		if 'A' <= r && r <= 'Z' {
+			return r + 'a' - 'A'
+		}
+		return r
+	}
+	if c, ok := canonCache[r]; ok {
+		return c
+	}
+	if unicode.SimpleFold(r) == r && unicode.ToUpper(r) == r && unicode.ToLower(r) == r {
+		return r // no case (CJK, symbols, ...)
+	}
+	return canonSlow(r)
+}
+
+var canonCache = map[rune]rune{}
+
+func init() {
+	// Precompute the non-ASCII runes whose class reaches ASCII (K, ſ, ...)
+	// and all of Latin/Greek/Cyrillic, the common case, so canon is a map
+	// lookup; the rest is computed on demand.
+	for r := rune(0x80); r < 0x2000; r++ {
+		canonCache[r] = canonSlow(r)
+	}
+	for _, r := range []rune{0x212A, 0x212B, 0x2126, 0x1E9E} {
+		canonCache[r] = canonSlow(r)
+	}
+}
+
+// canonSlow computes canon by walking r's folding orbit together with the
+// upper/lower mappings of each member; the smallest member, lowercased if
+// it is ASCII, is the representative.
+func canonSlow(r rune) rune {
+	min := r
+	seen := map[rune]bool{}
+	var walk func(x rune)
+	walk = func(x rune) {
+		if seen[x] || len(seen) > 16 {
+			return
+		}
+		seen[x] = true
+		if x < min {
+			min = x
+		}
+		for f := unicode.SimpleFold(x); f != x; f = unicode.SimpleFold(f) {
+			walk(f)
+		}
+		walk(unicode.ToUpper(x))
+		walk(unicode.ToLower(x))
+	}
+	walk(r)
+	if 'A' <= min && min <= 'Z' {
+		min += 'a' - 'A'
+	}
+	return min
+}
+
+// foldBytes returns canon applied to every rune of b (invalid bytes are
+// kept as they are), appended to dst.
+func foldBytes(dst, b []byte) []byte {
+	for i := 0; i < len(b); {
+		c := b[i]
+		if c < utf8.RuneSelf {
+			if 'A' <= c && c <= 'Z' {
+				c += 'a' - 'A'
+			}
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			dst = append(dst, c)
+			i++
+			continue
+		}
+		dst = utf8.AppendRune(dst, canon(r))
+		i += n
+	}
+	return dst
+}

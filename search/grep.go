@@ -1,0 +1,614 @@
+package search
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/padfs/padfs/mvcc"
+)
+
+// OutputMode is what grep prints per file.
+type OutputMode int
+
+const (
+	OutLines        OutputMode = iota // matching lines (default)
+	OutCount                          // -c
+	OutFilesWith                      // -l
+	OutFilesWithout                   // -L
+	OutQuiet                          // -q
+)
+
+// Operand is a PATH argument: Display is how GNU grep would print it (the
+// argument as typed), Path the session-relative path it names ("" for
+// the session root).
+type Operand struct {
+	Display string
+	Path    string
+}
+
+// GrepRequest is one `padfs grep` run.
+type GrepRequest struct {
+	Session     mvcc.SessionID
+	Patterns    []string // one pattern per element (GNU's newline-separated list, split)
+	Match       MatchOptions
+	Mode        OutputMode
+	LineNumbers bool // -n
+	// Filename: 1 always print file names (-H), -1 never (-h), 0 as GNU
+	// grep decides (several operands, or a directory).
+	Filename int
+	// Operands are the PATHs; none searches the whole session and prints
+	// paths relative to its root without "./", as `grep -r PAT` run at the
+	// root does.
+	Operands    []Operand
+	Include     []string // --include GLOB (file base names)
+	Exclude     []string // --exclude GLOB (file base names)
+	ExcludeDir  []string // --exclude-dir GLOB (directory base names)
+	AsOf        mvcc.HLC // search the state as of this HLC (0: latest)
+	Dereference bool     // -R: follow symbolic links met while recursing
+	Out, Err    io.Writer
+	Silent      bool // -s: no messages about missing or unreadable files
+	// ErrPrefix starts diagnostics ("padfs grep").
+	ErrPrefix string
+}
+
+// GrepStats summarizes a run; the exit code follows from it.
+type GrepStats struct {
+	Matched    bool // some line was selected
+	Errors     int  // operands or files that could not be searched
+	Degraded   bool // the index lagged (or was missing): the log's tail was searched directly
+	Scanned    bool // every file was read (no usable trigram query, --asof, -v)
+	Candidates int  // files read
+	Files      int  // files considered
+}
+
+// ExitCode returns GNU grep's exit status for a run.
+func (s GrepStats) ExitCode(quiet bool) int {
+	switch {
+	case s.Errors > 0 && !(quiet && s.Matched):
+		return 2
+	case s.Matched:
+		return 0
+	}
+	return 1
+}
+
+// target is one file to report on, in output order.
+type target struct {
+	display string
+	path    string
+	n       *mvcc.Inode
+	read    bool // a candidate: read and match it; else it has no match
+}
+
+// Grep runs req against session req.Session. A returned error is fatal
+// (bad pattern, unknown session); per-file problems are printed to
+// req.Err and counted in the stats.
+func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
+	var stats GrepStats
+	if req.ErrPrefix == "" {
+		req.ErrPrefix = "padfs grep"
+	}
+	warn := func(msg string) { fmt.Fprintf(req.Err, "%s: warning: %s\n", req.ErrPrefix, msg) }
+	m, err := Compile(req.Patterns, req.Match, warn)
+	if err != nil {
+		return stats, err
+	}
+	// The state searched: as of req.AsOf, or the session's last commit.
+	var lastSeq uint64
+	at := req.AsOf
+	err = ix.st.View(func(t *mvcc.ReadTx) error {
+		if _, err := t.Header(req.Session); err != nil {
+			return err
+		}
+		seq, h, err := t.LastEvent(req.Session)
+		lastSeq = seq
+		if at == 0 {
+			at = h
+		}
+		return err
+	})
+	if err != nil {
+		return stats, err
+	}
+	// Candidates from the index, plus what the log's tail touched.
+	var cand map[string]bool
+	if req.AsOf == 0 && m.Query.Op != QAll && !req.Dereference {
+		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
+		if err != nil {
+			return stats, err
+		}
+	}
+	stats.Scanned = cand == nil
+	if cand == nil {
+		stats.Degraded = false // reading everything is exact and not a lag
+	}
+	needAll := req.Mode == OutCount || req.Mode == OutFilesWithout || cand == nil
+	targets, err := ix.targets(req, at, cand, needAll, &stats)
+	if err != nil {
+		return stats, err
+	}
+	withName := req.Filename > 0
+	if req.Filename == 0 {
+		withName = len(req.Operands) != 1
+		if len(req.Operands) == 1 {
+			n, err := ix.st.Walk(req.Session, req.Operands[0].Path, at)
+			withName = err == nil && n.IsDir()
+		}
+	}
+	mode := ModeLines
+	switch req.Mode {
+	case OutCount:
+		mode = ModeCount
+	case OutFilesWith, OutFilesWithout, OutQuiet:
+		mode = ModeFiles
+	}
+	stats.Files = len(targets)
+	return stats, ix.run(ctx, req, m, mode, withName, targets, &stats)
+}
+
+// candidates returns the paths that may match (nil: search everything)
+// and whether the index lagged behind the log.
+func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at mvcc.HLC) (map[string]bool, bool, error) {
+	si, err := ix.session(sid, false)
+	if err != nil || si == nil {
+		return nil, true, err
+	}
+	seq, _, err := si.covered()
+	if err != nil || seq == 0 || seq > lastSeq {
+		return nil, true, err
+	}
+	ch := newChanges()
+	n := 0
+	err = ix.st.View(func(t *mvcc.ReadTx) error {
+		return t.Events(sid, seq, func(ev mvcc.Event) bool {
+			if ev.Seq > lastSeq {
+				return false
+			}
+			ch.add(ev)
+			n++
+			return n <= maxTailEvents && !ch.full
+		})
+	})
+	if err != nil {
+		return nil, true, err
+	}
+	if ch.full || n > maxTailEvents {
+		return nil, true, nil // too far behind: read everything
+	}
+	q := query.NewDisjunctionQuery([]query.Query{bleveQuery(m.Query, m.opts.IgnoreCase), termQ("unindexed", "y")})
+	ids, err := searchIDs(si.bl, q)
+	if err != nil {
+		return nil, true, err
+	}
+	cand := make(map[string]bool, len(ids))
+	for _, id := range ids {
+		cand[id] = true
+	}
+	// The tail: everything it touched is read from the store.
+	for p := range ch.paths {
+		cand[p] = true
+	}
+	for ino, p := range ch.inos {
+		if p != "" {
+			cand[p] = true
+		}
+		ids, err := searchIDs(si.bl, termQ("ino", strconv.FormatUint(uint64(ino), 10)))
+		if err != nil {
+			return nil, true, err
+		}
+		for _, id := range ids {
+			cand[id] = true
+		}
+	}
+	for p := range ch.subtrees {
+		err := ix.walk(sid, p, at, func(f fileRef) { cand[f.path] = true })
+		if err != nil && !errors.Is(err, mvcc.ErrNotFound) && !errors.Is(err, mvcc.ErrNotDir) {
+			return nil, true, err
+		}
+	}
+	return cand, n > 0, nil
+}
+
+func termQ(field, term string) query.Query {
+	q := query.NewTermQuery(term)
+	q.SetField(field)
+	return q
+}
+
+// bleveQuery turns a trigram query into a bleve query.
+func bleveQuery(q *Query, fold bool) query.Query {
+	switch q.Op {
+	case QAll:
+		return query.NewMatchAllQuery()
+	case QNone:
+		return query.NewMatchNoneQuery()
+	}
+	var subs []query.Query
+	for _, t := range q.Trigram {
+		if fold {
+			subs = append(subs, query.NewDisjunctionQuery([]query.Query{termQ("tri", t), termQ("trif", t)}))
+		} else {
+			subs = append(subs, termQ("tri", t))
+		}
+	}
+	for _, s := range q.Sub {
+		subs = append(subs, bleveQuery(s, fold))
+	}
+	if q.Op == QAnd {
+		return query.NewConjunctionQuery(subs)
+	}
+	return query.NewDisjunctionQuery(subs)
+}
+
+// targets lists the files to report on, in GNU grep's order: operands as
+// given, each walked in readdir (name) order.
+func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all bool, stats *GrepStats) ([]target, error) {
+	ops := req.Operands
+	root := len(ops) == 0
+	if root {
+		ops = []Operand{{Display: "", Path: ""}}
+	}
+	var out []target
+	for _, op := range ops {
+		p := cleanPath(op.Path)
+		n, err := ix.st.Walk(req.Session, p, at)
+		if n != nil && n.IsSymlink() {
+			// Command-line symbolic links are followed.
+			p, n, err = ix.follow(req.Session, p, n, at)
+		}
+		if err != nil {
+			stats.Errors++
+			if !req.Silent {
+				fmt.Fprintf(req.Err, "%s: %s: %s\n", req.ErrPrefix, op.Display, errText(err))
+			}
+			continue
+		}
+		switch {
+		case n.IsRegular():
+			out = append(out, target{display: op.Display, path: p, n: n, read: cand == nil || cand[p]})
+			continue
+		case !n.IsDir():
+			continue // devices, fifos: skipped
+		}
+		// A directory: display paths are op.Display + "/" + rel.
+		prefix := strings.TrimRight(op.Display, "/")
+		if op.Display != "" && prefix == "" {
+			prefix = "/"
+		}
+		join := func(rel string) string {
+			switch {
+			case root:
+				return rel
+			case prefix == "/":
+				return "/" + rel
+			}
+			return prefix + "/" + rel
+		}
+		base := dirPrefix(p)
+		keep := func(fp string) bool {
+			rel := fp[len(base):]
+			dirs := strings.Split(rel, "/")
+			for _, d := range dirs[:len(dirs)-1] {
+				if matchAny(req.ExcludeDir, d) {
+					return false
+				}
+			}
+			name := dirs[len(dirs)-1]
+			if len(req.Include) > 0 && !matchAny(req.Include, name) {
+				return false
+			}
+			return !matchAny(req.Exclude, name)
+		}
+		if all {
+			var files []target
+			err := ix.walkFiles(req.Session, p, at, req.Dereference, func(fp string, n *mvcc.Inode) {
+				if keep(fp) {
+					files = append(files, target{display: join(fp[len(base):]), path: fp, n: n, read: cand == nil || cand[fp]})
+				}
+			})
+			if err != nil {
+				stats.Errors++
+				fmt.Fprintf(req.Err, "%s: %s: %s\n", req.ErrPrefix, op.Display, errText(err))
+			}
+			out = append(out, files...)
+			continue
+		}
+		var paths []string
+		for c := range cand {
+			if strings.HasPrefix(c, base) && c != p && keep(c) {
+				paths = append(paths, c)
+			}
+		}
+		sort.Slice(paths, func(i, j int) bool { return walkLess(paths[i], paths[j]) })
+		for _, fp := range paths {
+			n, err := ix.st.Walk(req.Session, fp, at)
+			if err != nil || !n.IsRegular() {
+				continue // gone, or no longer a file, since the index saw it
+			}
+			out = append(out, target{display: join(fp[len(base):]), path: fp, n: n, read: true})
+		}
+	}
+	return out, nil
+}
+
+// walkLess orders paths as a depth-first walk in name order visits them:
+// component by component ("a/x" before "a-b", since the walk finishes
+// directory "a" first).
+func walkLess(a, b string) bool {
+	for {
+		i, j := strings.IndexByte(a, '/'), strings.IndexByte(b, '/')
+		ca, cb := a, b
+		if i >= 0 {
+			ca = a[:i]
+		}
+		if j >= 0 {
+			cb = b[:j]
+		}
+		if ca != cb {
+			return ca < cb
+		}
+		if i < 0 || j < 0 {
+			return i < 0 && j >= 0
+		}
+		a, b = a[i+1:], b[j+1:]
+	}
+}
+
+func matchAny(globs []string, name string) bool {
+	for _, g := range globs {
+		if ok, _ := path.Match(g, name); ok {
+			return true
+		}
+	}
+	return false
+}
+
+// errText renders a store error as GNU grep words it.
+func errText(err error) string {
+	switch {
+	case errors.Is(err, mvcc.ErrNotFound):
+		return "No such file or directory"
+	case errors.Is(err, mvcc.ErrNotDir):
+		return "Not a directory"
+	}
+	return err.Error()
+}
+
+// follow resolves a symbolic link inside the session (up to 40 hops).
+func (ix *Index) follow(sid mvcc.SessionID, p string, n *mvcc.Inode, at mvcc.HLC) (string, *mvcc.Inode, error) {
+	for hops := 0; n.IsSymlink(); hops++ {
+		if hops >= 40 {
+			return "", nil, fmt.Errorf("too many levels of symbolic links")
+		}
+		if strings.HasPrefix(n.Target, "/") {
+			return "", nil, &UnsupportedError{"symbolic link", fmt.Sprintf("%s points outside the session (%s)", p, n.Target)}
+		}
+		dir := path.Dir(p)
+		q := path.Clean(path.Join(dir, n.Target))
+		if q == ".." || strings.HasPrefix(q, "../") {
+			return "", nil, &UnsupportedError{"symbolic link", fmt.Sprintf("%s points outside the session (%s)", p, n.Target)}
+		}
+		var err error
+		if n, err = ix.st.Walk(sid, q, at); err != nil {
+			return "", nil, err
+		}
+		p = cleanPath(q)
+	}
+	return p, n, nil
+}
+
+// walkFiles calls fn for every regular file at or below dir in walk order;
+// with deref, symbolic links are followed (GNU grep -R).
+func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bool, fn func(string, *mvcc.Inode)) error {
+	if !deref {
+		return ix.walk(sid, dir, at, func(f fileRef) { fn(f.path, f.n) })
+	}
+	type ent struct {
+		path string
+		n    *mvcc.Inode
+	}
+	var ents []ent
+	err := ix.st.View(func(t *mvcc.ReadTx) error {
+		root, err := t.Walk(sid, dir, at)
+		if err != nil {
+			return err
+		}
+		return walkDir(t, sid, root.Ino, dirPrefix(dir), at, 0, func(p string, n *mvcc.Inode) {
+			ents = append(ents, ent{p, n})
+		})
+	})
+	if err != nil {
+		return err
+	}
+	for _, e := range ents {
+		switch {
+		case e.n.IsRegular():
+			fn(e.path, e.n)
+		case e.n.IsSymlink():
+			_, n, err := ix.follow(sid, e.path, e.n, at)
+			if err != nil {
+				continue
+			}
+			if n.IsRegular() {
+				fn(e.path, n)
+			} else if n.IsDir() {
+				// Recurse into the link's target under the link's name.
+				var sub []ent
+				_ = ix.st.View(func(t *mvcc.ReadTx) error {
+					return walkDir(t, sid, n.Ino, e.path+"/", at, 1, func(p string, n *mvcc.Inode) {
+						if n.IsRegular() {
+							sub = append(sub, ent{p, n})
+						}
+					})
+				})
+				for _, s := range sub {
+					fn(s.path, s.n)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// run reads and matches the targets in parallel and prints in order.
+func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode, withName bool, targets []target, stats *GrepStats) error {
+	type result struct {
+		res FileResult
+		err error
+	}
+	results := make([]chan result, len(targets))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	next := make(chan int)
+	window := make(chan struct{}, 256)
+	var wg sync.WaitGroup
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				t := targets[i]
+				if !t.read {
+					results[i] <- result{}
+					continue
+				}
+				data, err := ix.st.ReadAll(t.n)
+				if err != nil {
+					results[i] <- result{err: err}
+					continue
+				}
+				r, err := m.Grep(data, mode)
+				results[i] <- result{r, err}
+			}
+		}()
+	}
+	go func() {
+		defer close(next)
+		for i := range targets {
+			select {
+			case window <- struct{}{}:
+			case <-ctx.Done():
+				return
+			}
+			select {
+			case next <- i:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	defer cancel()
+	var buf bytes.Buffer
+	flush := func() error {
+		if buf.Len() == 0 {
+			return nil
+		}
+		_, err := req.Out.Write(buf.Bytes())
+		buf.Reset()
+		return err
+	}
+	for i, t := range targets {
+		var r result
+		select {
+		case r = <-results[i]:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		<-window
+		if t.read {
+			stats.Candidates++
+		}
+		if r.err != nil {
+			var ue *UnsupportedError
+			if errors.As(r.err, &ue) {
+				return r.err
+			}
+			stats.Errors++
+			flush()
+			fmt.Fprintf(req.Err, "%s: %s: %v\n", req.ErrPrefix, t.display, r.err)
+			continue
+		}
+		fr := r.res
+		if fr.Count > 0 {
+			stats.Matched = true
+		}
+		switch req.Mode {
+		case OutQuiet:
+			if stats.Matched {
+				return flush()
+			}
+		case OutFilesWith:
+			if fr.Count > 0 {
+				buf.WriteString(t.display)
+				buf.WriteByte('\n')
+			}
+		case OutFilesWithout:
+			if fr.Count == 0 {
+				buf.WriteString(t.display)
+				buf.WriteByte('\n')
+			}
+		case OutCount:
+			if withName {
+				buf.WriteString(t.display)
+				buf.WriteByte(':')
+			}
+			buf.WriteString(strconv.Itoa(fr.Count))
+			buf.WriteByte('\n')
+		default:
+			for _, l := range fr.Lines {
+				if withName {
+					buf.WriteString(t.display)
+					buf.WriteByte(':')
+				}
+				if req.LineNumbers {
+					buf.WriteString(strconv.Itoa(l.Num))
+					buf.WriteByte(':')
+				}
+				buf.Write(l.Text)
+				buf.WriteByte('\n')
+			}
+			if fr.Binary {
+				if err := flush(); err != nil {
+					return err
+				}
+				fmt.Fprintf(req.Err, "grep: %s: binary file matches\n", t.display)
+			}
+		}
+		if buf.Len() > 64<<10 {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+	}
+	return flush()
+}
+
+// GrepOutput returns what `padfs grep -rn PATTERN` run at the root of
+// session sid prints (standard output, then any diagnostics), for the
+// mount's read-only .grep/<pattern> files. A bad pattern is an error.
+func (ix *Index) GrepOutput(sid mvcc.SessionID, pattern string) ([]byte, error) {
+	var out, errb bytes.Buffer
+	_, err := ix.Grep(context.Background(), GrepRequest{
+		Session: sid, Patterns: strings.Split(pattern, "\n"), LineNumbers: true,
+		Out: &out, Err: &errb,
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Write(errb.Bytes())
+	return out.Bytes(), nil
+}

@@ -1,0 +1,181 @@
+package search
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// openStore opens a fresh store in a temporary data directory.
+func openStore(t testing.TB) (*mvcc.Store, string) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := mvcc.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st, dir
+}
+
+// putFile writes path (creating parent directories) in session sid.
+func putFile(t testing.TB, st *mvcc.Store, sid mvcc.SessionID, path string, data []byte) {
+	t.Helper()
+	h, err := st.Header(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := h.Root
+	parts := strings.Split(path, "/")
+	for _, p := range parts[:len(parts)-1] {
+		n, err := st.Lookup(sid, dir, p, mvcc.Latest)
+		if errors.Is(err, mvcc.ErrNotFound) {
+			n, err = st.Create(sid, dir, p, mvcc.Attr{Mode: syscall.S_IFDIR | 0o755}, "")
+		}
+		if err != nil {
+			t.Fatalf("mkdir %s: %v", p, err)
+		}
+		dir = n.Ino
+	}
+	name := parts[len(parts)-1]
+	n, err := st.Lookup(sid, dir, name, mvcc.Latest)
+	if errors.Is(err, mvcc.ErrNotFound) {
+		n, err = st.Create(sid, dir, name, mvcc.Attr{Mode: syscall.S_IFREG | 0o644}, "")
+	}
+	if err != nil {
+		t.Fatalf("create %s: %v", path, err)
+	}
+	if _, err := st.WriteContent(sid, n.Ino, bytes.NewReader(data), 0); err != nil {
+		t.Fatalf("write %s: %v", path, err)
+	}
+}
+
+// corpus returns a tree of a few hundred files: Go sources from GOROOT
+// and hand-made oddities (binary, unicode, long lines, CRLF, ...).
+func corpus(t testing.TB) map[string][]byte {
+	t.Helper()
+	files := map[string][]byte{}
+	for _, pkg := range []string{"strings", "bytes", "bufio", "unicode/utf8", "regexp", "regexp/syntax", "sort", "path"} {
+		src := filepath.Join(runtime.GOROOT(), "src", pkg)
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			t.Skipf("GOROOT sources: %v", err)
+		}
+		for _, e := range ents {
+			if e.Type().IsRegular() {
+				data, err := os.ReadFile(filepath.Join(src, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				files["go/"+pkg+"/"+e.Name()] = data
+			}
+		}
+	}
+	big := bytes.Repeat([]byte("filler line without the needle\n"), 40000) // > 1 MiB
+	big = append(big, []byte("the needle is at the end of a big file\n")...)
+	nulLate := append(bytes.Repeat([]byte("text line with needle early\n"), 4000), 0)
+	nulLate = append(nulLate, []byte("\nneedle after the nul\n")...)
+	for name, data := range map[string]string{
+		"odd/binary.bin":       "\x7fELF\x00\x01needle\x00more needle\n",
+		"odd/unicode.txt":      "héllo wörld\nÉCOLE école\nK kelvin k\nſ long s\nstraße STRASSE\n中文 needle 字\nnaïve café\n",
+		"odd/crlf.txt":         "windows line\r\nneedle here\r\nlast\r\n",
+		"odd/nonl.txt":         "no trailing newline needle",
+		"odd/empty.txt":        "",
+		"odd/latin1.txt":       "caf\xe9 needle\nplain needle line\n",
+		"odd/words.txt":        "foo foobar barfoo foo_bar\nfoo-bar (foo)\nFOO Foo fOo\n_foo foo2 2foo\néfoo fooé\n",
+		"odd/punct.txt":        "a+b a*b a?b\n(a) [a] {a}\na|b a^b a$b\nx{1}y a{,2} \\back\\slash\n",
+		"odd/dir with space/f": "needle in a dir with a space\n",
+		"odd/a-b.txt":          "needle dash\n",
+		"odd/a/x.txt":          "needle in a/x\n",
+		"odd/a.txt":            "needle dot\n",
+		"odd/emptylines.txt":   "\n\nneedle\n\n",
+	} {
+		files[name] = []byte(data)
+	}
+	files["odd/long.txt"] = append(bytes.Repeat([]byte("x"), 200000), []byte("needle at the end of a long line\nshort needle\n")...)
+	files["odd/big.txt"] = big
+	files["odd/nullate.txt"] = nulLate
+	return files
+}
+
+// writeDir writes files into a plain directory (the GNU grep side).
+func writeDir(t testing.TB, dir string, files map[string][]byte) {
+	t.Helper()
+	for p, data := range files {
+		full := filepath.Join(dir, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// loadSession creates a session holding files (in sorted order).
+func loadSession(t testing.TB, st *mvcc.Store, files map[string][]byte) mvcc.SessionID {
+	t.Helper()
+	h, err := st.CreateSession("test", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := make([]string, 0, len(files))
+	for p := range files {
+		names = append(names, p)
+	}
+	sort.Strings(names)
+	for _, p := range names {
+		putFile(t, st, h.ID, p, files[p])
+	}
+	return h.ID
+}
+
+// gnuGrep runs GNU grep in dir through bash and returns stdout and the
+// exit code.
+func gnuGrep(t testing.TB, dir string, args []string) (string, int) {
+	t.Helper()
+	var quoted []string
+	for _, a := range args {
+		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
+	}
+	cmd := exec.Command("bash", "-c", "cd \"$1\" && shift && LC_ALL=C.UTF-8 exec grep \"$@\"", "bash", dir)
+	cmd.Args = append(cmd.Args, args...)
+	_ = quoted
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), code
+}
+
+// padGrep runs the CLI-equivalent request parsing of args against ix.
+func padGrep(t testing.TB, ix *Index, sid mvcc.SessionID, args []string) (string, int, GrepStats) {
+	t.Helper()
+	req, err := ParseGrepArgs(args)
+	var out, errb bytes.Buffer
+	if err != nil {
+		return "", 2, GrepStats{}
+	}
+	req.Session, req.Out, req.Err = sid, &out, &errb
+	stats, err := ix.Grep(context.Background(), req)
+	if err != nil {
+		return out.String(), 2, stats
+	}
+	return out.String(), stats.ExitCode(req.Mode == OutQuiet), stats
+}

@@ -1,0 +1,406 @@
+// Package search is padfs's index: exact grep and ranked search over the
+// sessions of a store, kept beside it in the data directory.
+//
+// Layout: DATA/index/<session id>/ is one bleve (scorch) index per
+// session, one document per regular file of the session's LATEST tree,
+// keyed by its path. A per-session index makes a hard forget or a
+// redaction of one session a matter of deleting (and rebuilding) one
+// directory, so no byte of it survives in another session's segments.
+//
+//	field      content                                   used by
+//	tri        distinct byte trigrams of the content     grep (exact)
+//	trif       folded trigrams not already in tri        grep -i
+//	text       standard analyzer (BM25)                  padfs search
+//	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
+//	unindexed  "y" for files too large or binary        grep (always a candidate)
+//
+// The index records in its internal storage the event sequence number
+// (and HLC) of the session's commit log it reflects. A background
+// goroutine, woken by Store.Watch, catches up from the log in batches; at
+// Open (after a crash too) it resumes from the recorded sequence, never
+// rebuilding. Readers never wait for it: grep treats files named by the
+// log's tail as candidates, so answers are exact while the index lags.
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/mapping"
+	index "github.com/blevesearch/bleve_index_api"
+	"github.com/padfs/padfs/mvcc"
+)
+
+const (
+	// MaxIndexedSize is the largest file whose content is indexed; larger
+	// files are searched by reading them.
+	MaxIndexedSize = 1 << 20
+	// binarySniff is how much of a file is checked for NUL bytes: a file
+	// with one there is binary and not indexed (it is still searched).
+	binarySniff = 8 << 10
+	// formatVersion changes when the document layout changes; an index of
+	// another version is rebuilt.
+	formatVersion = "padfs-search-1"
+	// batchBytes and batchDocs bound one bleve batch.
+	batchBytes = 32 << 20
+	batchDocs  = 2000
+)
+
+var (
+	keySeq     = []byte("padfs.seq")
+	keyHLC     = []byte("padfs.hlc")
+	keyVersion = []byte("padfs.version")
+)
+
+// Options tune Open.
+type Options struct {
+	// Background runs the catch-up goroutine (a mount's process does; a
+	// one-shot CLI command need not).
+	Background bool
+	Logger     *slog.Logger
+}
+
+// Index is the search index of one store. It is safe for concurrent use.
+type Index struct {
+	dir string // DATA/index
+	st  *mvcc.Store
+	log *slog.Logger
+
+	mu       sync.Mutex
+	sessions map[mvcc.SessionID]*sessionIndex
+	dirty    map[mvcc.SessionID]bool
+	closed   bool
+
+	wake chan struct{}
+	stop chan struct{}
+	done chan struct{}
+}
+
+// sessionIndex is the bleve index of one session.
+type sessionIndex struct {
+	sid mvcc.SessionID
+	dir string
+	// mu serializes writers (catch-up, rebuild); readers use bl freely.
+	mu sync.Mutex
+	bl bleve.Index
+}
+
+// Open opens (creating if needed) the index of data directory dataDir for
+// store st and starts catching up in the background.
+func Open(dataDir string, st *mvcc.Store) (*Index, error) {
+	return OpenWith(dataDir, st, Options{Background: true})
+}
+
+// OpenWith is Open with options.
+func OpenWith(dataDir string, st *mvcc.Store, o Options) (*Index, error) {
+	dir := filepath.Join(dataDir, "index")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("search index %s: %w", dir, err)
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	ix := &Index{dir: dir, st: st, log: log.With("component", "search"),
+		sessions: map[mvcc.SessionID]*sessionIndex{}, dirty: map[mvcc.SessionID]bool{},
+		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	if !o.Background {
+		close(ix.done)
+		return ix, nil
+	}
+	st.Watch(func(sid mvcc.SessionID, _ mvcc.Event) { ix.markDirty(sid) })
+	// Catch up every session at start: after a crash the recorded
+	// sequence numbers say where to resume.
+	infos, err := st.Sessions()
+	if err != nil {
+		return nil, fmt.Errorf("search: list sessions: %w", err)
+	}
+	for _, si := range infos {
+		if !si.Forgotten {
+			ix.dirty[si.ID] = true
+		}
+	}
+	go ix.background()
+	ix.kick()
+	return ix, nil
+}
+
+func (ix *Index) markDirty(sid mvcc.SessionID) {
+	ix.mu.Lock()
+	ix.dirty[sid] = true
+	ix.mu.Unlock()
+	ix.kick()
+}
+
+// kick wakes the background indexer without blocking (the writer's path
+// must never wait for the index).
+func (ix *Index) kick() {
+	select {
+	case ix.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (ix *Index) background() {
+	defer close(ix.done)
+	for {
+		select {
+		case <-ix.stop:
+			return
+		case <-ix.wake:
+		}
+		// Let a burst of commits (tar -x) settle into one batch.
+		select {
+		case <-ix.stop:
+			return
+		case <-time.After(50 * time.Millisecond):
+		}
+		for {
+			ix.mu.Lock()
+			var sid mvcc.SessionID
+			found := false
+			for s := range ix.dirty {
+				sid, found = s, true
+				delete(ix.dirty, s)
+				break
+			}
+			ix.mu.Unlock()
+			if !found {
+				break
+			}
+			more, err := ix.catchUp(sid, ix.stop)
+			if err != nil {
+				ix.log.Warn("search: catching up failed", "session", sid.String(), "err", err)
+			}
+			if more {
+				ix.markDirty(sid)
+			}
+			select {
+			case <-ix.stop:
+				return
+			default:
+			}
+		}
+	}
+}
+
+// Close stops the background indexer and closes every session index.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return nil
+	}
+	ix.closed = true
+	ix.mu.Unlock()
+	select {
+	case <-ix.done:
+	default:
+		close(ix.stop)
+		<-ix.done
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	var errs []error
+	for sid, si := range ix.sessions {
+		si.mu.Lock()
+		if err := si.bl.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("close index of session %s: %w", sid, err))
+		}
+		si.mu.Unlock()
+	}
+	ix.sessions = map[mvcc.SessionID]*sessionIndex{}
+	return errors.Join(errs...)
+}
+
+// indexMapping is the bleve mapping: documents are built by hand
+// (IndexAdvanced), so it only sets BM25 and the default analyzer.
+func indexMapping() mapping.IndexMapping {
+	im := bleve.NewIndexMapping()
+	im.ScoringModel = index.BM25Scoring
+	im.DefaultAnalyzer = standard.Name
+	im.StoreDynamic = false
+	im.IndexDynamic = false
+	im.DocValuesDynamic = false
+	return im
+}
+
+// session returns the open index of sid, opening or creating it.
+func (ix *Index) session(sid mvcc.SessionID, create bool) (*sessionIndex, error) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil, errors.New("search index is closed")
+	}
+	if si, ok := ix.sessions[sid]; ok {
+		return si, nil
+	}
+	dir := filepath.Join(ix.dir, sid.String())
+	bl, err := bleve.Open(dir)
+	if err != nil {
+		bl = nil // bleve returns a typed nil
+	}
+	switch {
+	case err == nil:
+		if v, _ := bl.GetInternal(keyVersion); string(v) != formatVersion {
+			ix.log.Info("search: index format changed; rebuilding", "session", sid.String())
+			bl.Close()
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, err
+			}
+			bl, err = nil, bleve.ErrorIndexPathDoesNotExist
+		}
+	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
+	default:
+		// A damaged index is rebuilt: it is derived data.
+		ix.log.Warn("search: cannot open index; rebuilding", "session", sid.String(), "err", err)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+		err = bleve.ErrorIndexPathDoesNotExist
+	}
+	if bl == nil {
+		if !create {
+			return nil, nil
+		}
+		if bl, err = bleve.New(dir, indexMapping()); err != nil {
+			return nil, fmt.Errorf("create index %s: %w", dir, err)
+		}
+		if err := bl.SetInternal(keyVersion, []byte(formatVersion)); err != nil {
+			bl.Close()
+			return nil, err
+		}
+	}
+	si := &sessionIndex{sid: sid, dir: dir, bl: bl}
+	ix.sessions[sid] = si
+	return si, nil
+}
+
+// covered returns the event sequence and HLC the index of sid reflects.
+func (si *sessionIndex) covered() (uint64, mvcc.HLC, error) {
+	seq, err := si.bl.GetInternal(keySeq)
+	if err != nil {
+		return 0, 0, err
+	}
+	hlc, err := si.bl.GetInternal(keyHLC)
+	if err != nil {
+		return 0, 0, err
+	}
+	var s uint64
+	var h mvcc.HLC
+	if len(seq) == 8 {
+		s = binary.BigEndian.Uint64(seq)
+	}
+	if len(hlc) == 8 {
+		h = mvcc.HLC(binary.BigEndian.Uint64(hlc))
+	}
+	return s, h, nil
+}
+
+// Covered returns the event sequence number (and its HLC) up to which the
+// index of session sid reflects the store; 0 if it has no index yet.
+func (ix *Index) Covered(sid mvcc.SessionID) (uint64, mvcc.HLC, error) {
+	si, err := ix.session(sid, false)
+	if err != nil || si == nil {
+		return 0, 0, err
+	}
+	return si.covered()
+}
+
+// DropSession deletes the index of session sid (hard forget, redaction):
+// its directory is removed, so none of its bytes remain. The next catch-up
+// rebuilds it if the session still exists.
+func (ix *Index) DropSession(sid mvcc.SessionID) error {
+	ix.mu.Lock()
+	si := ix.sessions[sid]
+	delete(ix.sessions, sid)
+	ix.mu.Unlock()
+	if si != nil {
+		si.mu.Lock()
+		defer si.mu.Unlock()
+		if err := si.bl.Close(); err != nil {
+			ix.log.Warn("search: close dropped index", "session", sid.String(), "err", err)
+		}
+	}
+	dir := filepath.Join(ix.dir, sid.String())
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove index of session %s: %w", sid, err)
+	}
+	return nil
+}
+
+// Size returns the bytes the index of sid takes on disk.
+func (ix *Index) Size(sid mvcc.SessionID) (int64, error) {
+	var n int64
+	err := filepath.WalkDir(filepath.Join(ix.dir, sid.String()), func(_ string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			if fi, err := d.Info(); err == nil {
+				n += fi.Size()
+			}
+		}
+		return nil
+	})
+	return n, err
+}
+
+// isBinary reports whether data looks binary to the index (a NUL byte in
+// its first 8 KiB).
+func isBinary(data []byte) bool {
+	n := min(len(data), binarySniff)
+	for _, b := range data[:n] {
+		if b == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+var standardAnalyzer analysis.Analyzer
+
+func init() {
+	// The standard analyzer, built once from bleve's registry through a
+	// throwaway mapping (the registry's cache is what the index uses too).
+	im := bleve.NewIndexMapping()
+	standardAnalyzer = im.AnalyzerNamed(standard.Name)
+}
+
+const (
+	keywordOpts = index.IndexField | index.SkipFreqNorm
+	trigramOpts = index.IndexField | index.SkipFreqNorm
+	textOpts    = index.IndexField
+)
+
+// fileDoc builds the document of one file.
+func fileDoc(path string, n *mvcc.Inode, data []byte) *document.Document {
+	doc := document.NewDocument(path)
+	doc.AddField(document.NewTextFieldCustom("path", nil, []byte(path), keywordOpts, nil))
+	doc.AddField(document.NewTextFieldCustom("ino", nil, []byte(strconv.FormatUint(uint64(n.Ino), 10)), keywordOpts, nil))
+	if data == nil {
+		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
+		return doc
+	}
+	exact, folded := contentTrigrams(data)
+	doc.AddField(document.NewTextFieldCustom("tri", nil, nil, trigramOpts, preAnalyzed(exact)))
+	if len(folded) > 0 {
+		doc.AddField(document.NewTextFieldCustom("trif", nil, nil, trigramOpts, preAnalyzed(folded)))
+	}
+	doc.AddField(document.NewTextFieldCustom("text", nil, data, textOpts, standardAnalyzer))
+	return doc
+}
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -1,0 +1,471 @@
+package search
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/padfs/padfs/mvcc"
+)
+
+// maxTailEvents bounds the events one catch-up step applies.
+const maxTailEvents = 20000
+
+// changes is what a stretch of the commit log did to a session's tree.
+type changes struct {
+	paths    map[string]bool     // re-read these paths
+	subtrees map[string]bool     // re-walk these (renamed, exchanged, removed)
+	inos     map[mvcc.Ino]string // content changed: every name of these inodes
+	full     bool                // re-walk everything (fork, redaction, unknown op)
+}
+
+func newChanges() *changes {
+	return &changes{paths: map[string]bool{}, subtrees: map[string]bool{}, inos: map[mvcc.Ino]string{}}
+}
+
+// add records one event.
+func (c *changes) add(ev mvcc.Event) {
+	switch ev.Op {
+	case "write", "truncate", "create":
+		if ev.Path != "" {
+			c.paths[ev.Path] = true
+		}
+		if ev.Ino != 0 {
+			c.inos[ev.Ino] = ev.Path
+		}
+	case "unlink", "symlink", "mkdir":
+		if ev.Path != "" {
+			c.paths[ev.Path] = true
+		}
+	case "rmdir", "rename", "exchange":
+		c.subtrees[ev.Path] = true
+		if ev.Path2 != "" {
+			c.subtrees[ev.Path2] = true
+		}
+	case "link":
+		c.paths[ev.Path2] = true
+	case "chmod", "chown", "utimens", "setattr", "setxattr", "removexattr",
+		mvcc.OpCheckpoint, mvcc.OpSessionCreate, mvcc.OpForget:
+		// No content or name changed.
+	default: // session.fork, session.redact, and anything unknown
+		c.full = true
+	}
+}
+
+// affects reports whether path may have changed (it, or a directory
+// above it, was touched), for grep's view of the log's tail.
+func (c *changes) affects(path string) bool {
+	if c.full || c.paths[path] {
+		return true
+	}
+	for p := path; ; {
+		if c.subtrees[p] {
+			return true
+		}
+		i := strings.LastIndexByte(p, '/')
+		if i < 0 {
+			return c.subtrees["."] || c.subtrees[""]
+		}
+		p = p[:i]
+	}
+}
+
+// catchUp applies the next stretch of sid's commit log to its index. more
+// is true when log entries remain.
+func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, err error) {
+	var lastSeq uint64
+	var lastHLC mvcc.HLC
+	var forgotten bool
+	err = ix.st.View(func(t *mvcc.ReadTx) error {
+		var err error
+		if lastSeq, lastHLC, err = t.LastEvent(sid); err != nil {
+			return err
+		}
+		if _, err = t.Header(sid); err != nil {
+			return err
+		}
+		forgotten, _, err = t.Forgotten(sid, mvcc.Latest)
+		return err
+	})
+	if errors.Is(err, mvcc.ErrNoSession) {
+		// Purged: nothing of it may stay in the index.
+		return false, ix.DropSession(sid)
+	}
+	if err != nil || forgotten {
+		return false, err
+	}
+	si, err := ix.session(sid, true)
+	if err != nil {
+		return false, err
+	}
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	seq, _, err := si.covered()
+	if err != nil {
+		return false, err
+	}
+	if seq >= lastSeq {
+		return false, nil
+	}
+	if seq == 0 {
+		return false, ix.buildLocked(si, lastSeq, lastHLC, stop, nil)
+	}
+	ch := newChanges()
+	var endSeq uint64
+	var endHLC mvcc.HLC
+	err = ix.st.View(func(t *mvcc.ReadTx) error {
+		n := 0
+		return t.Events(sid, seq, func(ev mvcc.Event) bool {
+			ch.add(ev)
+			endSeq, endHLC = ev.Seq, ev.HLC
+			n++
+			return n < maxTailEvents
+		})
+	})
+	if err != nil {
+		return false, err
+	}
+	if endSeq == 0 {
+		return false, nil
+	}
+	if ch.full {
+		// Rebuild from scratch: a redaction must leave none of the old
+		// bytes in the index's segments.
+		si.mu.Unlock()
+		err := ix.DropSession(sid)
+		si.mu.Lock()
+		if err != nil {
+			return false, err
+		}
+		ns, err := ix.session(sid, true)
+		if err != nil {
+			return false, err
+		}
+		ns.mu.Lock()
+		defer ns.mu.Unlock()
+		return false, ix.buildLocked(ns, lastSeq, lastHLC, stop, nil)
+	}
+	return endSeq < lastSeq, ix.applyLocked(si, ch, endSeq, endHLC)
+}
+
+// applyLocked brings the documents that ch touches to their state as of
+// at and records (seq, at) as covered, in one batch.
+func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.HLC) error {
+	b := si.bl.NewBatch()
+	paths := map[string]bool{}
+	for p := range ch.paths {
+		paths[p] = true
+	}
+	// Other names of files whose content changed (hard links).
+	for ino := range ch.inos {
+		ids, err := si.ids(query.NewTermQuery(strconv.FormatUint(uint64(ino), 10)), "ino")
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			paths[id] = true
+		}
+	}
+	var files []fileRef
+	for p := range ch.subtrees {
+		// Every document below p goes; what is there now comes back.
+		if p == "." || p == "" {
+			ids, err := si.ids(query.NewMatchAllQuery(), "")
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				b.Delete(id)
+			}
+		} else {
+			ids, err := si.ids(query.NewPrefixQuery(p+"/"), "path")
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				b.Delete(id)
+			}
+			b.Delete(p)
+		}
+		err := ix.walk(si.sid, p, at, func(f fileRef) { files = append(files, f) })
+		if err != nil && !errors.Is(err, mvcc.ErrNotFound) {
+			return err
+		}
+	}
+	for p := range paths {
+		n, err := ix.st.Walk(si.sid, p, at)
+		switch {
+		case errors.Is(err, mvcc.ErrNotFound) || errors.Is(err, mvcc.ErrNotDir):
+			b.Delete(p)
+		case err != nil:
+			return err
+		case n.IsRegular():
+			files = append(files, fileRef{p, n})
+		default:
+			b.Delete(p)
+		}
+	}
+	for _, f := range files {
+		doc, err := ix.doc(f)
+		if err != nil {
+			return err
+		}
+		if err := b.IndexAdvanced(doc); err != nil {
+			return fmt.Errorf("index %s: %w", f.path, err)
+		}
+	}
+	b.SetInternal(keySeq, u64(seq))
+	b.SetInternal(keyHLC, u64(uint64(at)))
+	return si.bl.Batch(b)
+}
+
+// ids returns the ids of the documents matching q (a term or prefix query
+// on field, which is set here).
+func (si *sessionIndex) ids(q query.Query, field string) ([]string, error) {
+	switch t := q.(type) {
+	case *query.TermQuery:
+		t.SetField(field)
+	case *query.PrefixQuery:
+		t.SetField(field)
+	}
+	return searchIDs(si.bl, q)
+}
+
+// searchIDs runs q unscored and returns every matching document id.
+func searchIDs(bl bleve.Index, q query.Query) ([]string, error) {
+	const page = 1 << 16
+	var out []string
+	for from := 0; ; from += page {
+		req := bleve.NewSearchRequestOptions(q, page, from, false)
+		req.Score = "none"
+		req.SortBy([]string{"_id"})
+		res, err := bl.Search(req)
+		if err != nil {
+			return nil, err
+		}
+		for _, h := range res.Hits {
+			out = append(out, h.ID)
+		}
+		if len(res.Hits) < page {
+			return out, nil
+		}
+	}
+}
+
+// fileRef is a regular file of a tree.
+type fileRef struct {
+	path string
+	n    *mvcc.Inode
+}
+
+// walk calls fn for every regular file at or below path as of at, in walk
+// order (directories before their contents, names in byte order).
+func (ix *Index) walk(sid mvcc.SessionID, path string, at mvcc.HLC, fn func(fileRef)) error {
+	return ix.st.View(func(t *mvcc.ReadTx) error {
+		root, err := t.Walk(sid, path, at)
+		if err != nil {
+			return err
+		}
+		if root.IsRegular() {
+			fn(fileRef{cleanPath(path), root})
+			return nil
+		}
+		if !root.IsDir() {
+			return nil
+		}
+		return walkDir(t, sid, root.Ino, dirPrefix(path), at, 0, func(p string, n *mvcc.Inode) {
+			if n.IsRegular() {
+				fn(fileRef{p, n})
+			}
+		})
+	})
+}
+
+func cleanPath(p string) string {
+	p = path.Clean("/" + p)[1:]
+	if p == "." {
+		return ""
+	}
+	return p
+}
+
+func dirPrefix(p string) string {
+	if p = cleanPath(p); p == "" {
+		return ""
+	}
+	return p + "/"
+}
+
+// walkDir calls fn for every entry below dir (pre-order, names in byte
+// order, which is the mount's readdir order and so GNU grep's order).
+func walkDir(t *mvcc.ReadTx, sid mvcc.SessionID, dir mvcc.Ino, prefix string, at mvcc.HLC, depth int, fn func(string, *mvcc.Inode)) error {
+	if depth > 4096 {
+		return fmt.Errorf("%w: tree deeper than 4096 at %q", mvcc.ErrCorrupt, prefix)
+	}
+	var ents []mvcc.Dentry
+	if err := t.ReadDir(sid, dir, at, func(d mvcc.Dentry) bool { ents = append(ents, d); return true }); err != nil {
+		return err
+	}
+	for _, d := range ents {
+		n, err := t.Inode(sid, d.Ino, at)
+		if err != nil {
+			return fmt.Errorf("%s%s: %w", prefix, d.Name, err)
+		}
+		fn(prefix+d.Name, n)
+		if n.IsDir() {
+			if err := walkDir(t, sid, n.Ino, prefix+d.Name+"/", at, depth+1, fn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// doc reads a file and builds its document.
+func (ix *Index) doc(f fileRef) (*document.Document, error) {
+	if f.n.Size > MaxIndexedSize {
+		return fileDoc(f.path, f.n, nil), nil
+	}
+	data, err := ix.st.ReadAll(f.n)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", f.path, err)
+	}
+	if isBinary(data) {
+		return fileDoc(f.path, f.n, nil), nil
+	}
+	return fileDoc(f.path, f.n, data), nil
+}
+
+// Progress reports bytes done out of total.
+type Progress func(done, total int64)
+
+// buildLocked indexes the whole tree of si's session as of at into an
+// index assumed empty, and records seq as covered.
+func (ix *Index) buildLocked(si *sessionIndex, seq uint64, at mvcc.HLC, stop <-chan struct{}, progress Progress) error {
+	var files []fileRef
+	if err := ix.walk(si.sid, "", at, func(f fileRef) { files = append(files, f) }); err != nil {
+		return err
+	}
+	var total int64
+	for _, f := range files {
+		total += int64(f.n.Size)
+	}
+	// Read and analyze in parallel; add to batches in order.
+	type result struct {
+		doc  *document.Document
+		size int64
+		err  error
+	}
+	workers := runtime.GOMAXPROCS(0)
+	results := make([]chan result, len(files))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	var wg sync.WaitGroup
+	next := make(chan int)
+	quit := make(chan struct{})
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				d, err := ix.doc(files[i])
+				results[i] <- result{d, int64(files[i].n.Size), err}
+			}
+		}()
+	}
+	window := make(chan struct{}, 64) // documents read ahead of the batch
+	go func() {
+		defer close(next)
+		for i := range files {
+			select {
+			case window <- struct{}{}:
+			case <-quit:
+				return
+			}
+			select {
+			case next <- i:
+			case <-quit:
+				return
+			}
+		}
+	}()
+	defer wg.Wait()
+	defer close(quit) // runs first: releases the feeder, then workers finish
+	b := si.bl.NewBatch()
+	var done, inBatch int64
+	docs := 0
+	for i := range files {
+		select {
+		case <-stop:
+			return errors.New("stopped")
+		default:
+		}
+		r := <-results[i]
+		<-window
+		if r.err != nil {
+			return r.err
+		}
+		if err := b.IndexAdvanced(r.doc); err != nil {
+			return fmt.Errorf("index %s: %w", files[i].path, err)
+		}
+		done += r.size
+		inBatch += r.size
+		docs++
+		if inBatch >= batchBytes || docs >= batchDocs {
+			if err := si.bl.Batch(b); err != nil {
+				return err
+			}
+			b = si.bl.NewBatch()
+			inBatch, docs = 0, 0
+		}
+		if progress != nil {
+			progress(done, total)
+		}
+	}
+	b.SetInternal(keySeq, u64(seq))
+	b.SetInternal(keyHLC, u64(uint64(at)))
+	return si.bl.Batch(b)
+}
+
+// Rebuild deletes the index of session sid and builds it again from the
+// store's current tree, reporting progress in bytes.
+func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
+	var seq uint64
+	var at mvcc.HLC
+	if err := ix.st.View(func(t *mvcc.ReadTx) error {
+		var err error
+		seq, at, err = t.LastEvent(sid)
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := ix.DropSession(sid); err != nil {
+		return err
+	}
+	si, err := ix.session(sid, true)
+	if err != nil {
+		return err
+	}
+	si.mu.Lock()
+	defer si.mu.Unlock()
+	return ix.buildLocked(si, seq, at, nil, progress)
+}
+
+// CatchUp brings the index of sid up to the store's latest commit (what
+// the background goroutine does), synchronously.
+func (ix *Index) CatchUp(sid mvcc.SessionID) error {
+	for {
+		more, err := ix.catchUp(sid, nil)
+		if err != nil || !more {
+			return err
+		}
+	}
+}

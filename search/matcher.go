@@ -1,0 +1,327 @@
+package search
+
+import (
+	"bytes"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"sync"
+	"unicode/utf8"
+)
+
+// MatchOptions are the grep options that decide which lines match.
+type MatchOptions struct {
+	Syntax     Syntax
+	IgnoreCase bool // -i
+	Word       bool // -w
+	Line       bool // -x
+	Invert     bool // -v
+}
+
+// Matcher decides matching lines exactly as GNU grep does in a UTF-8
+// locale, for the patterns it was compiled from. It is safe for
+// concurrent use.
+type Matcher struct {
+	opts     MatchOptions
+	nodes    []*node
+	valid    *regexp.Regexp // for files that are valid UTF-8
+	invalidM sync.Once
+	invalid  *regexp.Regexp // for files with encoding errors (see render)
+	invErr   error
+	trees    [2]*syntax.Regexp // parsed GoSyntax (valid, invalid) for boundaries
+	treeOnce [2]sync.Once
+	// GoSyntax is the translated pattern (for -v debugging and tests).
+	GoSyntax string
+	// Query is the trigram query a matching file must satisfy.
+	Query *Query
+	// Boundary reports that the pattern uses \b \B \< or \>, which Go
+	// evaluates with ASCII word characters.
+	Boundary bool
+}
+
+// Compile translates GNU grep patterns (one per element; GNU's newline-
+// separated list already split) into a Matcher. warn receives GNU's
+// warnings ("* at start of expression"); it may be nil.
+func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, error) {
+	if warn == nil {
+		warn = func(string) {}
+	}
+	m := &Matcher{opts: o}
+	for _, p := range patterns {
+		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, warn)
+		if err != nil {
+			return nil, err
+		}
+		m.Boundary = m.Boundary || boundary
+		m.nodes = append(m.nodes, n)
+	}
+	src := m.goSyntax(false)
+	re, err := regexp.Compile(src)
+	if err != nil {
+		return nil, translateGoError(err)
+	}
+	m.valid, m.GoSyntax = re, src
+	// The plan reads the same translated syntax tree Go compiled.
+	tree, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return nil, translateGoError(err)
+	}
+	if o.Invert {
+		m.Query = allQuery // any file may have a non-matching line
+	} else {
+		m.Query = plan(tree.Simplify(), o.IgnoreCase)
+	}
+	return m, nil
+}
+
+func translateGoError(err error) error {
+	var se *syntax.Error
+	if e, ok := err.(*syntax.Error); ok {
+		se = e
+	}
+	if se != nil && se.Code == syntax.ErrLarge {
+		return &UnsupportedError{"pattern size", "the expression is too large for Go's regexp engine"}
+	}
+	if se != nil && se.Code == syntax.ErrNestingDepth {
+		return &UnsupportedError{"nesting depth", "the expression nests too deeply for Go's regexp engine"}
+	}
+	return &UnsupportedError{"expression", err.Error()}
+}
+
+func (m *Matcher) goSyntax(invalid bool) string {
+	var b strings.Builder
+	b.WriteString("(?m)")
+	word, _ := classSet("word")
+	nonWord := word.negate().remove('\n').goClass()
+	switch {
+	case m.opts.Line:
+		b.WriteString("^(?:")
+	case m.opts.Word:
+		b.WriteString("(?:^|" + nonWord + ")(?:")
+	}
+	for i, n := range m.nodes {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		render(&b, n, invalid)
+	}
+	switch {
+	case m.opts.Line:
+		b.WriteString(")$")
+	case m.opts.Word:
+		b.WriteString(")(?:" + nonWord + "|$)")
+	}
+	return b.String()
+}
+
+// tree returns the parsed syntax of a variant (0 valid, 1 invalid).
+func (m *Matcher) tree(v int) (*syntax.Regexp, error) {
+	var err error
+	m.treeOnce[v].Do(func() {
+		var t *syntax.Regexp
+		if t, err = syntax.Parse(m.goSyntax(v == 1), syntax.Perl); err == nil {
+			m.trees[v] = t.Simplify()
+		}
+	})
+	if err != nil {
+		return nil, translateGoError(err)
+	}
+	return m.trees[v], nil
+}
+
+// re returns the regexp for content that is (or is not) valid UTF-8.
+func (m *Matcher) re(data []byte) (*regexp.Regexp, error) {
+	if utf8.Valid(data) {
+		return m.valid, nil
+	}
+	m.invalidM.Do(func() {
+		m.invalid, m.invErr = regexp.Compile(m.goSyntax(true))
+		if m.invErr != nil {
+			m.invErr = translateGoError(m.invErr)
+		}
+	})
+	return m.invalid, m.invErr
+}
+
+// Mode is what grep reports per file.
+type Mode int
+
+const (
+	ModeLines Mode = iota // matching lines (the default)
+	ModeCount             // -c
+	ModeFiles             // -l, -L, -q: does the file match at all
+)
+
+// FileResult is GNU grep's verdict on one file.
+type FileResult struct {
+	Lines  []Line // lines to print (ModeLines)
+	Count  int    // selected lines (all of them for ModeCount; for the other modes at least the printed ones)
+	Binary bool   // print "binary file matches" after Lines
+}
+
+// Line is one line to print: its 1-based number and its bytes (without
+// the newline).
+type Line struct {
+	Num  int
+	Text []byte
+}
+
+// grepBufSize is GNU grep's initial read size: NUL bytes (and with them
+// binary mode) are discovered one read buffer at a time.
+const grepBufSize = 96 << 10
+
+// binaryStart returns where GNU grep switches to binary mode for data: the
+// start of the first line it reads after discovering a NUL byte, or -1 for
+// a text file.
+func binaryStart(data []byte) int {
+	nul := bytes.IndexByte(data, 0)
+	if nul < 0 {
+		return -1
+	}
+	const page = 4096
+	size := grepBufSize // buffer size (grows for long lines)
+	start, save := 0, 0 // start of the current read; bytes carried over
+	for {
+		read := size + page - page*((save+16+page)/page)
+		if save+page > size {
+			for size < save+page {
+				size *= 2
+			}
+			read = (size - save) / page * page
+		}
+		if read < page {
+			read = page
+		}
+		end := start + read
+		if nul < end {
+			// Lines complete before this read were grepped as text.
+			return bytes.LastIndexByte(data[:start], '\n') + 1
+		}
+		last := bytes.LastIndexByte(data[:end], '\n')
+		save = end - (last + 1)
+		start = end
+	}
+}
+
+// Grep runs the matcher over one file's content as GNU grep would.
+func (m *Matcher) Grep(data []byte, mode Mode) (res FileResult, err error) {
+	re, err := m.re(data)
+	if err != nil {
+		return res, err
+	}
+	textEnd := len(data)
+	bin := binaryStart(data)
+	if bin >= 0 {
+		textEnd = bin
+	}
+	var lineMatch func([]byte) bool
+	var lineErr error
+	if m.Boundary && !isASCII(data) {
+		variant := 0
+		if re != m.valid {
+			variant = 1
+		}
+		tree, err := m.tree(variant)
+		if err != nil {
+			return res, err
+		}
+		word, _ := classSet("word")
+		lineMatch = func(line []byte) bool {
+			if isASCII(line) {
+				return re.Match(line)
+			}
+			ok, err := matchLineUnicode(tree, word, line)
+			if err != nil {
+				lineErr = err
+			}
+			return ok
+		}
+	}
+	defer func() {
+		if lineErr != nil {
+			err = lineErr
+		}
+	}()
+	stop := false
+	lineNo, counted := 1, 0
+	// Text part: lines are printed (unless an encoding error is met).
+	m.eachSelected(re, lineMatch, data[:textEnd], func(s, e int) bool {
+		res.Count++
+		if mode == ModeFiles {
+			stop = true
+			return false
+		}
+		if mode == ModeCount {
+			return true
+		}
+		line := data[s:e]
+		if !utf8.Valid(line) {
+			// GNU grep 3.8 suppresses a line with an encoding error and
+			// reports "binary file matches" at the end.
+			res.Binary = true
+			return true
+		}
+		lineNo += bytes.Count(data[counted:s], []byte{'\n'})
+		counted = s
+		res.Lines = append(res.Lines, Line{Num: lineNo, Text: line})
+		return true
+	})
+	if stop || bin < 0 {
+		return res, nil
+	}
+	// Binary part: NUL bytes end lines; output stops at the first match.
+	zapped := bytes.ReplaceAll(data[textEnd:], []byte{0}, []byte{'\n'})
+	m.eachSelected(re, lineMatch, zapped, func(s, e int) bool {
+		res.Count++
+		if mode == ModeLines {
+			res.Binary = true
+		}
+		return mode == ModeCount
+	})
+	return res, nil
+}
+
+// eachSelected calls fn(start, end) for every selected line of buf (a
+// matching line, or with -v a non-matching one), in order, until fn
+// returns false. Lines end at '\n'; a final line without one counts.
+func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, buf []byte, fn func(s, e int) bool) {
+	if m.opts.Invert || lineMatch != nil {
+		if lineMatch == nil {
+			lineMatch = re.Match
+		}
+		for s := 0; s < len(buf); {
+			e := bytes.IndexByte(buf[s:], '\n')
+			if e < 0 {
+				e = len(buf)
+			} else {
+				e += s
+			}
+			if lineMatch(buf[s:e]) != m.opts.Invert && !fn(s, e) {
+				return
+			}
+			s = e + 1
+		}
+		return
+	}
+	for pos := 0; pos <= len(buf); {
+		loc := re.FindIndex(buf[pos:])
+		if loc == nil {
+			return
+		}
+		s := pos + loc[0]
+		if s == len(buf) && (len(buf) == 0 || buf[len(buf)-1] == '\n') {
+			return // the empty "line" after the final newline
+		}
+		ls := bytes.LastIndexByte(buf[:s], '\n') + 1
+		le := bytes.IndexByte(buf[s:], '\n')
+		if le < 0 {
+			le = len(buf)
+		} else {
+			le += s
+		}
+		if !fn(ls, le) {
+			return
+		}
+		pos = le + 1
+	}
+}

@@ -1,0 +1,595 @@
+package search
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Pattern syntax: padfs grep reads patterns as GNU grep does in a UTF-8
+// locale and translates them into Go regexp syntax (RE2), spelling out
+// what the two engines would otherwise read differently:
+//
+//   - BRE operators \( \) \{ \} \| \+ \? and ERE ( ) { } | + ? per POSIX
+//     and GNU (in a BRE, ( ) { } | + ? are literals; a leading * is a
+//     literal; ^ and $ anchor only at the ends of a pattern or group);
+//   - bracket expressions per POSIX: a backslash is literal inside [ ],
+//     ] first is literal, [:class:] [=c=] [.c.] are understood;
+//   - POSIX classes, \w \W \s \S, -w and . use the character sets of
+//     glibc's C.UTF-8 locale (posix_classes.go), not RE2's ASCII ones;
+//   - -i uses GNU's case counterparts, not RE2's case folding;
+//   - ERE oddities GNU accepts: a leading * + ? {n} is ignored (with
+//     GNU's warning), a** nests, a{1,x} is a literal brace, a{,n} is
+//     {0,n}, an unmatched ) is literal.
+//
+// What cannot be honoured is an *UnsupportedError that names the construct
+// (back-references above all): never a silently different answer.
+
+// Syntax selects how a pattern is read.
+type Syntax int
+
+const (
+	Basic    Syntax = iota // POSIX basic regular expression, GNU flavour (grep -G, the default)
+	Extended               // POSIX extended regular expression, GNU flavour (grep -E)
+	Fixed                  // fixed strings (grep -F)
+)
+
+// UnsupportedError reports syntax that GNU grep accepts but padfs grep
+// cannot evaluate exactly.
+type UnsupportedError struct {
+	Construct string
+	Why       string
+}
+
+func (e *UnsupportedError) Error() string {
+	return fmt.Sprintf("unsupported %s: %s", e.Construct, e.Why)
+}
+
+// SyntaxError is a malformed pattern (GNU grep rejects it too), with GNU's
+// wording.
+type SyntaxError struct{ Msg string }
+
+func (e *SyntaxError) Error() string { return e.Msg }
+
+// maxRepeat is RE2's limit on counted repetition.
+const maxRepeat = 1000
+
+type nodeKind int
+
+const (
+	nSet    nodeKind = iota // one character from a set
+	nAssert                 // zero-width assertion (Go syntax in text)
+	nGroup                  // alternation of sequences
+	nRepeat                 // sub{min,max}; max -1 = unbounded
+)
+
+type node struct {
+	kind     nodeKind
+	set      runeSet // nSet
+	literal  bool    // nSet came from a literal character (keeps U+FFFD)
+	text     string  // nAssert
+	alts     [][]*node
+	sub      *node
+	min, max int
+}
+
+// parser reads one pattern (one line of a grep pattern list).
+type parser struct {
+	src      []rune
+	pos      int
+	syn      Syntax
+	fold     bool
+	warn     func(string)
+	depth    int
+	boundary bool // uses \b \B \< \>
+}
+
+func (p *parser) eof() bool  { return p.pos >= len(p.src) }
+func (p *parser) peek() rune { return p.src[p.pos] }
+func (p *parser) peekAt(i int) (rune, bool) {
+	if p.pos+i < len(p.src) {
+		return p.src[p.pos+i], true
+	}
+	return 0, false
+}
+
+// parsePattern parses one pattern into a group node.
+func parsePattern(pat string, syn Syntax, fold bool, warn func(string)) (*node, bool, error) {
+	if !utf8.ValidString(pat) {
+		return nil, false, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
+	}
+	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn}
+	if syn == Fixed {
+		var seq []*node
+		for _, r := range p.src {
+			seq = append(seq, p.lit(r))
+		}
+		return &node{kind: nGroup, alts: [][]*node{seq}}, false, nil
+	}
+	g, err := p.alternation()
+	if err != nil {
+		return nil, false, err
+	}
+	if !p.eof() {
+		// Only an unmatched close can stop the top level.
+		return nil, false, &SyntaxError{"Unmatched ) or \\)"}
+	}
+	return g, p.boundary, nil
+}
+
+// lit is a literal character (with -i: it and its case counterparts).
+func (p *parser) lit(r rune) *node {
+	s := runeSet{r, r}
+	if p.fold {
+		s = s.foldCase()
+	}
+	return &node{kind: nSet, set: s, literal: true}
+}
+
+func (p *parser) class(s runeSet) *node { return &node{kind: nSet, set: s} }
+
+// atGroupEnd reports whether the parser stands at | or ) of the current
+// syntax (or the end).
+func (p *parser) atBranchEnd() bool {
+	if p.eof() {
+		return true
+	}
+	r := p.peek()
+	if p.syn == Extended {
+		return r == '|' || (r == ')' && p.depth > 0)
+	}
+	if r == '\\' {
+		n, ok := p.peekAt(1)
+		return ok && (n == '|' || (n == ')' && p.depth > 0))
+	}
+	return false
+}
+
+func (p *parser) alternation() (*node, error) {
+	g := &node{kind: nGroup}
+	for {
+		seq, err := p.sequence()
+		if err != nil {
+			return nil, err
+		}
+		g.alts = append(g.alts, seq)
+		if p.eof() {
+			return g, nil
+		}
+		if p.syn == Extended && p.peek() == '|' {
+			p.pos++
+			continue
+		}
+		if p.syn == Basic && p.peek() == '\\' {
+			if n, _ := p.peekAt(1); n == '|' {
+				p.pos += 2
+				continue
+			}
+		}
+		return g, nil // at a group close
+	}
+}
+
+func (p *parser) sequence() ([]*node, error) {
+	var seq []*node
+	// startAnchor: only ^ so far (a BRE * after it is literal).
+	onlyAnchor := func() bool { return len(seq) == 1 && seq[0].kind == nAssert && seq[0].text == "^" }
+	for !p.atBranchEnd() {
+		r := p.peek()
+		if p.syn == Extended {
+			switch r {
+			case '(':
+				p.pos++
+				p.depth++
+				g, err := p.alternation()
+				p.depth--
+				if err != nil {
+					return nil, err
+				}
+				if p.eof() || p.peek() != ')' {
+					return nil, &SyntaxError{"Unmatched ( or \\("}
+				}
+				p.pos++
+				seq = append(seq, g)
+				continue
+			case ')': // unmatched at top level: a literal
+				p.pos++
+				seq = append(seq, p.lit(')'))
+				continue
+			case '*', '+', '?':
+				p.pos++
+				min, max := repeatOp(r)
+				if len(seq) == 0 {
+					p.warn(fmt.Sprintf("%c at start of expression", r))
+					continue
+				}
+				seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+				continue
+			case '{':
+				min, max, n, ok, err := p.interval(p.pos+1, false)
+				if err != nil {
+					return nil, err
+				}
+				if !ok {
+					p.pos++
+					seq = append(seq, p.lit('{'))
+					continue
+				}
+				p.pos = n
+				if len(seq) == 0 {
+					p.warn("{...} at start of expression")
+					continue
+				}
+				seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+				continue
+			case '^':
+				p.pos++
+				seq = append(seq, &node{kind: nAssert, text: "^"})
+				continue
+			case '$':
+				p.pos++
+				seq = append(seq, &node{kind: nAssert, text: "$"})
+				continue
+			}
+		} else { // Basic
+			switch r {
+			case '*':
+				p.pos++
+				if len(seq) == 0 || onlyAnchor() {
+					seq = append(seq, p.lit('*'))
+					continue
+				}
+				seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: 0, max: -1}
+				continue
+			case '^':
+				p.pos++
+				if len(seq) == 0 {
+					seq = append(seq, &node{kind: nAssert, text: "^"})
+				} else {
+					seq = append(seq, p.lit('^'))
+				}
+				continue
+			case '$':
+				p.pos++
+				if p.atBranchEnd() {
+					seq = append(seq, &node{kind: nAssert, text: "$"})
+				} else {
+					seq = append(seq, p.lit('$'))
+				}
+				continue
+			case '\\':
+				n, ok := p.peekAt(1)
+				if !ok {
+					break // trailing backslash: reported below
+				}
+				switch n {
+				case '(':
+					p.pos += 2
+					p.depth++
+					g, err := p.alternation()
+					p.depth--
+					if err != nil {
+						return nil, err
+					}
+					if c, _ := p.peekAt(1); p.eof() || p.peek() != '\\' || c != ')' {
+						return nil, &SyntaxError{"Unmatched ( or \\("}
+					}
+					p.pos += 2
+					seq = append(seq, g)
+					continue
+				case ')': // depth 0 (atBranchEnd handles depth > 0)
+					return nil, &SyntaxError{"Unmatched ) or \\)"}
+				case '{':
+					if len(seq) == 0 || onlyAnchor() {
+						p.pos += 2
+						seq = append(seq, p.lit('{'))
+						continue
+					}
+					min, max, end, ok, err := p.interval(p.pos+2, true)
+					if err != nil {
+						return nil, err
+					}
+					if !ok {
+						return nil, &SyntaxError{"Unmatched \\{"}
+					}
+					p.pos = end
+					seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+					continue
+				case '+', '?':
+					p.pos += 2
+					if len(seq) == 0 || onlyAnchor() {
+						seq = append(seq, p.lit(n))
+						continue
+					}
+					min, max := repeatOp(n)
+					seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+					continue
+				}
+			}
+		}
+		// Common to both syntaxes.
+		switch r {
+		case '.':
+			p.pos++
+			seq = append(seq, p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF}))
+		case '[':
+			s, err := p.bracket()
+			if err != nil {
+				return nil, err
+			}
+			seq = append(seq, p.class(s))
+		case '\\':
+			nd, err := p.escape()
+			if err != nil {
+				return nil, err
+			}
+			seq = append(seq, nd)
+		default:
+			p.pos++
+			seq = append(seq, p.lit(r))
+		}
+	}
+	return seq, nil
+}
+
+func repeatOp(r rune) (int, int) {
+	switch r {
+	case '*':
+		return 0, -1
+	case '+':
+		return 1, -1
+	}
+	return 0, 1 // '?'
+}
+
+// interval parses "m}", "m,}", ",n}", "m,n}" starting at i (after the
+// brace); BRE intervals end with "\}". ok is false when the text is not an
+// interval (in an ERE the brace is then a literal).
+func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err error) {
+	num := func() (int, bool) {
+		start := i
+		for i < len(p.src) && p.src[i] >= '0' && p.src[i] <= '9' {
+			i++
+		}
+		if i == start {
+			return -1, false
+		}
+		v, e := strconv.Atoi(string(p.src[start:i]))
+		if e != nil || v > 32767 {
+			v = 32768
+		}
+		return v, true
+	}
+	lo, hasLo := num()
+	hi := lo
+	if i < len(p.src) && p.src[i] == ',' {
+		i++
+		var hasHi bool
+		if hi, hasHi = num(); !hasHi {
+			hi = -1
+		}
+		if !hasLo {
+			lo = 0
+		}
+	} else if !hasLo {
+		return 0, 0, 0, false, nil
+	}
+	if bre {
+		if i+1 >= len(p.src) || p.src[i] != '\\' || p.src[i+1] != '}' {
+			if i >= len(p.src) || (i+1 >= len(p.src) && p.src[i] == '\\') {
+				return 0, 0, 0, false, nil
+			}
+			return 0, 0, 0, false, &SyntaxError{"Invalid content of \\{\\}"}
+		}
+		i += 2
+	} else {
+		if i >= len(p.src) || p.src[i] != '}' {
+			return 0, 0, 0, false, nil
+		}
+		i++
+	}
+	if lo > 32767 || hi > 32767 {
+		return 0, 0, 0, false, &SyntaxError{"Regular expression too big"}
+	}
+	if hi >= 0 && lo > hi {
+		return 0, 0, 0, false, &SyntaxError{"Invalid content of \\{\\}"}
+	}
+	if lo > maxRepeat || hi > maxRepeat {
+		return 0, 0, 0, false, &UnsupportedError{"repetition count",
+			fmt.Sprintf("{%d,%d} exceeds the %d that Go's regexp engine accepts", lo, hi, maxRepeat)}
+	}
+	return lo, hi, i, true, nil
+}
+
+// escape parses a backslash sequence outside brackets (the BRE operators
+// are handled by sequence).
+func (p *parser) escape() (*node, error) {
+	n, ok := p.peekAt(1)
+	if !ok {
+		return nil, &SyntaxError{"Trailing backslash"}
+	}
+	p.pos += 2
+	word, _ := classSet("word")
+	space, _ := classSet("space")
+	switch n {
+	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		return nil, &UnsupportedError{"back-reference \\" + string(n),
+			"back-references are not regular; Go's regexp engine (RE2) cannot evaluate them (use GNU grep)"}
+	case '<', '>', 'b', 'B':
+		p.boundary = true
+		if n == 'B' {
+			return &node{kind: nAssert, text: `\B`}, nil
+		}
+		return &node{kind: nAssert, text: `\b`}, nil
+	case '`':
+		return &node{kind: nAssert, text: "^"}, nil
+	case '\'':
+		return &node{kind: nAssert, text: "$"}, nil
+	case 'w':
+		return p.class(word), nil
+	case 'W':
+		return p.class(word.negate()), nil
+	case 's':
+		return p.class(space), nil
+	case 'S':
+		return p.class(space.negate()), nil
+	}
+	return p.lit(n), nil
+}
+
+// bracket parses a POSIX bracket expression at p.pos ('[').
+func (p *parser) bracket() (runeSet, error) {
+	unmatched := &SyntaxError{"Unmatched [, [^, [:, [., or [="}
+	i := p.pos + 1
+	negate := false
+	if i < len(p.src) && p.src[i] == '^' {
+		negate = true
+		i++
+	}
+	var set runeSet
+	first := true
+	// element reads one bracket element: a character or a [.c.] / [=c=]
+	// (isChar), or a [:class:] (set).
+	for {
+		if i >= len(p.src) {
+			return nil, unmatched
+		}
+		r := p.src[i]
+		if r == ']' && !first {
+			i++
+			break
+		}
+		first = false
+		var lo rune
+		if r == '[' && i+1 < len(p.src) && (p.src[i+1] == ':' || p.src[i+1] == '=' || p.src[i+1] == '.') {
+			kind := p.src[i+1]
+			end := -1
+			for j := i + 2; j+1 < len(p.src); j++ {
+				if p.src[j] == kind && p.src[j+1] == ']' {
+					end = j
+					break
+				}
+			}
+			if end < 0 {
+				return nil, unmatched
+			}
+			name := string(p.src[i+2 : end])
+			i = end + 2
+			if kind == ':' {
+				if p.fold && (name == "upper" || name == "lower") {
+					name = "alpha"
+				}
+				cs, ok := classSet(name)
+				if !ok || name == "word" {
+					return nil, &SyntaxError{"Invalid character class name"}
+				}
+				set = append(set, cs...)
+				continue
+			}
+			rs := []rune(name)
+			if len(rs) != 1 {
+				return nil, &UnsupportedError{"collating element [" + string(kind) + name + string(kind) + "]",
+					"multi-character collating elements and equivalence classes are not supported"}
+			}
+			lo = rs[0]
+		} else {
+			lo = r
+			i++
+		}
+		// A range?
+		if i+1 < len(p.src) && p.src[i] == '-' && p.src[i+1] != ']' {
+			i++
+			hi := p.src[i]
+			if hi == '[' && i+1 < len(p.src) && (p.src[i+1] == '.' || p.src[i+1] == '=') {
+				kind := p.src[i+1]
+				end := -1
+				for j := i + 2; j+1 < len(p.src); j++ {
+					if p.src[j] == kind && p.src[j+1] == ']' {
+						end = j
+						break
+					}
+				}
+				if end < 0 {
+					return nil, unmatched
+				}
+				rs := []rune(string(p.src[i+2 : end]))
+				if len(rs) != 1 {
+					return nil, &UnsupportedError{"collating element in a range", "not supported"}
+				}
+				hi = rs[0]
+				i = end + 2
+			} else {
+				i++
+			}
+			if hi < lo {
+				return nil, &SyntaxError{"Invalid range end"}
+			}
+			set = append(set, lo, hi)
+			continue
+		}
+		set = append(set, lo, lo)
+	}
+	p.pos = i
+	set = set.norm()
+	if p.fold {
+		set = set.foldCase()
+	}
+	if negate {
+		set = set.negate()
+	}
+	return set.remove('\n'), nil
+}
+
+// render writes n as Go regexp syntax. In the invalid variant (files that
+// are not valid UTF-8), sets from . and classes leave out U+FFFD, which is
+// how Go's engine sees an invalid byte: GNU grep never matches an encoding
+// error with . or a class.
+func render(b *strings.Builder, n *node, invalid bool) {
+	switch n.kind {
+	case nSet:
+		s := n.set
+		if !n.literal {
+			s = s.remove('\n')
+			if invalid {
+				s = s.remove(utf8.RuneError)
+			}
+		}
+		b.WriteString(s.goClass())
+	case nAssert:
+		b.WriteString(n.text)
+	case nGroup:
+		b.WriteString("(?:")
+		for i, seq := range n.alts {
+			if i > 0 {
+				b.WriteByte('|')
+			}
+			for _, x := range seq {
+				render(b, x, invalid)
+			}
+		}
+		b.WriteString(")")
+	case nRepeat:
+		if n.sub.kind == nSet || n.sub.kind == nGroup {
+			render(b, n.sub, invalid)
+		} else {
+			b.WriteString("(?:")
+			render(b, n.sub, invalid)
+			b.WriteString(")")
+		}
+		switch {
+		case n.min == 0 && n.max == -1:
+			b.WriteByte('*')
+		case n.min == 1 && n.max == -1:
+			b.WriteByte('+')
+		case n.min == 0 && n.max == 1:
+			b.WriteByte('?')
+		case n.max == -1:
+			fmt.Fprintf(b, "{%d,}", n.min)
+		case n.min == n.max:
+			fmt.Fprintf(b, "{%d}", n.min)
+		default:
+			fmt.Fprintf(b, "{%d,%d}", n.min, n.max)
+		}
+	}
+}

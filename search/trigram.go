@@ -1,0 +1,87 @@
+package search
+
+import (
+	"sync"
+
+	"github.com/blevesearch/bleve/v2/analysis"
+)
+
+// Content trigrams for the index: every distinct 3-byte window of a file
+// (field "tri"), and the distinct windows of its case-folded bytes that
+// are not already among them (field "trif"). A case-insensitive query for
+// folded trigram t asks for "tri:t OR trif:t".
+
+type trigramSet struct {
+	bits  []uint64 // 1<<24 bits
+	codes []uint32
+}
+
+var trigramPool = sync.Pool{New: func() any { return &trigramSet{bits: make([]uint64, 1<<24/64)} }}
+
+func (s *trigramSet) add(c uint32) bool {
+	w, b := c>>6, uint64(1)<<(c&63)
+	if s.bits[w]&b != 0 {
+		return false
+	}
+	s.bits[w] |= b
+	s.codes = append(s.codes, c)
+	return true
+}
+
+func (s *trigramSet) has(c uint32) bool { return s.bits[c>>6]&(uint64(1)<<(c&63)) != 0 }
+
+func (s *trigramSet) reset() {
+	for _, c := range s.codes {
+		s.bits[c>>6] = 0
+	}
+	s.codes = s.codes[:0]
+}
+
+// contentTrigrams returns the exact and the extra folded trigrams of data
+// as bleve token streams.
+func contentTrigrams(data []byte) (exact, folded analysis.TokenStream) {
+	ex := trigramPool.Get().(*trigramSet)
+	fo := trigramPool.Get().(*trigramSet)
+	defer func() {
+		ex.reset()
+		fo.reset()
+		trigramPool.Put(ex)
+		trigramPool.Put(fo)
+	}()
+	if len(data) >= 3 {
+		c := uint32(data[0])<<8 | uint32(data[1])
+		for _, b := range data[2:] {
+			c = (c<<8 | uint32(b)) & 0xffffff
+			ex.add(c)
+		}
+	}
+	fdata := foldBytes(make([]byte, 0, len(data)), data)
+	if len(fdata) >= 3 {
+		c := uint32(fdata[0])<<8 | uint32(fdata[1])
+		for _, b := range fdata[2:] {
+			c = (c<<8 | uint32(b)) & 0xffffff
+			if !ex.has(c) {
+				fo.add(c)
+			}
+		}
+	}
+	return tokens(ex.codes), tokens(fo.codes)
+}
+
+func tokens(codes []uint32) analysis.TokenStream {
+	buf := make([]byte, 3*len(codes))
+	toks := make([]analysis.Token, len(codes))
+	ts := make(analysis.TokenStream, len(codes))
+	for i, c := range codes {
+		t := buf[3*i : 3*i+3 : 3*i+3]
+		t[0], t[1], t[2] = byte(c>>16), byte(c>>8), byte(c)
+		toks[i] = analysis.Token{Term: t, Position: i + 1, Start: 0, End: 3, Type: analysis.AlphaNumeric}
+		ts[i] = &toks[i]
+	}
+	return ts
+}
+
+// preAnalyzed is an analyzer that returns tokens computed beforehand.
+type preAnalyzed analysis.TokenStream
+
+func (p preAnalyzed) Analyze([]byte) analysis.TokenStream { return analysis.TokenStream(p) }
