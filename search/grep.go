@@ -254,12 +254,14 @@ func bleveQuery(q *Query, fold bool) query.Query {
 // given, each walked in readdir (name) order.
 func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all bool, stats *GrepStats) ([]target, error) {
 	ops := req.Operands
-	root := len(ops) == 0
-	if root {
+	if len(ops) == 0 {
 		ops = []Operand{{Display: "", Path: ""}}
 	}
 	var out []target
 	for _, op := range ops {
+		// An empty Display is the working directory searched with no PATH:
+		// GNU grep prints its files without a "./" prefix.
+		root := op.Display == ""
 		p := cleanPath(op.Path)
 		n, err := ix.st.Walk(req.Session, p, at)
 		if n != nil && n.IsSymlink() {
