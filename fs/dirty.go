@@ -60,6 +60,9 @@ type fileState struct {
 	since     time.Time // first change since the last commit
 	last      time.Time // last change
 	failed    time.Time // last failed commit (the ticker backs off)
+	// pending holds chmod/chown/utimens made while dirty: they are
+	// committed with the content, in the same version.
+	pending mvcc.SetAttr
 	mem       map[int64][]byte
 	spill     *os.File
 	slots     map[int64]int64 // page -> offset in spill
@@ -162,7 +165,7 @@ func (f *fileState) commitLocked() error {
 		return nil // unlinked: kept for its open handles only
 	}
 	r := io.NewSectionReader(lockedReader{f}, 0, f.size)
-	n, err := f.m.st.WriteContent(f.key.sid, f.key.ino, r, f.mtime)
+	n, err := f.m.st.WriteContentAttr(f.key.sid, f.key.ino, r, f.mtime, f.pending)
 	if err != nil {
 		f.failed = time.Now()
 		err = fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, err)
@@ -217,6 +220,7 @@ func (f *fileState) resetLocked(n *mvcc.Inode) {
 	f.size = int64(n.Size)
 	f.baseLimit = f.size
 	f.mtime = n.Mtime
+	f.pending = mvcc.SetAttr{}
 	f.dirty = false
 	f.since, f.last = time.Time{}, time.Time{}
 }
@@ -249,13 +253,20 @@ func (f *fileState) contentHLC() mvcc.HLC {
 	return f.base.ContentHLC
 }
 
-// attr reports the buffer's size, mtime and an estimate of st_blocks while
-// it is dirty.
-func (f *fileState) attr() (dirty bool, size uint64, mtime int64, blocks uint64) {
+// overlay is what a dirty buffer changes in an inode's attributes.
+type overlay struct {
+	size, blocks uint64
+	mtime, ctime int64
+	pending      mvcc.SetAttr
+}
+
+// attr reports, while f is dirty, the buffer's size, mtime, an estimate of
+// st_blocks and the pending attribute changes.
+func (f *fileState) attr() (bool, overlay) {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if !f.dirty {
-		return false, 0, 0, 0
+		return false, overlay{}
 	}
 	var stored int64
 	if f.base.Size > 0 {
@@ -263,7 +274,37 @@ func (f *fileState) attr() (dirty bool, size uint64, mtime int64, blocks uint64)
 	}
 	stored += int64(len(f.mem)+len(f.slots)) * pageSize
 	stored = min(stored, f.size+511)
-	return true, uint64(f.size), f.mtime, uint64(stored+511) / 512
+	return true, overlay{size: uint64(f.size), blocks: uint64(stored+511) / 512,
+		mtime: f.mtime, ctime: f.last.UnixNano(), pending: f.pending}
+}
+
+// addPending records chmod/chown/utimens for the next commit; false if f
+// is clean (then the caller commits them on their own).
+func (f *fileState) addPending(a mvcc.SetAttr) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.dirty {
+		return false
+	}
+	p := &f.pending
+	if a.Mode != nil {
+		p.Mode = a.Mode
+	}
+	if a.Uid != nil {
+		p.Uid = a.Uid
+	}
+	if a.Gid != nil {
+		p.Gid = a.Gid
+	}
+	if a.Atime != nil {
+		p.Atime = a.Atime
+	}
+	if a.Mtime != nil {
+		p.Mtime = a.Mtime
+		f.mtime = *a.Mtime
+	}
+	f.last = time.Now()
+	return true
 }
 
 type lockedReader struct{ f *fileState }
@@ -504,16 +545,6 @@ func (f *fileState) punchHole(off, n int64) error {
 	}
 	f.touchLocked(time.Now().UnixNano())
 	return nil
-}
-
-// setMtime records an explicit mtime (utimens) on a dirty buffer, so the
-// commit keeps it.
-func (f *fileState) setMtime(mtime int64) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.dirty {
-		f.mtime = mtime
-	}
 }
 
 func (f *fileState) isDirty() bool {

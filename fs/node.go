@@ -98,11 +98,24 @@ func (n *Node) fillAttr(a *fuse.Attr, in *mvcc.Inode) {
 	setTime(&a.Ctime, &a.Ctimensec, in.Ctime)
 	if n.view == nil && in.IsRegular() {
 		if f := n.m.file(n.s.id, in.Ino); f != nil {
-			if dirty, size, mtime, blocks := f.attr(); dirty {
-				a.Size, a.Blocks = size, blocks
-				setTime(&a.Mtime, &a.Mtimensec, mtime)
-				if mtime > in.Ctime {
-					setTime(&a.Ctime, &a.Ctimensec, mtime)
+			if dirty, o := f.attr(); dirty {
+				a.Size, a.Blocks = o.size, o.blocks
+				setTime(&a.Mtime, &a.Mtimensec, o.mtime)
+				if o.ctime > in.Ctime {
+					setTime(&a.Ctime, &a.Ctimensec, o.ctime)
+				}
+				p := o.pending
+				if p.Mode != nil {
+					a.Mode = a.Mode&syscall.S_IFMT | *p.Mode&07777
+				}
+				if p.Uid != nil {
+					a.Uid = *p.Uid
+				}
+				if p.Gid != nil {
+					a.Gid = *p.Gid
+				}
+				if p.Atime != nil {
+					setTime(&a.Atime, &a.Atimensec, *p.Atime)
 				}
 			}
 		}

@@ -181,6 +181,10 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 			sa.Size, changed = &size, true
 		}
 	}
+	// On a dirty file, chmod/chown/utimens join the pending commit.
+	if changed && sa.Size == nil && f != nil && f.addPending(sa) {
+		changed = false
+	}
 	if changed {
 		var err error
 		if f != nil && sa.Size != nil {
@@ -196,9 +200,6 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		}
 		if err != nil {
 			return toErrno("setattr", err)
-		}
-		if f != nil && sa.Mtime != nil {
-			f.setMtime(*sa.Mtime)
 		}
 	}
 	cur, err := n.inode()

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/padfs/padfs/mvcc"
 	"golang.org/x/sys/unix"
 )
 
@@ -362,4 +363,39 @@ func TestStatfs(t *testing.T) {
 		t.Errorf("statfs: %+v", s)
 	}
 	sh(t, mnt, "df . >/dev/null")
+}
+
+// tar sets mode, owner and times on each file before closing it: those
+// join the file's one write version.
+func TestTarOneVersionPerFile(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	src := filepath.Join(t.TempDir(), "src")
+	makeTree(t, src)
+	sh(t, filepath.Dir(src), "tar -cf src.tar src")
+	sh(t, mnt, "tar -xf "+src+".tar")
+	files := map[uint64]string{}
+	for _, line := range strings.Split(strings.TrimSpace(sh(t, mnt, "find src -type f -printf '%i %p\\n'")), "\n") {
+		var ino uint64
+		var p string
+		fmt.Sscan(line, &ino, &p)
+		files[ino] = p
+	}
+	ops := map[string]int{}
+	st.View(func(tx *mvcc.ReadTx) error {
+		return tx.Events(sessionOf(t, m), 0, func(ev mvcc.Event) bool {
+			if _, ok := files[uint64(ev.Ino)]; ok {
+				ops[ev.Op]++
+			}
+			return true
+		})
+	})
+	// "empty" has no write, so its chmod, chown and utimens are commits of
+	// their own.
+	if ops["create"] != len(files) || ops["write"] != len(files)-1 || ops["chmod"]+ops["chown"]+ops["utimens"] > 3 {
+		t.Errorf("commits of %d extracted files: %v, want one create and one write each", len(files), ops)
+	}
+	// And the attributes are right.
+	if got, want := sh(t, mnt, "cd src && find . -printf '%m %Ts %p\\n' | sort"), sh(t, src, "find . -printf '%m %Ts %p\\n' | sort"); got != want {
+		t.Errorf("modes and mtimes after tar -x:\n got %s\nwant %s", got, want)
+	}
 }

@@ -1,5 +1,11 @@
 package mvcc
 
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
 // Helpers for the fs layer (fs/), kept out of the core files.
 
 // LastHLC returns the newest HLC issued so far (by a commit or by Now),
@@ -30,6 +36,66 @@ func (s *Store) CreateUnlinked(sid SessionID, dir Ino, a Attr) (*Inode, error) {
 			return err
 		}
 		t.SetEvent(Event{Op: "create", Ino: ino, Detail: "tmpfile"})
+		return nil
+	})
+	return n, err
+}
+
+// WriteContentAttr is WriteContent that also applies chmod, chown and
+// utimens changes (a; a.Size is ignored) in the same commit: the fs layer
+// uses it for a file whose attributes changed while it had unsaved writes
+// (tar sets mode, owner and times on the open file before closing it), so
+// such a file costs one version, not four. a.Mtime, when set, wins over
+// mtime.
+func (s *Store) WriteContentAttr(sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr) (*Inode, error) {
+	c, err := s.PutContent(r)
+	if err != nil {
+		return nil, err
+	}
+	var n *Inode
+	_, err = s.Update(sid, func(t *WriteTx) error {
+		var err error
+		if n, err = t.Latest(ino); err != nil {
+			return err
+		}
+		if !n.IsRegular() {
+			return fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
+		}
+		var attrs []string
+		if a.Mode != nil {
+			n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
+			attrs = append(attrs, "mode")
+		}
+		if a.Uid != nil {
+			n.Uid = *a.Uid
+			attrs = append(attrs, "uid")
+		}
+		if a.Gid != nil {
+			n.Gid = *a.Gid
+			attrs = append(attrs, "gid")
+		}
+		if a.Atime != nil {
+			n.Atime = *a.Atime
+			attrs = append(attrs, "atime")
+		}
+		if a.Mtime != nil {
+			mtime = *a.Mtime
+			attrs = append(attrs, "mtime")
+		}
+		c.Apply(n)
+		n.Mtime, n.Ctime, n.ContentHLC = mtime, nowNs(), t.hlc
+		if err := t.PutInode(n); err != nil {
+			return err
+		}
+		path := t.pathOf(n.Parent, n.Name)
+		if n.Nlink == 0 {
+			path = ""
+		}
+		ev := Event{Op: "write", Path: path, Ino: ino, Size: int64(n.Size), Hash: n.HashHex()}
+		if len(attrs) > 0 {
+			ev.Detail = "with " + strings.Join(attrs, ",")
+		}
+		t.SetEvent(ev)
 		return nil
 	})
 	return n, err

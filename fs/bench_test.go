@@ -1,0 +1,367 @@
+package fs
+
+import (
+	"archive/tar"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Agent workloads, side by side on a padfs mount and on a plain directory of
+// the same disk (t.TempDir()), driven by real tools through bash -c from the
+// benchmark goroutine. Run them all (about 1-2 minutes on 2 cores):
+//
+//	go test -run '^$' -bench BenchmarkAgent -benchtime 1x ./fs/
+//
+// and one with a CPU profile of the process (the FUSE server runs in it):
+//
+//	go test -run '^$' -bench 'BenchmarkAgent/untar' -benchtime 1x -cpuprofile /tmp/cpu.out ./fs/
+//	go tool pprof -top fs.test /tmp/cpu.out
+//
+// They never run in a plain `go test` (only with -bench).
+//
+// Each iteration runs the workload on both sides (padfs first on even
+// iterations, plain first on odd ones) and times each side on its own;
+// setup (fresh trees, input files) is not timed. Reported per workload:
+//
+//	ns/op          the padfs side only (so benchstat tracks padfs)
+//	padfs-ms/op    the padfs side
+//	plain-ms/op    the plain directory
+//	padfs/plain-x  their ratio (1 = as fast as the plain directory)
+//
+// plus throughput (MB/s, files/s) where it means something.
+//
+// Caches: page caches cannot be dropped here (that needs root and would
+// disturb everything else on the machine), so reads are warm on both sides:
+// the plain side reads the page cache of what it just wrote, and the padfs
+// side reads the kernel's FUSE page cache where FOPEN_KEEP_CACHE allows it,
+// otherwise the store's bbolt/WAL files through the page cache. The numbers
+// measure padfs's CPU and FUSE round trips, not the disk. The plain side's
+// writeback to disk may overlap the next measurement; alternating the order
+// per iteration evens that out when -benchtime is more than 1x.
+
+// benchSrcDirs is the slice of $(go env GOROOT)/src that untar, git and grep
+// work on: about 4,600 files, 26 MB.
+var benchSrcDirs = []string{"net", "go", "crypto", "cmd/go"}
+
+// benchLiteral is a selective literal for grep (a few dozen hits).
+const benchLiteral = "errNoSuchHost"
+
+const benchGit = "git -c user.name=b -c user.email=b@example.com -c init.defaultBranch=main -c gc.auto=0 -c maintenance.auto=false "
+
+// benchTree is the tarball all tree workloads extract.
+type benchTree struct {
+	tarball string
+	files   int   // regular files
+	bytes   int64 // their content
+}
+
+func BenchmarkAgent(b *testing.B) {
+	requireTools(b, "bash", "tar", "go")
+	tree := makeBenchTarball(b)
+
+	b.Run("untar", func(b *testing.B) {
+		s := newBenchSides(b)
+		p := pairLoop(b, s, nil, func(dir string, i int) string {
+			return fmt.Sprintf("mkdir u%d && tar -xf %s -C u%d", i, tree.tarball, i)
+		})
+		p.report(b)
+		p.throughput(b, float64(tree.bytes)/1e6, "MB/s")
+		p.throughput(b, float64(tree.files), "files/s")
+	})
+
+	b.Run("git", func(b *testing.B) {
+		requireTools(b, "git")
+		s := newBenchSides(b)
+		p := pairLoop(b, s, func(dir string, i int) {
+			benchSh(b, dir, fmt.Sprintf("mkdir g%d && tar -xf %s -C g%d", i, tree.tarball, i))
+		}, func(dir string, i int) string {
+			return fmt.Sprintf("cd g%d && %sinit -q && %sadd -A && %scommit -q -m x && %sstatus --porcelain",
+				i, benchGit, benchGit, benchGit, benchGit)
+		})
+		p.check(b, func(side, out string) error {
+			if out != "" {
+				return fmt.Errorf("git status after the commit is not clean:\n%.2000s", out)
+			}
+			return nil
+		})
+		p.report(b)
+	})
+
+	b.Run("edit", func(b *testing.B) {
+		// 200 sed -i of one line of a 200 KB file (4,000 lines of 50
+		// bytes), then cat: each sed writes a new file and renames it
+		// over the old one.
+		var body strings.Builder
+		for l := range 4000 {
+			fmt.Fprintf(&body, "line %05d: %-38s\n", l, "the quick brown fox jumps over")
+		}
+		s := newBenchSides(b)
+		p := pairLoop(b, s, func(dir string, i int) {
+			if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("e%d.txt", i)), []byte(body.String()), 0o644); err != nil {
+				b.Fatal(err)
+			}
+		}, func(dir string, i int) string {
+			return fmt.Sprintf(`f=e%d.txt; for k in $(seq 200); do sed -i "s/^line 02000: .*/line 02000: edit $k/" $f; done; cat $f >/dev/null; grep -c '^line 02000: edit 200$' $f`, i)
+		})
+		p.check(b, func(side, out string) error {
+			if out != "1\n" {
+				return fmt.Errorf("last edit not found: %q", out)
+			}
+			return nil
+		})
+		p.report(b)
+		p.throughput(b, 200, "seds/s")
+	})
+
+	b.Run("grep", func(b *testing.B) {
+		s := newBenchSides(b)
+		for _, dir := range []string{s.padfs, s.plain} {
+			benchSh(b, dir, "mkdir t && tar -xf "+tree.tarball+" -C t")
+		}
+		p := pairLoop(b, s, nil, func(dir string, i int) string {
+			return "grep -rnF -- " + benchLiteral + " t | wc -l"
+		})
+		p.check(b, func(side, out string) error {
+			if out == "0\n" || out != p.out["plain"] {
+				return fmt.Errorf("grep found %q lines, the plain side %q", out, p.out["plain"])
+			}
+			return nil
+		})
+		p.report(b)
+		p.throughput(b, float64(tree.bytes)/1e6, "MB/s")
+	})
+
+	b.Run("bigfile", func(b *testing.B) {
+		// 256 MiB of pseudo-random bytes (zeros would only measure
+		// padfs's chunk dedup), written with dd bs=128k, then read with
+		// cat. Timed separately: write (dd up to its close, which is the
+		// commit on padfs) and read.
+		const size = 256 << 20
+		src := filepath.Join(b.TempDir(), "random.bin")
+		writeRandom(b, src, size)
+		s := newBenchSides(b)
+		var wr, rd pairTimes
+		wr.out, rd.out = map[string]string{}, map[string]string{}
+		for i := 0; i < b.N; i++ {
+			for _, side := range s.order(i) {
+				dir := s.dir(side)
+				wr.add(b, side, dir, fmt.Sprintf("dd if=%s of=big%d bs=128k status=none", src, i))
+				rd.add(b, side, dir, fmt.Sprintf("cat big%d >/dev/null", i))
+				benchSh(b, dir, fmt.Sprintf("rm big%d", i)) // bound the plain side's disk use
+			}
+		}
+		mb := float64(size) / 1e6
+		b.ReportMetric(wr.perOp(b, "padfs")+rd.perOp(b, "padfs"), "padfs-ms/op")
+		b.ReportMetric(wr.perOp(b, "plain")+rd.perOp(b, "plain"), "plain-ms/op")
+		b.ReportMetric((wr.padfs+rd.padfs).Seconds()/(wr.plain+rd.plain).Seconds(), "padfs/plain-x")
+		b.ReportMetric(float64((wr.padfs+rd.padfs).Nanoseconds())/float64(b.N), "ns/op")
+		b.ReportMetric(wr.padfs.Seconds()/wr.plain.Seconds(), "write-padfs/plain-x")
+		b.ReportMetric(rd.padfs.Seconds()/rd.plain.Seconds(), "read-padfs/plain-x")
+		b.ReportMetric(mb*float64(b.N)/wr.padfs.Seconds(), "padfs-write-MB/s")
+		b.ReportMetric(mb*float64(b.N)/wr.plain.Seconds(), "plain-write-MB/s")
+		b.ReportMetric(mb*float64(b.N)/rd.padfs.Seconds(), "padfs-read-MB/s")
+		b.ReportMetric(mb*float64(b.N)/rd.plain.Seconds(), "plain-read-MB/s")
+	})
+
+	// 500 small files written by one python3 process, each fsync'd (the
+	// price of durability), and the same without fsync for comparison.
+	for _, fsync := range []bool{true, false} {
+		name, call := "fsync", "os.fsync(fd); "
+		if !fsync {
+			name, call = "nofsync", ""
+		}
+		b.Run(name, func(b *testing.B) {
+			requireTools(b, "python3")
+			s := newBenchSides(b)
+			p := pairLoop(b, s, nil, func(dir string, i int) string {
+				return fmt.Sprintf(`python3 -c '
+import os
+os.mkdir("p%d")
+for k in range(500):
+    fd = os.open("p%d/f%%03d.txt" %% k, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"small file %%d\n" %% k * 20)
+    %sos.close(fd)
+'`, i, i, call)
+			})
+			p.report(b)
+			p.throughput(b, 500, "files/s")
+		})
+	}
+}
+
+// benchSides are the two directories a workload runs in.
+type benchSides struct{ padfs, plain string }
+
+// newBenchSides mounts a fresh store (unmounted in b.Cleanup) and makes a
+// plain directory; both live under b.TempDir(), on the same disk.
+func newBenchSides(b *testing.B) benchSides {
+	b.Helper()
+	mnt, _, _ := mountTest(b)
+	return benchSides{padfs: mnt, plain: b.TempDir()}
+}
+
+func (s benchSides) dir(side string) string {
+	if side == "padfs" {
+		return s.padfs
+	}
+	return s.plain
+}
+
+// order alternates which side goes first.
+func (s benchSides) order(i int) []string {
+	if i%2 == 0 {
+		return []string{"padfs", "plain"}
+	}
+	return []string{"plain", "padfs"}
+}
+
+// pairTimes accumulates the time of each side, and keeps the last output.
+type pairTimes struct {
+	padfs, plain time.Duration
+	out          map[string]string
+}
+
+// add times one bash -c script in dir.
+func (p *pairTimes) add(b *testing.B, side, dir, script string) {
+	b.Helper()
+	t0 := time.Now()
+	out, err := shErr(dir, script)
+	d := time.Since(t0)
+	if err != nil {
+		b.Fatalf("%s: bash -c %q in %s: %v\n%s", side, script, dir, err, out)
+	}
+	if side == "padfs" {
+		p.padfs += d
+	} else {
+		p.plain += d
+	}
+	p.out[side] = out
+}
+
+// pairLoop runs b.N iterations of setup (untimed, may be nil) and the
+// script work returns, on both sides.
+func pairLoop(b *testing.B, s benchSides, setup func(dir string, i int), work func(dir string, i int) string) *pairTimes {
+	b.Helper()
+	p := &pairTimes{out: map[string]string{}}
+	for i := 0; i < b.N; i++ {
+		for _, side := range s.order(i) {
+			dir := s.dir(side)
+			if setup != nil {
+				setup(dir, i)
+			}
+			p.add(b, side, dir, work(dir, i))
+		}
+	}
+	return p
+}
+
+// check verifies the last output of each side.
+func (p *pairTimes) check(b *testing.B, ok func(side, out string) error) {
+	b.Helper()
+	for _, side := range []string{"plain", "padfs"} {
+		if err := ok(side, p.out[side]); err != nil {
+			b.Errorf("%s: %v", side, err)
+		}
+	}
+}
+
+func (p *pairTimes) perOp(b *testing.B, side string) float64 {
+	d := p.plain
+	if side == "padfs" {
+		d = p.padfs
+	}
+	return float64(d.Microseconds()) / 1e3 / float64(b.N)
+}
+
+func (p *pairTimes) report(b *testing.B) {
+	b.ReportMetric(float64(p.padfs.Nanoseconds())/float64(b.N), "ns/op")
+	b.ReportMetric(p.perOp(b, "padfs"), "padfs-ms/op")
+	b.ReportMetric(p.perOp(b, "plain"), "plain-ms/op")
+	b.ReportMetric(p.padfs.Seconds()/p.plain.Seconds(), "padfs/plain-x")
+}
+
+// throughput reports amount per op divided by each side's time.
+func (p *pairTimes) throughput(b *testing.B, perOp float64, unit string) {
+	n := perOp * float64(b.N)
+	b.ReportMetric(n/p.padfs.Seconds(), "padfs-"+unit)
+	b.ReportMetric(n/p.plain.Seconds(), "plain-"+unit)
+}
+
+// benchSh runs an untimed setup script.
+func benchSh(b *testing.B, dir, script string) {
+	b.Helper()
+	if out, err := shErr(dir, script); err != nil {
+		b.Fatalf("bash -c %q in %s: %v\n%s", script, dir, err, out)
+	}
+}
+
+func requireTools(b *testing.B, tools ...string) {
+	b.Helper()
+	for _, t := range tools {
+		if _, err := exec.LookPath(t); err != nil {
+			b.Skipf("%s not installed", t)
+		}
+	}
+}
+
+// makeBenchTarball tars benchSrcDirs of GOROOT/src once and counts what is
+// in it.
+func makeBenchTarball(b *testing.B) benchTree {
+	b.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		b.Fatalf("go env GOROOT: %v", err)
+	}
+	src := filepath.Join(strings.TrimSpace(string(out)), "src")
+	tb := benchTree{tarball: filepath.Join(b.TempDir(), "src.tar")}
+	benchSh(b, src, "tar -cf "+tb.tarball+" "+strings.Join(benchSrcDirs, " "))
+	f, err := os.Open(tb.tarball)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			b.Fatalf("read %s: %v", tb.tarball, err)
+		}
+		if h.Typeflag == tar.TypeReg {
+			tb.files++
+			tb.bytes += h.Size
+		}
+	}
+	return tb
+}
+
+// writeRandom writes size pseudo-random bytes to path.
+func writeRandom(b *testing.B, path string, size int) {
+	b.Helper()
+	r := rand.NewChaCha8([32]byte{1})
+	buf := make([]byte, 1<<20)
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for n := 0; n < size; n += len(buf) {
+		r.Read(buf)
+		if _, err := f.Write(buf); err != nil {
+			f.Close()
+			b.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+}
