@@ -62,11 +62,11 @@ type fileState struct {
 	failed    time.Time // last failed commit (the ticker backs off)
 	// pending holds chmod/chown/utimens made while dirty: they are
 	// committed with the content, in the same version.
-	pending mvcc.SetAttr
-	mem       map[int64][]byte
-	spill     *os.File
-	slots     map[int64]int64 // page -> offset in spill
-	spillEnd  int64
+	pending  mvcc.SetAttr
+	mem      map[int64][]byte
+	spill    *os.File
+	slots    map[int64]int64 // page -> offset in spill
+	spillEnd int64
 }
 
 // acquire returns the fileState of n's inode, creating it, and counts one
