@@ -17,6 +17,11 @@ func userXattr(name string) bool { return strings.HasPrefix(name, "user.") && le
 
 // Getxattr reads one attribute.
 func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, syscall.Errno) {
+	if !userXattr(attr) {
+		// Only user.* is ever stored; the kernel asks for
+		// security.capability before every write.
+		return 0, syscall.ENODATA
+	}
 	in, err := n.inode()
 	if err != nil {
 		return 0, toErrno("getxattr", err)
