@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"testing"
 	"time"
@@ -20,10 +21,12 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkAgent -benchtime 1x ./fs/
 //
-// and one with a CPU profile of the process (the FUSE server runs in it):
+// CPU profiles of the padfs side only (the FUSE server runs in the test
+// process; setup and the plain side are left out), one per workload:
 //
-//	go test -run '^$' -bench 'BenchmarkAgent/untar' -benchtime 1x -cpuprofile /tmp/cpu.out ./fs/
-//	go tool pprof -top fs.test /tmp/cpu.out
+//	mkdir -p /tmp/prof && go test -c -o /tmp/fs.test ./fs/ &&
+//	PADFS_BENCH_PROFILE=/tmp/prof /tmp/fs.test -test.run '^$' -test.bench BenchmarkAgent -test.benchtime 1x
+//	go tool pprof -top /tmp/fs.test /tmp/prof/BenchmarkAgent_untar.pprof
 //
 // They never run in a plain `go test` (only with -bench).
 //
@@ -232,9 +235,11 @@ type pairTimes struct {
 // add times one bash -c script in dir.
 func (p *pairTimes) add(b *testing.B, side, dir, script string) {
 	b.Helper()
+	stop := profilePadfs(b, side)
 	t0 := time.Now()
 	out, err := shErr(dir, script)
 	d := time.Since(t0)
+	stop()
 	if err != nil {
 		b.Fatalf("%s: bash -c %q in %s: %v\n%s", side, script, dir, err, out)
 	}
@@ -244,6 +249,31 @@ func (p *pairTimes) add(b *testing.B, side, dir, script string) {
 		p.plain += d
 	}
 	p.out[side] = out
+}
+
+// profilePadfs starts a CPU profile of this process (the FUSE server) for
+// the padfs side of a workload when $PADFS_BENCH_PROFILE names a directory:
+// DIR/<benchmark>.pprof holds the padfs side only, without setup or the
+// plain side (the last timed script of that name wins). Not with
+// -cpuprofile: there is one CPU profiler per process.
+func profilePadfs(b *testing.B, side string) (stop func()) {
+	dir := os.Getenv("PADFS_BENCH_PROFILE")
+	if dir == "" || side != "padfs" {
+		return func() {}
+	}
+	name := strings.NewReplacer("/", "_", " ", "_").Replace(b.Name())
+	f, err := os.Create(filepath.Join(dir, name+".pprof"))
+	if err != nil {
+		b.Fatalf("profile: %v", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		b.Fatalf("profile %s: %v", f.Name(), err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }
 
 // pairLoop runs b.N iterations of setup (untimed, may be nil) and the

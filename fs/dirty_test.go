@@ -268,3 +268,18 @@ func TestTmpfileLinkat(t *testing.T) {
 		t.Errorf("linked tmpfile: %q nlink %d mode %o", data, in.Nlink, in.Mode)
 	}
 }
+
+// Linux truncates on O_TRUNC whatever the access mode.
+func TestTruncReadOnlyOpen(t *testing.T) {
+	mnt, _, _ := mountTest(t)
+	p := filepath.Join(mnt, "f")
+	os.WriteFile(p, []byte("content"), 0o644)
+	f, err := os.OpenFile(p, os.O_RDONLY|os.O_TRUNC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if got, err := os.ReadFile(p); err != nil || len(got) != 0 {
+		t.Errorf("after O_RDONLY|O_TRUNC: %q %v", got, err)
+	}
+}

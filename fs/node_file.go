@@ -39,9 +39,10 @@ func (n *Node) open(flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 	if err != nil {
 		return nil, 0, toErrno("open", err)
 	}
-	if writable && flags&syscall.O_TRUNC != 0 {
-		// Atomic O_TRUNC: the truncation joins the writes that follow
-		// in one version (nothing at all for an empty clean file).
+	if flags&syscall.O_TRUNC != 0 {
+		// Atomic O_TRUNC (Linux truncates even with O_RDONLY): the
+		// truncation joins the writes that follow in one version
+		// (nothing at all for an empty clean file).
 		f.mu.Lock()
 		var err error
 		if f.size != 0 || f.dirty {
