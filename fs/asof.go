@@ -30,6 +30,7 @@ func (m *Server) asofChild(ctx context.Context, parent *gofs.Inode, s *session, 
 
 func (d *asofDir) fill(a *fuse.Attr) {
 	fillSynthDir(a, d.m, 0o555)
+	a.Nlink = 1 // unknown (as btrfs says it): find must not assume a leaf
 	if root, err := d.m.st.LatestInode(d.s.id, d.s.root); err == nil {
 		a.Uid, a.Gid = root.Uid, root.Gid
 		setTime(&a.Mtime, &a.Mtimensec, int64(d.m.st.LastHLC()))

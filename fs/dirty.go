@@ -92,13 +92,26 @@ func (m *Server) acquire(n *Node) (*fileState, error) {
 		return nil, fmt.Errorf("%w: inode %d is not a regular file", mvcc.ErrInvalid, key.ino)
 	}
 	m.filesMu.Lock()
-	defer m.filesMu.Unlock()
+	created := false
 	if f = m.files[key]; f == nil {
 		f = &fileState{m: m, key: key, node: n}
 		f.resetLocked(base)
 		m.files[key] = f
+		created = true
 	}
 	f.opens++
+	m.filesMu.Unlock()
+	if created {
+		// A change committed between reading base and publishing f
+		// (another handle's last close, a truncate by path) would be
+		// missed: from now on every change goes through f, so one
+		// more look settles it.
+		f.mu.Lock()
+		if cur, err := m.st.LatestInode(key.sid, key.ino); err == nil && cur.HLC != f.base.HLC && !f.dirty {
+			f.resetLocked(cur)
+		}
+		f.mu.Unlock()
+	}
 	return f, nil
 }
 

@@ -52,6 +52,15 @@ func (r *sessionsRoot) child(ctx context.Context, h *mvcc.SessionHeader, out *fu
 // Getattr describes the root.
 func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	fillSynthDir(&out.Attr, r.m, 0o755)
+	all, err := r.m.st.Sessions()
+	if err != nil {
+		return toErrno("getattr sessions", err)
+	}
+	for _, s := range all {
+		if !s.Forgotten {
+			out.Nlink++
+		}
+	}
 	return 0
 }
 

@@ -31,12 +31,14 @@ type virtualHandle struct{ data []byte }
 func (m *Server) virtualChild(ctx context.Context, parent *gofs.Inode, s *session, name string, vd VirtualDir, out *fuse.EntryOut) *gofs.Inode {
 	d := &virtualDir{m: m, s: s, name: name, vd: vd}
 	fillSynthDir(&out.Attr, m, 0o555)
+	out.Attr.Nlink = 1
 	return parent.NewInode(ctx, d, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: synthIno(s.id[:], []byte(name))})
 }
 
 // Getattr describes the directory.
 func (d *virtualDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	fillSynthDir(&out.Attr, d.m, 0o555)
+	out.Nlink = 1
 	return 0
 }
 
