@@ -53,7 +53,7 @@ func (s *Store) PutContent(r io.Reader) (*Content, error) {
 		}
 		return c, nil
 	}
-	chunker, err := fastcdc.NewChunker(io.MultiReader(bytes.NewReader(head[:n]), r),
+	chunker, err := newChunker(io.MultiReader(bytes.NewReader(head[:n]), r),
 		fastcdc.Options{MinSize: chunkMin, AverageSize: chunkAvg, MaxSize: chunkMax})
 	if err != nil {
 		return nil, err
@@ -87,7 +87,7 @@ func (s *Store) PutContent(r io.Reader) (*Content, error) {
 		return err
 	}
 	for {
-		ch, err := chunker.Next()
+		ch, err := nextChunk(chunker)
 		if errors.Is(err, io.EOF) {
 			break
 		} else if err != nil {
