@@ -206,3 +206,43 @@ func TestReopenStore(t *testing.T) {
 		t.Errorf("after reopening the store:\n got %s\nwant %s", got, want)
 	}
 }
+
+// A read-only mount of a session as of an HLC, after it was forgotten.
+func TestMountAsOf(t *testing.T) {
+	data := t.TempDir()
+	st, err := mvcc.OpenDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := st.CreateSession("old", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	live := filepath.Join(t.TempDir(), "live")
+	m := mountAt(t, st, live, Options{Session: &h.ID})
+	sh(t, live, "mkdir d && echo then > d/f")
+	at, _ := st.Now()
+	sh(t, live, "echo later > d/f && touch d/g")
+	if err := m.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Forget(h.ID); err != nil {
+		t.Fatal(err)
+	}
+	past := filepath.Join(t.TempDir(), "past")
+	mountAt(t, st, past, Options{Session: &h.ID, AsOf: &at})
+	if got := sh(t, past, "ls d; cat d/f"); got != "f\nthen\n" {
+		t.Errorf("as-of mount shows %q", got)
+	}
+	if out, err := shErr(past, "echo x > d/f"); err == nil || !strings.Contains(out, "Read-only") {
+		t.Errorf("write to an as-of mount: %v %q", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(past, ".asof")); !os.IsNotExist(err) {
+		t.Errorf(".asof in an as-of mount: %v", err)
+	}
+	// The live session is gone.
+	if _, err := Mount(st, filepath.Join(t.TempDir()), Options{Session: &h.ID}); err == nil {
+		t.Errorf("mounting a forgotten session read-write succeeded")
+	}
+}

@@ -70,6 +70,10 @@ type Options struct {
 	// Session is the session mounted at the root. Nil: the root lists the
 	// live sessions as directories (see the package comment).
 	Session *mvcc.SessionID
+	// AsOf, with Session, mounts that session read-only as it was at this
+	// HLC (the tree .asof/<AsOf>/ shows); this also works for a session
+	// forgotten after AsOf. Nil: the live, writable tree.
+	AsOf *mvcc.HLC
 	// AllowOther lets other users in; the kernel then enforces file modes
 	// and ownership (allow_other + default_permissions).
 	AllowOther bool
@@ -160,15 +164,26 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	}
 	var root gofs.InodeEmbedder
 	rootAttr := &gofs.StableAttr{Mode: syscall.S_IFDIR}
-	if opts.Session != nil {
+	switch {
+	case opts.AsOf != nil && opts.Session == nil:
+		return nil, errors.New("fs.Mount: AsOf needs Session")
+	case opts.AsOf != nil:
+		at := *opts.AsOf
+		h, err := st.HeaderAt(*opts.Session, at)
+		if err != nil {
+			return nil, fmt.Errorf("mount %s as of %s: %w", mountpoint, at, err)
+		}
+		n := &Node{m: m, s: m.session(h), ino: h.Root, view: &view{name: at.String(), at: at, stable: at < st.LastHLC()}}
+		root = n
+		rootAttr.Ino = n.stableIno(h.Root)
+	case opts.Session != nil:
 		h, err := st.LiveHeader(*opts.Session)
 		if err != nil {
 			return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 		}
-		s := m.session(h)
-		root = &Node{m: m, s: s, ino: h.Root}
+		root = &Node{m: m, s: m.session(h), ino: h.Root}
 		rootAttr.Ino = uint64(h.Root)
-	} else {
+	default:
 		root = &sessionsRoot{m: m}
 	}
 	sec := liveTimeout
