@@ -278,20 +278,20 @@ func (m *Server) ticker() {
 
 // InvalidateSession drops the kernel's caches (entries, attributes and
 // content) of every node of session sid, for changes made outside FUSE
-// (fork, forget, redact). It returns at once: the notifications are sent
-// from another goroutine, so it is safe to call from anywhere, including
-// inside a FUSE request.
+// (fork, forget, redact). It returns at once: the work is done by another
+// goroutine, so it is safe to call from anywhere, including inside a FUSE
+// request or a store Watch callback.
 func (m *Server) InvalidateSession(sid mvcc.SessionID) {
+	go m.invalidate(sid)
+}
+
+func (m *Server) invalidate(sid mvcc.SessionID) {
 	// Clean buffers re-read their base version; dirty ones keep theirs.
 	for _, f := range m.openFiles() {
 		if f.key.sid == sid {
 			f.refresh()
 		}
 	}
-	go m.invalidate(sid)
-}
-
-func (m *Server) invalidate(sid mvcc.SessionID) {
 	seen := map[*gofs.Inode]bool{}
 	var walk func(in *gofs.Inode)
 	walk = func(in *gofs.Inode) {
