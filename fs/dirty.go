@@ -31,7 +31,7 @@ const (
 	// file being written spills whatever its size.
 	memCap = 256 << 20
 	// Ticker policy: commit a file held open and dirty once it has been
-	// quiet for quietFor, or dirty for maxDirty plus 1 s per 64 MiB (so
+	// quiet for quietFor, or dirty for maxDirty plus 1 s per 8 MiB (so
 	// a large file being streamed is not re-chunked over and over).
 	quietFor = time.Second
 	maxDirty = 5 * time.Second
@@ -209,7 +209,7 @@ func (f *fileState) due(now time.Time) bool {
 	if !f.dirty || now.Sub(f.failed) < retryAfter {
 		return false
 	}
-	limit := maxDirty + time.Duration(f.size/(64<<20))*time.Second
+	limit := maxDirty + time.Duration(f.size/(8<<20))*time.Second
 	return now.Sub(f.last) >= quietFor || now.Sub(f.since) >= limit
 }
 

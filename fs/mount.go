@@ -30,7 +30,7 @@
 // FUSE flush (each close(2)), on release of the last handle, on fsync (then
 // the store is synced too) and by a background ticker for files held open and
 // dirty (after 1 s without writes, or at the latest after 5 s plus 1 s per
-// 64 MiB of file). Buffers live in RAM up to 4 MiB and spill to an unlinked
+// 8 MiB of file). Buffers live in RAM up to 4 MiB and spill to an unlinked
 // temporary file in Options.SpillDir above that.
 //
 // # Kernel caches
