@@ -30,8 +30,14 @@
 // FUSE flush (each close(2)), on release of the last handle, on fsync (then
 // the store is synced too) and by a background ticker for files held open and
 // dirty (after 1 s without writes, or at the latest after 5 s plus 1 s per
-// 8 MiB of file). Buffers live in RAM up to 4 MiB and spill to an unlinked
-// temporary file in Options.SpillDir above that.
+// 8 MiB of file). Buffers live in RAM up to 4 MiB (256 MiB for all
+// buffers together) and spill to an unlinked temporary file in
+// Options.SpillDir above that. While a file is dirty, a truncate
+// (ftruncate, O_TRUNC, truncate by path) and chmod/chown/utimens join its
+// pending version (tar -x costs a create and a write per file); on a clean
+// file they are versions of their own, except a truncate through a
+// writable descriptor, which starts the buffer. An unlinked file's buffer is
+// never committed: nothing can reach it any more.
 //
 // # Kernel caches
 //
