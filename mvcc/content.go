@@ -9,18 +9,16 @@ import (
 	"io"
 	"sort"
 
-	fastcdc "github.com/jotfs/fastcdc-go"
 	"github.com/padfs/padfs/mvcc/kv"
 )
 
 // Content is stored inline in the inode record up to InlineMax bytes, and
-// above that as content-defined chunks (FastCDC, ~64 KiB on average) keyed
+// above that as content-defined chunks (Rabin fingerprints, ~64 KiB on average) keyed
 // by SHA-256, so equal bytes are stored once and an edit in the middle of a
 // large file stores about one new chunk. All-zero chunks are holes.
 const (
 	InlineMax    = 4096
 	chunkMin     = 16 << 10
-	chunkAvg     = 64 << 10
 	chunkMax     = 256 << 10
 	chunkTxBytes = 16 << 20 // chunks written per KV transaction
 )
@@ -53,11 +51,6 @@ func (s *Store) PutContent(r io.Reader) (*Content, error) {
 		}
 		return c, nil
 	}
-	chunker, err := newChunker(io.MultiReader(bytes.NewReader(head[:n]), r),
-		fastcdc.Options{MinSize: chunkMin, AverageSize: chunkAvg, MaxSize: chunkMax})
-	if err != nil {
-		return nil, err
-	}
 	c := &Content{}
 	type pending struct {
 		h    Hash
@@ -86,27 +79,22 @@ func (s *Store) PutContent(r io.Reader) (*Content, error) {
 		batch, batchBytes = batch[:0], 0
 		return err
 	}
-	for {
-		ch, err := nextChunk(chunker)
-		if errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, err
+	err = eachChunk(io.MultiReader(bytes.NewReader(head[:n]), r), func(data []byte, hole bool) error {
+		c.Size += uint64(len(data))
+		if hole {
+			c.Extents = appendHole(c.Extents, uint32(len(data)))
+			return nil
 		}
-		c.Size += uint64(ch.Length)
-		if bytes.Equal(ch.Data, zeros[:len(ch.Data)]) {
-			c.Extents = appendHole(c.Extents, uint32(ch.Length))
-			continue
+		h := Hash(sha256.Sum256(data))
+		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint32(len(data))})
+		batch = append(batch, pending{h, append([]byte(nil), data...)}) // data is reused
+		if batchBytes += len(data); batchBytes >= chunkTxBytes {
+			return flush()
 		}
-		h := Hash(sha256.Sum256(ch.Data))
-		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint32(ch.Length)})
-		// The chunker reuses its buffer: copy before keeping.
-		batch = append(batch, pending{h, append([]byte(nil), ch.Data...)})
-		if batchBytes += ch.Length; batchBytes >= chunkTxBytes {
-			if err := flush(); err != nil {
-				return nil, err
-			}
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if err := flush(); err != nil {
 		return nil, err

@@ -6,8 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
-
-	fastcdc "github.com/jotfs/fastcdc-go"
 )
 
 // Redaction erases a string from every version of a session, in two steps
@@ -323,22 +321,13 @@ func chunkHashes(data []byte) []Hash {
 	if len(data) <= InlineMax {
 		return nil
 	}
-	chunker, err := fastcdc.NewChunker(bytes.NewReader(data),
-		fastcdc.Options{MinSize: chunkMin, AverageSize: chunkAvg, MaxSize: chunkMax})
-	if err != nil {
-		return nil
-	}
 	var out []Hash
-	for {
-		ch, err := chunker.Next()
-		if err != nil {
-			break
+	_ = eachChunk(bytes.NewReader(data), func(c []byte, hole bool) error {
+		if !hole {
+			out = append(out, Hash(sha256.Sum256(c)))
 		}
-		if bytes.Equal(ch.Data, zeros[:len(ch.Data)]) {
-			continue
-		}
-		out = append(out, Hash(sha256.Sum256(ch.Data)))
-	}
+		return nil
+	})
 	return out
 }
 
