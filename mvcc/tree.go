@@ -476,34 +476,9 @@ type zeroReader struct{}
 func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // WriteContent commits new content for ino, read from r (the file's whole
-// new content, size bytes), with mtime (ns). Other attributes are kept.
+// new content), with mtime (ns). Other attributes are kept.
 func (s *Store) WriteContent(sid SessionID, ino Ino, r io.Reader, mtime int64) (*Inode, error) {
-	c, err := s.PutContent(r)
-	if err != nil {
-		return nil, err
-	}
-	var n *Inode
-	_, err = s.Update(sid, func(t *WriteTx) error {
-		var err error
-		if n, err = t.Latest(ino); err != nil {
-			return err
-		}
-		if !n.IsRegular() {
-			return fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
-		}
-		c.Apply(n)
-		n.Mtime, n.Ctime, n.ContentHLC = mtime, nowNs(), t.hlc
-		if err := t.PutInode(n); err != nil {
-			return err
-		}
-		path := t.pathOf(n.Parent, n.Name)
-		if n.Nlink == 0 {
-			path = ""
-		}
-		t.SetEvent(Event{Op: "write", Path: path, Ino: ino, Size: int64(n.Size), Hash: n.HashHex()})
-		return nil
-	})
-	return n, err
+	return s.WriteContentAttr(sid, ino, r, mtime, SetAttr{})
 }
 
 // Xattr flags, as setxattr(2).
