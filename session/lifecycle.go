@@ -2,13 +2,15 @@ package session
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
-	"regexp"
-	"sort"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search"
 )
 
 const (
@@ -33,72 +35,103 @@ func (s *Store) Lookup(id string) (*Session, error) {
 	return &Session{s: s, h: h}, nil
 }
 
-// Hit is one matching line.
+// Hit is one matching line (Grep) or one ranked file (Search).
 type Hit struct {
 	Path string `json:"path"`
 	Line int    `json:"line"` // 1-based
-	Text string `json:"text"` // the line, without its newline
-	// Score ranks hits (higher first); Degraded is set when the hit was
-	// found without the index (it lagged, or there is none).
-	Score    float64 `json:"score"`
-	Degraded bool    `json:"degraded"`
+	// Text is the matching line without its newline (Grep), or a snippet
+	// around the best match (Search).
+	Text string `json:"text"`
+	// Score ranks hits, higher first (BM25 for Search; 1 for Grep).
+	Score float64 `json:"score"`
+	// Degraded is set when the index lagged behind the store, so the hit
+	// was found by reading the file (Grep: still exact; Search: a rougher
+	// score), or when there is no index.
+	Degraded bool `json:"degraded"`
 }
 
 // Grep returns up to k lines (k <= 0: all) of the session's current files
-// that match pattern, a Go regular expression (RE2 syntax), in path order.
-//
-// It scans the session's files directly, skipping binary files (a NUL byte
-// in the first 8000 bytes, as git and GNU grep decide), so it is exact and
-// never stale; every hit is marked Degraded because no index narrowed it.
-// TODO(search): narrow the candidates through the search index once it
-// exposes a Go API for one session.
+// that match pattern, a GNU extended regular expression (grep -E, with
+// GNU grep's semantics as padfs grep implements them), in path order then
+// line order. It is exact and never stale: the search index narrows the
+// files to read (files it has not caught up with are read anyway), then the
+// pattern runs over each candidate's current content. Binary files are
+// skipped. Without an index (Wrap with nil) every file is read.
 func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
-	re, err := regexp.Compile(pattern)
+	m, err := search.Compile([]string{pattern}, search.MatchOptions{Syntax: search.Extended}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w: pattern: %v", mvcc.ErrInvalid, err)
+		return nil, fmt.Errorf("%w: pattern %q: %v", mvcc.ErrInvalid, pattern, err)
 	}
-	var hits []Hit
-	type file struct {
-		path string
-		n    *mvcc.Inode
-	}
-	var files []file
-	if err := p.s.st.View(func(t *mvcc.ReadTx) error {
-		return t.WalkTree(p.h.ID, mvcc.Latest, func(e mvcc.TreeEntry) error {
-			if e.Node.IsRegular() {
-				files = append(files, file{e.Path, e.Node})
-			}
-			return nil
+	var files []string
+	degraded := true
+	if ix := p.s.ix; ix != nil {
+		var out, errb bytes.Buffer
+		stats, err := ix.Grep(context.Background(), search.GrepRequest{
+			Session: p.h.ID, Patterns: []string{pattern}, Match: search.MatchOptions{Syntax: search.Extended},
+			Mode: search.OutFilesWith, Filename: 1, Out: &out, Err: &errb, Silent: true,
 		})
-	}); err != nil {
+		if err != nil {
+			return nil, fmt.Errorf("grep %q: %w", pattern, err)
+		}
+		degraded = stats.Degraded
+		for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+			if l != "" {
+				files = append(files, l)
+			}
+		}
+	} else if files, err = p.Ls(""); err != nil {
 		return nil, err
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].path < files[j].path })
+	var hits []Hit
 	for _, f := range files {
-		data, err := p.s.st.ReadAll(f.n)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f.path, err)
+		var data []byte
+		err := p.s.st.View(func(t *mvcc.ReadTx) error {
+			n, err := t.Walk(p.h.ID, f, mvcc.Latest)
+			if err != nil || !n.IsRegular() {
+				return err
+			}
+			data, err = t.Content(n)
+			return err
+		})
+		if errors.Is(err, mvcc.ErrNotFound) {
+			continue // removed since
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
 		}
 		if IsBinary(data) {
 			continue
 		}
-		line := 0
-		for len(data) > 0 {
-			line++
-			end := bytes.IndexByte(data, '\n')
-			var l []byte
-			if end < 0 {
-				l, data = data, nil
-			} else {
-				l, data = data[:end], data[end+1:]
-			}
-			if re.Match(l) {
-				hits = append(hits, Hit{Path: f.path, Line: line, Text: string(l), Score: 1, Degraded: true})
-				if k > 0 && len(hits) >= k {
-					return hits, nil
-				}
+		res, err := m.Grep(data, search.ModeLines)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", f, err)
+		}
+		if res.Binary {
+			continue
+		}
+		for _, l := range res.Lines {
+			hits = append(hits, Hit{Path: f, Line: l.Num, Text: string(l.Text), Score: 1, Degraded: degraded})
+			if k > 0 && len(hits) >= k {
+				return hits, nil
 			}
 		}
+	}
+	return hits, nil
+}
+
+// Search returns up to k files (k <= 0: 10) ranked by BM25 relevance to the
+// words of query, each with its best line and a snippet: the seed's
+// "hybrid recall" grep. It needs the search index (Open provides it).
+func (p *Session) Search(query string, k int) ([]Hit, error) {
+	if p.s.ix == nil {
+		return nil, errors.New("search: this store was opened without an index")
+	}
+	res, err := p.s.ix.Search(p.h.ID, query, k)
+	if err != nil {
+		return nil, err
+	}
+	hits := make([]Hit, len(res))
+	for i, r := range res {
+		hits[i] = Hit{Path: r.Path, Line: r.Line, Text: r.Snippet, Score: r.Score, Degraded: r.Degraded}
 	}
 	return hits, nil
 }
@@ -107,21 +140,6 @@ func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
 // first 8000 bytes (git's rule; GNU diff and grep look for NUL too).
 func IsBinary(b []byte) bool {
 	return bytes.IndexByte(b[:min(len(b), 8000)], 0) >= 0
-}
-
-// Index is what hard forget and redaction need from a search index kept
-// beside the store, so that no copy of purged or redacted content survives
-// there. The search package implements it; Store.Index may be nil (no
-// index).
-type Index interface {
-	// DeleteSession removes every entry of a session.
-	DeleteSession(sid mvcc.SessionID) error
-	// ReindexSession rebuilds a session's entries from the store (after a
-	// redaction rewrote content in place, with unchanged HLCs).
-	ReindexSession(sid mvcc.SessionID) error
-	// Compact rewrites the index's files so that no deleted entry's bytes
-	// remain on disk.
-	Compact() error
 }
 
 // PlanPurge returns the receipt of an irreversible purge of session id:
@@ -149,12 +167,11 @@ func (s *Store) Purge(id, token string, progress mvcc.Progress) (*mvcc.PurgeRece
 	if err != nil {
 		return r, err
 	}
-	if s.Index != nil {
-		if err := s.Index.DeleteSession(sid); err != nil {
+	if s.ix != nil {
+		// The session's index is one directory: removing it removes
+		// every byte of it.
+		if err := s.ix.DropSession(sid); err != nil {
 			return r, fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
-		}
-		if err := s.Index.Compact(); err != nil {
-			return r, fmt.Errorf("session %s purged, but compacting the search index failed: %w", sid, err)
 		}
 	}
 	return r, nil
@@ -175,12 +192,11 @@ func (p *Session) Redact(needle, repl, token string, progress mvcc.Progress) (*m
 	if err != nil {
 		return r, err
 	}
-	if idx := p.s.Index; idx != nil {
-		if err := idx.ReindexSession(p.h.ID); err != nil {
+	if ix := p.s.ix; ix != nil && r.Versions > 0 {
+		// Rebuild drops the session's index directory (old segments and
+		// all) and builds it again from the redacted content.
+		if err := ix.Rebuild(p.h.ID, nil); err != nil {
 			return r, fmt.Errorf("session %s redacted in the store, but re-indexing it failed: %w", p.h.ID, err)
-		}
-		if err := idx.Compact(); err != nil {
-			return r, fmt.Errorf("session %s redacted, but compacting the search index failed: %w", p.h.ID, err)
 		}
 	}
 	return r, nil

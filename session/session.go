@@ -32,6 +32,7 @@ import (
 	"strings"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search"
 	"github.com/padfs/padfs/timetravel"
 )
 
@@ -51,38 +52,47 @@ var (
 // Store is an open padfs data directory.
 type Store struct {
 	st  *mvcc.Store
+	ix  *search.Index // nil: no index
 	own bool
 	uid uint32
 	gid uint32
-	// Index, if set, keeps a search index in step with hard forgets and
-	// redactions (see Index).
-	Index Index
 }
 
 // Open opens (creating if needed) the store in dataDir, the directory a
-// mount uses (padfs mount --data DIR). Close it when done.
+// mount uses (padfs mount --data DIR), and its search index, which follows
+// the store in the background as in a mount. Close it when done.
 func Open(dataDir string) (*Store, error) {
 	st, err := mvcc.OpenDir(dataDir)
 	if err != nil {
 		return nil, err
 	}
-	s := Wrap(st)
+	ix, err := search.OpenWith(dataDir, st, search.Options{Background: true})
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	s := Wrap(st, ix)
 	s.own = true
 	return s, nil
 }
 
-// Wrap returns the API over an already open store (e.g. the one a mount
-// serves, in the mount's process). Close does not close st.
-func Wrap(st *mvcc.Store) *Store {
-	return &Store{st: st, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+// Wrap returns the API over an already open store and its index (nil:
+// none; Grep then reads every file, Search fails), e.g. the ones a mount
+// serves, in the mount's process. Close closes neither.
+func Wrap(st *mvcc.Store, ix *search.Index) *Store {
+	return &Store{st: st, ix: ix, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 }
 
-// Close closes the store if Open opened it.
+// Close closes the index and the store if Open opened them.
 func (s *Store) Close() error {
 	if !s.own {
 		return nil
 	}
-	return s.st.Close()
+	var err error
+	if s.ix != nil {
+		err = s.ix.Close()
+	}
+	return errors.Join(err, s.st.Close())
 }
 
 // MVCC returns the underlying versioned store.

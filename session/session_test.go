@@ -3,6 +3,8 @@ package session
 import (
 	"bytes"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -173,5 +175,87 @@ new file mode 100644
 `
 	if b.String() != want {
 		t.Fatalf("unified:\n%s\nwant:\n%s", b.String(), want)
+	}
+}
+
+// rawHits lists the files below dir whose raw bytes contain marker.
+func rawHits(t *testing.T, dir, marker string) []string {
+	t.Helper()
+	var hits []string
+	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(marker)) {
+				hits = append(hits, p)
+			}
+		}
+		return nil
+	})
+	return hits
+}
+
+// The index is part of the data directory: purge and redaction leave no
+// byte there either.
+func TestPurgeAndRedactReachTheIndex(t *testing.T) {
+	dir := t.TempDir()
+	st, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	const marker, needle = "padfsapimarkerqzx", "padfsapineedlewvy"
+	gone, _ := st.Create("gone")
+	gone.Write("a.txt", "alpha "+marker+"\n")
+	red, _ := st.Create("red")
+	red.Write("b.txt", "beta "+needle+"\n")
+	red.Write("c.txt", "unrelated\n")
+	for _, p := range []*Session{gone, red} {
+		if err := st.ix.CatchUp(p.SID()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The index holds the words in compressed form (not findable as raw
+	// bytes), so its part is checked through its directory and its terms.
+	for _, m := range []string{marker, needle} {
+		if len(rawHits(t, dir, m)) == 0 {
+			t.Fatalf("%s is not on disk: the test would prove nothing", m)
+		}
+	}
+	goneIndex := filepath.Join(dir, "index", gone.ID())
+	if _, err := os.Stat(goneIndex); err != nil {
+		t.Fatalf("no index for the session: %v", err)
+	}
+	if hits, _ := red.Search(needle, 5); len(hits) != 1 {
+		t.Fatalf("Search(needle) before: %+v", hits)
+	}
+	if hits, err := red.Search("beta", 5); err != nil || len(hits) != 1 || hits[0].Path != "b.txt" {
+		t.Fatalf("Search: %+v %v", hits, err)
+	}
+	r, err := st.PlanPurge(gone.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Purge(gone.ID(), r.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := red.PlanRedact(needle, "[gone]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := red.Redact(needle, "[gone]", rr.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []string{marker, needle} {
+		if hits := rawHits(t, dir, m); len(hits) > 0 {
+			t.Fatalf("%s still in %v", m, hits)
+		}
+	}
+	if hits, _ := red.Grep(`\[gone\]`, 0); len(hits) != 1 || hits[0].Text != "beta [gone]" {
+		t.Fatalf("Grep after redaction: %+v", hits)
+	}
+	if _, err := os.Stat(goneIndex); !os.IsNotExist(err) {
+		t.Fatalf("index of the purged session: %v", err)
+	}
+	if hits, err := red.Search(needle, 5); err != nil || len(hits) != 0 {
+		t.Fatalf("the index still knows the needle: %+v %v", hits, err)
 	}
 }

@@ -157,10 +157,19 @@ func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
 	return err
 }
 
-// purgeIndex removes the session from the search index and compacts it.
-// TODO(search): call the index's delete-by-session and compaction once the
-// search package exposes them (none yet: nothing to purge there).
-func purgeIndex(a *App, sid mvcc.SessionID) error { return nil }
+// purgeIndex removes the session's search index: one directory per session
+// (DATA/index/<id>/), so removing it leaves no byte of it behind.
+func purgeIndex(a *App, sid mvcc.SessionID) error {
+	ix, release, err := a.Index()
+	if err != nil {
+		return fmt.Errorf("session %s purged from the store; open the search index to purge it there: %w", sid, err)
+	}
+	defer release()
+	if err := ix.DropSession(sid); err != nil {
+		return fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
+	}
+	return nil
+}
 
 func writeJSON(w io.Writer, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")

@@ -89,8 +89,10 @@ stays out of shell history and process listings.`,
 				if err != nil {
 					return err
 				}
-				if err := reindexSession(a, sid); err != nil {
-					return err
+				if r.Versions > 0 {
+					if err := reindexSession(a, sid); err != nil {
+						return err
+					}
 				}
 				if asJSON {
 					return writeJSON(a.Out, map[string]any{"redacted": r})
@@ -148,8 +150,17 @@ token: %s
 	return err
 }
 
-// reindexSession rebuilds the session's search index entries after a
-// redaction and compacts the index.
-// TODO(search): call the index's re-index of one session and its compaction
-// once the search package exposes them (none yet: nothing to rewrite there).
-func reindexSession(a *App, sid mvcc.SessionID) error { return nil }
+// reindexSession rebuilds the session's search index after a redaction:
+// Rebuild removes its directory (every old segment) and indexes the
+// redacted content afresh.
+func reindexSession(a *App, sid mvcc.SessionID) error {
+	ix, release, err := a.Index()
+	if err != nil {
+		return fmt.Errorf("session %s redacted in the store; open the search index to rebuild it: %w", sid, err)
+	}
+	defer release()
+	if err := ix.Rebuild(sid, nil); err != nil {
+		return fmt.Errorf("session %s redacted in the store, but rebuilding its search index failed: %w", sid, err)
+	}
+	return nil
+}
