@@ -69,6 +69,7 @@ func runMount(cmd *cobra.Command, args []string) error {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(cmd.ErrOrStderr(), &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log) // the fs and mvcc layers log through slog's default
 
 	mnt, err := checkMountpoint(args[0])
 	if err != nil {

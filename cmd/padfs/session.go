@@ -20,7 +20,7 @@ func init() {
 func newSessionCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "session",
-		Short: "Create and list sessions",
+		Short: "Create, list, fork and forget sessions",
 		Long: `A session is one versioned tree (one agent's scratchpad). Mount it with
 padfs mount --session ID; mounting it again later resumes it.`,
 	}
