@@ -17,7 +17,7 @@ import (
 
 // Agent workloads, side by side on a padfs mount and on a plain directory of
 // the same disk (t.TempDir()), driven by real tools through bash -c from the
-// benchmark goroutine. Run them all (about 1-2 minutes on 2 cores):
+// benchmark goroutine. Run them all (about 1.5 minutes on 2 cores):
 //
 //	go test -run '^$' -bench BenchmarkAgent -benchtime 1x ./fs/
 //
@@ -46,9 +46,12 @@ import (
 // the plain side reads the page cache of what it just wrote, and the padfs
 // side reads the kernel's FUSE page cache where FOPEN_KEEP_CACHE allows it,
 // otherwise the store's bbolt/WAL files through the page cache. The numbers
-// measure padfs's CPU and FUSE round trips, not the disk. The plain side's
-// writeback to disk may overlap the next measurement; alternating the order
-// per iteration evens that out when -benchtime is more than 1x.
+// measure padfs's CPU and FUSE round trips more than the disk. Before each
+// timed script the benchmark waits for padfs's background WAL fold and runs
+// sync(1) (untimed, see settle), so one side's writeback does not land in
+// the other's time; alternating the order per iteration evens out the rest
+// when -benchtime is more than 1x. Other processes on the machine still
+// add noise: use -count and benchstat, and compare ratios.
 
 // benchSrcDirs is the slice of $(go env GOROOT)/src that untar, git and grep
 // work on: about 4,600 files, 26 MB.
@@ -232,9 +235,10 @@ type pairTimes struct {
 	out          map[string]string
 }
 
-// add times one bash -c script in dir.
+// add times one bash -c script in dir, after settle.
 func (p *pairTimes) add(b *testing.B, side, dir, script string) {
 	b.Helper()
+	settle(b)
 	stop := profilePadfs(b, side)
 	t0 := time.Now()
 	out, err := shErr(dir, script)
@@ -323,6 +327,19 @@ func (p *pairTimes) throughput(b *testing.B, perOp float64, unit string) {
 	n := perOp * float64(b.N)
 	b.ReportMetric(n/p.padfs.Seconds(), "padfs-"+unit)
 	b.ReportMetric(n/p.plain.Seconds(), "plain-"+unit)
+}
+
+// settle lets the previous side's deferred work finish before the next
+// timed script: padfs folds its WAL into bbolt (with fsync) about once a
+// second, and sync(1) writes back the dirty pages of both sides, so neither
+// side pays for the other's writeback or journal commits. It does not drop
+// caches.
+func settle(b *testing.B) {
+	b.Helper()
+	time.Sleep(1100 * time.Millisecond)
+	if out, err := exec.Command("sync").CombinedOutput(); err != nil {
+		b.Fatalf("sync: %v\n%s", err, out)
+	}
 }
 
 // benchSh runs an untimed setup script.
