@@ -327,6 +327,17 @@ func isMounted(dir string) bool {
 	return false
 }
 
+// waitFor polls cond until it holds; a generous safety net fails the test
+// rather than hanging the suite (no timing is asserted).
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(time.Minute); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("gave up waiting for %s", what)
+		}
+	}
+}
+
 // newSession creates a session in data (no mount running) and returns its id.
 func newSession(t *testing.T, data string, name ...string) string {
 	t.Helper()

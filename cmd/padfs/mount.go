@@ -197,8 +197,8 @@ wait:
 				if err := m.Flush(); err != nil {
 					log.Error("flush before unmount", "err", err)
 				}
-				if err := m.Unmount(); err != nil {
-					log.Warn("mountpoint busy: close the files open there and cd out of it; signal again to detach lazily (umount -l)",
+				if err := unmount(m, mnt); err != nil {
+					log.Warn("cannot unmount yet: close the files open there and cd out of it, or signal again to detach lazily (umount -l)",
 						"mountpoint", mnt, "err", err)
 				}
 			case 2:
@@ -224,6 +224,22 @@ wait:
 	}
 	log.Info("unmounted", "mountpoint", mnt)
 	return errors.Join(ferr, cerr)
+}
+
+// unmount unmounts m. As root it calls umount(2) itself first, so that a
+// busy mountpoint is reported as EBUSY (go-fuse would fall back to
+// fusermount and report that instead); the mount's Wait then returns.
+func unmount(m interface{ Unmount() error }, mnt string) error {
+	if os.Geteuid() == 0 {
+		err := syscall.Unmount(mnt, 0)
+		if err == nil || errors.Is(err, syscall.EBUSY) {
+			if err != nil {
+				return fmt.Errorf("unmount %s: %w", mnt, err)
+			}
+			return nil
+		}
+	}
+	return m.Unmount()
 }
 
 // checkMountpoint returns the absolute mountpoint, or a one-line reason it
