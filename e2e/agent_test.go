@@ -120,7 +120,7 @@ func TestScriptedAgentSession(t *testing.T) {
 	data, mnt := dirs(t)
 	snaps := t.TempDir()
 	sid := newSession(t, data, "agent")
-	m := startMount(t, data, mnt, "--session", sid)
+	m := startMount(t, data, mnt, "--session", "agent") // by name
 	if !strings.Contains(m.banner, sid) || !strings.Contains(m.banner, mnt) {
 		t.Errorf("banner %q does not name the session and mountpoint", m.banner)
 	}

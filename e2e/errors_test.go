@@ -56,6 +56,18 @@ func TestMountRefusals(t *testing.T) {
 	wantOneLineFailure(t, "unknown session", failMount(t, data, mnt, "--session", unknown), mnt, unknown, "unknown session")
 	wantOneLineFailure(t, "malformed session", failMount(t, data, mnt, "--session", "not-a-ulid"), mnt, "not-a-ulid")
 
+	// A forgotten session is hidden from session ls (unless --all) and
+	// cannot be mounted.
+	gone := newSession(t, data, "gone")
+	mustPadfs(t, data, "session", "forget", gone)
+	if _, ok := sessionsJSON(t, data)[gone]; ok {
+		t.Errorf("session ls lists the forgotten session %s", gone)
+	}
+	if _, ok := sessionsJSON(t, data, "--all")[gone]; !ok {
+		t.Errorf("session ls --all does not list the forgotten session %s", gone)
+	}
+	wantOneLineFailure(t, "forgotten session", failMount(t, data, mnt, "--session", gone), mnt, gone, "forgotten")
+
 	// A running mount locks its data directory and occupies its mountpoint.
 	startMount(t, data, mnt, "--session", sid)
 	other := filepath.Join(base, "other")

@@ -47,11 +47,11 @@ commands on the same data directory reach this process. Logs go to stderr.
 SIGINT or SIGTERM commits dirty buffers and unmounts; if the mountpoint is
 busy, a second signal detaches it lazily (umount -l) and a third one exits at
 once (committed data is safe; the dead mount then needs umount -l).`,
-		Example: "  padfs mount --session $(padfs session new) ~/pad\n  padfs mount --data /srv/pads --allow-other /mnt/pads",
+		Example: "  padfs mount --session $(padfs session new) ~/pad\n  padfs mount --session refactor ~/pad\n  padfs mount --data /srv/pads --allow-other /mnt/pads",
 		Args:    cobra.ExactArgs(1),
 		RunE:    runMount,
 	}
-	c.Flags().String("session", "", "mount this session's tree at the root (default: all sessions as directories)")
+	c.Flags().String("session", "", "mount this session (id or name) at the root (default: all sessions as directories)")
 	c.Flags().Bool("allow-other", false, "let other users in (file modes and ownership are enforced by the kernel)")
 	c.Flags().Bool("debug", false, "debug logging (and go-fuse's request trace)")
 	return c
@@ -78,14 +78,6 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if _, err := os.Stat("/dev/fuse"); err != nil {
 		return fmt.Errorf("cannot mount %s: no /dev/fuse (load the fuse kernel module, or give the container --device /dev/fuse)", mnt)
 	}
-	var sid *mvcc.SessionID
-	if sessionFlag != "" {
-		id, err := mvcc.ParseSessionID(sessionFlag)
-		if err != nil {
-			return fmt.Errorf("--session: %w", err)
-		}
-		sid = &id
-	}
 	dir, err := dataDir(cmd)
 	if err != nil {
 		return err
@@ -106,18 +98,24 @@ func runMount(cmd *cobra.Command, args []string) error {
 		}
 	}
 	what := "all sessions"
-	if sid != nil {
-		if _, err := st.LiveHeader(*sid); err != nil {
+	var sid *mvcc.SessionID
+	if sessionFlag != "" {
+		id, err := sessionByIDOrName(st, sessionFlag)
+		if err == nil {
+			_, err = st.LiveHeader(id)
+		}
+		if err != nil {
 			closeStore()
 			switch {
 			case errors.Is(err, mvcc.ErrForgotten):
 				return fmt.Errorf("cannot mount: %w", err)
 			case errors.Is(err, mvcc.ErrNoSession):
-				return fmt.Errorf("cannot mount: unknown session %s in %s (padfs session ls lists them)", sid, dir)
+				return fmt.Errorf("cannot mount: unknown session %q in %s (padfs session ls lists them)", sessionFlag, dir)
 			default:
-				return fmt.Errorf("cannot mount session %s: %w", sid, err)
+				return fmt.Errorf("cannot mount session %s: %w", sessionFlag, err)
 			}
 		}
+		sid = &id
 		what = "session " + sid.String()
 	}
 
