@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -98,6 +99,27 @@ cat .asof/$t/a.txt
 `)
 	if out != "written, not closed\nhello" {
 		t.Errorf(".asof/$(padfs now) from inside the mount: %q", out)
+	}
+
+	// Inside the mount, commands find its data directory without --data or
+	// $PADFS_DATA, and the session from the working directory.
+	home := t.TempDir()
+	inside := exec.Command("bash", "-c", `set -euo pipefail
+padfs now >/dev/null
+padfs session ls | grep -q made-by-mkdir
+padfs log | grep -q 'write *a.txt\|a.txt'`)
+	inside.Dir = filepath.Join(mnt, first)
+	for _, kv := range env(data) {
+		if !strings.HasPrefix(kv, "PADFS_DATA=") && !strings.HasPrefix(kv, "HOME=") {
+			inside.Env = append(inside.Env, kv)
+		}
+	}
+	inside.Env = append(inside.Env, "HOME="+home)
+	if r := runCmd(t, inside); r.code != 0 {
+		t.Errorf("commands inside the mount without --data: exit %d\n%s%s", r.code, r.out, r.errout)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".local")); !os.IsNotExist(err) {
+		t.Errorf("a command inside the mount used the default data directory under $HOME (%v)", err)
 	}
 
 	// Errors come back as one line with the remote exit code.

@@ -95,6 +95,18 @@ func dataDir(cmd *cobra.Command) (string, error) {
 	return filepath.Join(home, ".local", "share", "padfs"), nil
 }
 
+// commandDataDir is dataDir for commands that reach a store: without
+// --data or $PADFS_DATA, a command run inside a padfs mount uses that
+// mount's data directory (see registry.go), else the default.
+func commandDataDir(cmd *cobra.Command, cwd string) (string, error) {
+	if d, _ := cmd.Flags().GetString("data"); d == "" && os.Getenv("PADFS_DATA") == "" && cwd != "" {
+		if d, ok := mountDataDir(cwd); ok {
+			return d, nil
+		}
+	}
+	return dataDir(cmd)
+}
+
 // ctxKey keys the values execute and the control socket's server put in
 // a command's context.
 type ctxKey int
@@ -117,7 +129,9 @@ type forwarded struct{ code int }
 
 func (f forwarded) Error() string { return fmt.Sprintf("exit status %d (forwarded)", f.code) }
 
-// withApp runs fn against the store of the command's data directory:
+// withApp runs fn against the store of the command's data directory
+// (commandDataDir: --data, $PADFS_DATA, the mount the caller is in, the
+// default):
 //   - inside a mount's process (a forwarded command): against the live store;
 //   - when a mount serves the data directory: it forwards the whole command
 //     line (with the working directory, and stdin on demand) over the
@@ -136,7 +150,8 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 		a.In, a.Out, a.Err = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		return fn(&a)
 	}
-	dir, err := dataDir(cmd)
+	cwd, _ := os.Getwd()
+	dir, err := commandDataDir(cmd, cwd)
 	if err != nil {
 		return err
 	}
@@ -144,7 +159,6 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 	if !ok {
 		argv = os.Args[1:]
 	}
-	cwd, _ := os.Getwd()
 	if code, ok, err := forward(ctx, dir, argv, cwd, cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()); ok {
 		if err != nil {
 			return err

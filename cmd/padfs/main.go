@@ -50,7 +50,7 @@ the mount's control socket (DATA/padfs.sock); otherwise they open the store.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().String("data", "", "data directory (default $PADFS_DATA, else $XDG_DATA_HOME/padfs or ~/.local/share/padfs)")
+	root.PersistentFlags().String("data", "", "data directory (default $PADFS_DATA; inside a padfs mount, its data directory; else $XDG_DATA_HOME/padfs or ~/.local/share/padfs)")
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd())
 	}

@@ -172,6 +172,12 @@ func runMount(cmd *cobra.Command, args []string) error {
 		return err
 	}
 
+	unregister, err := registerMount(mnt, dir)
+	if err != nil {
+		log.Warn("commands run inside the mount will need --data", "err", err)
+	}
+	defer unregister()
+
 	sigc := make(chan os.Signal, 3)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
