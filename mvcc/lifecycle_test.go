@@ -328,7 +328,7 @@ func TestForkCopiesMetadataSharesChunksKeepsLinks(t *testing.T) {
 	if string(fs.Xattrs["user.tag"]) != "blue" {
 		t.Fatalf("xattrs %v", fs.Xattrs)
 	}
-	if p, err := e.st.View2Path(f.ID, fs.Ino); err != nil || (p != "dir/small.txt" && p != "hard.txt") {
+	if p, err := lcPath(e.st, f.ID, fs.Ino); err != nil || (p != "dir/small.txt" && p != "hard.txt") {
 		t.Fatalf("path of forked inode: %q %v", p, err)
 	}
 	// Edits on each side stay on that side.
@@ -361,8 +361,8 @@ func TestForkCopiesMetadataSharesChunksKeepsLinks(t *testing.T) {
 	}
 }
 
-// View2Path is the path of ino in the latest tree (test helper).
-func (s *Store) View2Path(sid SessionID, ino Ino) (string, error) {
+// lcPath is the path of ino in the latest tree.
+func lcPath(s *Store, sid SessionID, ino Ino) (string, error) {
 	var p string
 	err := s.View(func(t *ReadTx) error {
 		var err error

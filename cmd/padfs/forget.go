@@ -117,7 +117,7 @@ func purgeReceipt(a *App, sid mvcc.SessionID, asJSON bool) error {
 		name = fmt.Sprintf(" (%s)", r.Name)
 	}
 	_, err = fmt.Fprintf(a.Out, `Hard forget of session %s%s would purge, irreversibly:
-  files:    %d (and %d directories)
+  files:    %d (and %d directories, root included)
   versions: %d
   bytes:    %d
   chunks:   %d (%d more stay: other sessions share them)
