@@ -438,6 +438,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 	e.write(sid, "notes.txt", []byte("v2 without it\n"))
 	e.write(sid, "deep/big.txt", bigText(2, 900<<10, chunked, 100, 300<<10, 800<<10))
 	e.write(sid, "shared.bin", bigText(9, 300<<10, "", 0))
+	e.write(sid, "dir-"+inline+"/name-"+inline, []byte("x")) // names are purged too
 	if _, err := e.st.CreateCheckpoint(sid, "cp-"+inline); err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +450,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Files != 3 || r.Chunks == 0 || r.SharedChunks == 0 || r.Versions < 6 || r.Bytes < 900<<10 {
+	if r.Files != 4 || r.Chunks == 0 || r.SharedChunks == 0 || r.Versions < 6 || r.Bytes < 900<<10 {
 		t.Fatalf("receipt %+v", r)
 	}
 	// Wrong token: refused, nothing changed.
