@@ -20,6 +20,8 @@ type Store struct {
 
 	mu       sync.Mutex
 	watchers []func(SessionID, Event)
+
+	paths pathCache
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version

@@ -54,16 +54,35 @@ func (t *WriteTx) touchDir(d *Inode, nlinkDelta int) error {
 	return t.PutInode(d)
 }
 
-// pathOf names ino's entry name in parent for the event log.
+// pathOf names the entry name in directory parent for the event log.
 func (t *WriteTx) pathOf(parent Ino, name string) string {
-	p, err := t.Path(t.sid, parent, Latest)
-	if err != nil {
-		return name
-	}
-	if p == "." {
+	p := t.dirPath(parent)
+	if p == "." || p == "" {
 		return name
 	}
 	return p + "/" + name
+}
+
+// dirPath returns the path of directory dir from the store's cache of
+// directory paths, or walks the parent chain (one inode read per level)
+// and stages the answer for the cache. Staged paths reach the cache only
+// when the commit's function succeeds (see Update); a commit that moves or
+// removes a directory drops the session's cache instead.
+func (t *WriteTx) dirPath(dir Ino) string {
+	if p, ok := t.s.paths.get(t.sid, dir); ok && !t.treeChanged {
+		return p
+	}
+	p, err := t.Path(t.sid, dir, Latest)
+	if err != nil {
+		return ""
+	}
+	if !t.treeChanged {
+		if t.staged == nil {
+			t.staged = map[Ino]string{}
+		}
+		t.staged[dir] = p
+	}
+	return p
 }
 
 // Create makes a new inode (file, directory, symlink, fifo, ...) named name
@@ -183,6 +202,7 @@ func (s *Store) Remove(sid SessionID, parent Ino, name string, dir bool) error {
 				return err
 			}
 			op, delta, n.Nlink = "rmdir", -1, 0
+			t.treeChanged = true
 		} else {
 			if n.IsDir() {
 				return fmt.Errorf("%w: %q", ErrIsDir, name)
@@ -278,6 +298,9 @@ func (s *Store) Rename(sid SessionID, oldParent Ino, oldName string, newParent I
 		case dst != nil && dst.Ino == src.Ino:
 			t.SetEvent(Event{Op: "rename", Path: from, Path2: to, Ino: src.Ino})
 			return nil // same inode: POSIX says do nothing
+		}
+		if src.IsDir() || dst != nil && dst.IsDir() {
+			t.treeChanged = true // directory paths change
 		}
 		if src.IsDir() {
 			if err := t.checkNotAncestor(src.Ino, newParent); err != nil {

@@ -280,3 +280,26 @@ func TestCorruptRecordIsReportedNotDecoded(t *testing.T) {
 		t.Fatalf("read of a corrupt inode: %v", err)
 	}
 }
+
+func TestEventPathsFollowDirectoryRenames(t *testing.T) {
+	st, sid, root := openTest(t)
+	a, _ := st.Create(sid, root, "a", Attr{Mode: sIFDIR | 0o755}, "")
+	b, _ := st.Create(sid, a.Ino, "b", Attr{Mode: sIFDIR | 0o755}, "")
+	writeFile(t, st, sid, b.Ino, "f", []byte("1")) // caches the path of a/b
+	if err := st.Rename(sid, root, "a", root, "z", 0); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, st, sid, b.Ino, "f", []byte("2"))
+	if err := st.Remove(sid, b.Ino, "f", false); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	st.View(func(tx *ReadTx) error {
+		return tx.Events(sid, 0, func(ev Event) bool { paths = append(paths, ev.Op+" "+ev.Path+" "+ev.Path2); return true })
+	})
+	want := []string{"session.create . ", "mkdir a ", "mkdir a/b ", "create a/b/f ", "write a/b/f ",
+		"rename a z", "write z/b/f ", "unlink z/b/f "}
+	if fmt.Sprint(paths) != fmt.Sprint(want) {
+		t.Fatalf("event paths:\n got %q\nwant %q", paths, want)
+	}
+}

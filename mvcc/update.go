@@ -15,6 +15,9 @@ type WriteTx struct {
 	sid SessionID
 	hlc HLC
 	ev  Event
+
+	staged      map[Ino]string // directory paths learned by this commit
+	treeChanged bool           // a directory moved or went away
 }
 
 // HLC is the stamp of this commit.
@@ -47,6 +50,13 @@ func (s *Store) Update(sid SessionID, fn func(*WriteTx) error) (HLC, error) {
 		}
 		if t.ev.Op == "" {
 			return fmt.Errorf("mvcc: commit without an event")
+		}
+		// Still inside the serialized write: no other commit sees the
+		// cache between this update and our commit.
+		if t.treeChanged {
+			s.paths.drop(sid)
+		} else {
+			s.paths.add(sid, t.staged)
 		}
 		var err error
 		ev, err = t.appendEventLocked()
