@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/session"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -165,7 +166,7 @@ func purgeIndex(a *App, sid mvcc.SessionID) error {
 		return fmt.Errorf("session %s purged from the store; open the search index to purge it there: %w", sid, err)
 	}
 	defer release()
-	if err := ix.DropSession(sid); err != nil {
+	if err := session.RetryIndex(func() error { return ix.DropSession(sid) }); err != nil {
 		return fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
 	}
 	return nil
