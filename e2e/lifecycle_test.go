@@ -160,6 +160,18 @@ func TestSoftForgetThenAsOfRead(t *testing.T) {
 	if _, err := tryMount(t, data, mnt2, "--session", sid); err == nil || !strings.Contains(err.Error(), "forgotten") {
 		t.Fatalf("mount of a forgotten session: %v", err)
 	}
+	// ... unless read-only as of a time before the forget.
+	ro := startMount(t, data, mnt2, "--session", sid, "--asof", before)
+	if got := sh(t, data, mnt2, "cat f.txt"); got != "first\n" {
+		t.Fatalf("read-only as-of mount shows %q", got)
+	}
+	if r := shResult(t, data, mnt2, "echo x > g.txt"); r.code == 0 || !strings.Contains(r.errout, "Read-only file system") {
+		t.Fatalf("write into a read-only as-of mount: %+v", r)
+	}
+	ro.stop()
+	if _, err := tryMount(t, data, mnt2, "--session", sid, "--asof", "not-a-time"); err == nil || !strings.Contains(err.Error(), "not-a-time") {
+		t.Fatalf("mount --asof with a malformed time: %v", err)
+	}
 	if r := padfs(t, data, "session", "ls", "--all"); !strings.Contains(r.out, sid) {
 		t.Fatalf("session ls --all does not show it: %s", r.out)
 	}

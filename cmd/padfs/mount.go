@@ -14,6 +14,7 @@ import (
 	"github.com/padfs/padfs/fs"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/mvcc/kv"
+	"github.com/padfs/padfs/timetravel"
 	"github.com/spf13/cobra"
 )
 
@@ -34,7 +35,7 @@ func addMountHook(h mountHook) { mountHooks = append(mountHooks, h) }
 
 func newMountCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "mount [--data DIR] [--session ID] [--allow-other] [--debug] MOUNTPOINT",
+		Use:   "mount [--data DIR] [--session ID [--asof T]] [--allow-other] [--debug] MOUNTPOINT",
 		Short: "Mount a session (or all sessions) in the foreground until SIGINT/SIGTERM",
 		Long: `Mount the store of the data directory at MOUNTPOINT and serve it in the
 foreground. With --session, the mount root is that session's tree; without it,
@@ -54,6 +55,7 @@ once (committed data is safe; the dead mount then needs umount -l).`,
 	c.Flags().String("session", "", "mount this session (id or name) at the root (default: all sessions as directories)")
 	c.Flags().Bool("allow-other", false, "let other users in (file modes and ownership are enforced by the kernel)")
 	c.Flags().Bool("debug", false, "debug logging (and go-fuse's request trace)")
+	c.Flags().String("asof", "", "with --session: mount that session read-only as of an HLC, RFC 3339 time or checkpoint (works for forgotten sessions too)")
 	return c
 }
 
@@ -62,6 +64,10 @@ func runMount(cmd *cobra.Command, args []string) error {
 		return errors.New("mount cannot run through the control socket of another mount")
 	}
 	sessionFlag, _ := cmd.Flags().GetString("session")
+	asofFlag, _ := cmd.Flags().GetString("asof")
+	if asofFlag != "" && sessionFlag == "" {
+		return errors.New("--asof needs --session")
+	}
 	allowOther, _ := cmd.Flags().GetBool("allow-other")
 	debug, _ := cmd.Flags().GetBool("debug")
 	level := slog.LevelInfo
@@ -99,10 +105,17 @@ func runMount(cmd *cobra.Command, args []string) error {
 	}
 	what := "all sessions"
 	var sid *mvcc.SessionID
+	var asof *mvcc.HLC
 	if sessionFlag != "" {
 		id, err := sessionByIDOrName(st, sessionFlag)
-		if err == nil {
+		if err == nil && asofFlag == "" {
 			_, err = st.LiveHeader(id)
+		} else if err == nil {
+			var at mvcc.HLC
+			if at, err = timetravel.Resolve(st, id, asofFlag); err == nil {
+				_, err = st.HeaderAt(id, at)
+				asof = &at
+			}
 		}
 		if err != nil {
 			closeStore()
@@ -117,10 +130,14 @@ func runMount(cmd *cobra.Command, args []string) error {
 		}
 		sid = &id
 		what = "session " + sid.String()
+		if asof != nil {
+			what += " read-only as of " + asof.String()
+		}
 	}
 
 	opts := fs.Options{
 		Session:    sid,
+		AsOf:       asof,
 		AllowOther: allowOther,
 		Debug:      debug,
 		Uid:        uint32(os.Getuid()),
