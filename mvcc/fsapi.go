@@ -48,55 +48,54 @@ func (s *Store) CreateUnlinked(sid SessionID, dir Ino, a Attr) (*Inode, error) {
 // such a file costs one version, not four. a.Mtime, when set, wins over
 // mtime.
 func (s *Store) WriteContentAttr(sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr) (*Inode, error) {
-	c, err := s.PutContent(r)
-	if err != nil {
-		return nil, err
-	}
 	var n *Inode
-	_, err = s.Update(sid, func(t *WriteTx) error {
-		var err error
-		if n, err = t.Latest(ino); err != nil {
-			return err
-		}
-		if !n.IsRegular() {
-			return fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
-		}
-		var attrs []string
-		if a.Mode != nil {
-			n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
-			attrs = append(attrs, "mode")
-		}
-		if a.Uid != nil {
-			n.Uid = *a.Uid
-			attrs = append(attrs, "uid")
-		}
-		if a.Gid != nil {
-			n.Gid = *a.Gid
-			attrs = append(attrs, "gid")
-		}
-		if a.Atime != nil {
-			n.Atime = *a.Atime
-			attrs = append(attrs, "atime")
-		}
-		if a.Mtime != nil {
-			mtime = *a.Mtime
-			attrs = append(attrs, "mtime")
-		}
-		c.Apply(n)
-		n.Mtime, n.Ctime, n.ContentHLC = mtime, nowNs(), t.hlc
-		if err := t.PutInode(n); err != nil {
-			return err
-		}
-		path := t.pathOf(n.Parent, n.Name)
-		if n.Nlink == 0 {
-			path = ""
-		}
-		ev := Event{Op: "write", Path: path, Ino: ino, Size: int64(n.Size), Hash: n.HashHex()}
-		if len(attrs) > 0 {
-			ev.Detail = "with " + strings.Join(attrs, ",")
-		}
-		t.SetEvent(ev)
-		return nil
+	err := s.commitContent(r, func(c *Content) error {
+		_, err := s.Update(sid, func(t *WriteTx) error {
+			var err error
+			if n, err = t.Latest(ino); err != nil {
+				return err
+			}
+			if !n.IsRegular() {
+				return fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
+			}
+			var attrs []string
+			if a.Mode != nil {
+				n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
+				attrs = append(attrs, "mode")
+			}
+			if a.Uid != nil {
+				n.Uid = *a.Uid
+				attrs = append(attrs, "uid")
+			}
+			if a.Gid != nil {
+				n.Gid = *a.Gid
+				attrs = append(attrs, "gid")
+			}
+			if a.Atime != nil {
+				n.Atime = *a.Atime
+				attrs = append(attrs, "atime")
+			}
+			if a.Mtime != nil {
+				mtime = *a.Mtime
+				attrs = append(attrs, "mtime")
+			}
+			c.Apply(n)
+			n.Mtime, n.Ctime, n.ContentHLC = mtime, nowNs(), t.hlc
+			if err := t.PutInode(n); err != nil {
+				return err
+			}
+			path := t.pathOf(n.Parent, n.Name)
+			if n.Nlink == 0 {
+				path = ""
+			}
+			ev := Event{Op: "write", Path: path, Ino: ino, Size: int64(n.Size), Hash: n.HashHex()}
+			if len(attrs) > 0 {
+				ev.Detail = "with " + strings.Join(attrs, ",")
+			}
+			t.SetEvent(ev)
+			return nil
+		})
+		return err
 	})
 	return n, err
 }

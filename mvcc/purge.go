@@ -199,6 +199,9 @@ func (s *Store) Purge(sid SessionID, token string, progress Progress) (*PurgeRec
 				return err
 			}
 		}
+		if _, err := deleteOrphanChunks(tx); err != nil {
+			return err
+		}
 		progress.report("purge", total, total)
 		return nil
 	})

@@ -489,6 +489,9 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 				}
 			}
 		}
+		if _, err := deleteOrphanChunks(t.w); err != nil {
+			return err
+		}
 		t.SetEvent(Event{Op: OpRedact, Path: ".",
 			Detail: fmt.Sprintf("%d versions of %d files rewritten (%d occurrences)", r.Versions, r.Files, r.Occurrences)})
 		return nil

@@ -115,6 +115,11 @@ func (t *WriteTx) PutInode(n *Inode) error {
 		if v, err := t.w.Get(rk); err != nil {
 			return err
 		} else if v == nil {
+			// The session did not hold this chunk yet, so nothing kept it
+			// from being deleted as an orphan since PutContent stored it.
+			if err := checkChunkLocked(t.w, h); err != nil {
+				return err
+			}
 			if err := t.w.Put(rk, []byte{}); err != nil {
 				return err
 			}
