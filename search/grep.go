@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -514,6 +515,8 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 	}()
 	defer wg.Wait()
 	defer cancel()
+	bufSize := grepBufSize
+	growth := ix.growth(req.Session, targets)
 	var buf bytes.Buffer
 	flush := func() error {
 		if buf.Len() == 0 {
@@ -545,6 +548,22 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 			continue
 		}
 		fr := r.res
+		// GNU grep's read buffer persists across files: a late NUL's
+		// verdict depends on the long lines of the files before it.
+		if t.read && fr.LateNul && bufSize != grepBufSize {
+			data, err := ix.st.ReadAll(t.n)
+			if err == nil {
+				fr, err = m.GrepBuf(data, mode, bufSize)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		if t.read {
+			bufSize = max(bufSize, fr.Grown)
+		} else if g := growth[t.path]; g > 0 {
+			bufSize = max(bufSize, g)
+		}
 		if fr.Count > 0 {
 			stats.Matched = true
 		}
@@ -597,6 +616,44 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 		}
 	}
 	return flush()
+}
+
+// growth returns, for files not read, the GNU grep buffer size their long
+// lines grow to (recorded in the index), when it can matter: some file
+// read has a NUL past the first buffer. Otherwise nil.
+func (ix *Index) growth(sid mvcc.SessionID, targets []target) map[string]int {
+	skipped := false
+	for _, t := range targets {
+		if !t.read {
+			skipped = true
+			break
+		}
+	}
+	if !skipped {
+		return nil
+	}
+	si, err := ix.session(sid, false)
+	if err != nil || si == nil {
+		return nil
+	}
+	q := query.NewWildcardQuery("*")
+	q.SetField("grow")
+	req := bleve.NewSearchRequestOptions(q, 1<<16, 0, false)
+	req.Fields = []string{"grow"}
+	req.Score = "none"
+	res, err := si.bl.Search(req)
+	if err != nil {
+		return nil
+	}
+	out := map[string]int{}
+	for _, h := range res.Hits {
+		if v, ok := h.Fields["grow"].(string); ok {
+			if n, err := strconv.Atoi(v); err == nil {
+				out[h.ID] = n
+			}
+		}
+	}
+	return out
 }
 
 // GrepOutput returns what `padfs grep -rn PATTERN` run at the root of

@@ -97,6 +97,10 @@ var grepCases = [][]string{
 func TestGrepMatchesGNUOnPlainDir(t *testing.T) {
 	st, _ := openStore(t)
 	files := corpus(t)
+	// A plain directory lists in hash order, and GNU grep's read buffer
+	// (grown by a long line) carries over from file to file: leave out
+	// the long line here (the mount test keeps it, in name order).
+	delete(files, "odd/long.txt")
 	sid := loadSession(t, st, files)
 	plain := t.TempDir()
 	writeDir(t, plain, files)

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/padfs/padfs/mvcc"
 )
@@ -179,3 +180,5 @@ func padGrep(t testing.TB, ix *Index, sid mvcc.SessionID, args []string) (string
 	}
 	return out.String(), stats.ExitCode(req.Mode == OutQuiet), stats
 }
+
+func waitABit() { time.Sleep(10 * time.Millisecond) }

@@ -52,7 +52,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-1"
+	formatVersion = "padfs-search-2"
 	// batchBytes and batchDocs bound one bleve batch.
 	batchBytes = 32 << 20
 	batchDocs  = 2000
@@ -393,6 +393,10 @@ func fileDoc(path string, n *mvcc.Inode, data []byte) *document.Document {
 	if data == nil {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 		return doc
+	}
+	if _, grown := readModel(data, grepBufSize); grown > grepBufSize {
+		// A line long enough to grow GNU grep's buffer (see run).
+		doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))
 	}
 	exact, folded := contentTrigrams(data)
 	doc.AddField(document.NewTextFieldCustom("tri", nil, nil, trigramOpts, preAnalyzed(exact)))

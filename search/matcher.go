@@ -157,6 +157,10 @@ type FileResult struct {
 	Lines  []Line // lines to print (ModeLines)
 	Count  int    // selected lines (all of them for ModeCount; for the other modes at least the printed ones)
 	Binary bool   // print "binary file matches" after Lines
+	// Grown is GNU grep's read buffer size after this file; LateNul says
+	// the result depends on the buffer size (a NUL past the first read).
+	Grown   int
+	LateNul bool
 }
 
 // Line is one line to print: its 1-based number and its bytes (without
@@ -170,47 +174,61 @@ type Line struct {
 // binary mode) are discovered one read buffer at a time.
 const grepBufSize = 96 << 10
 
-// binaryStart returns where GNU grep switches to binary mode for data: the
-// start of the first line it reads after discovering a NUL byte, or -1 for
-// a text file.
-func binaryStart(data []byte) int {
-	nul := bytes.IndexByte(data, 0)
-	if nul < 0 {
-		return -1
-	}
+// readModel simulates GNU grep's reads of data with a buffer of size
+// bytes (GNU keeps the buffer, grown by long lines, from one file to the
+// next). It returns where binary mode starts (the first line GNU reads
+// after discovering a NUL byte; -1 for a text file) and the buffer size
+// after reading the whole file.
+func readModel(data []byte, size int) (binStart, grown int) {
 	const page = 4096
-	size := grepBufSize // buffer size (grows for long lines)
+	nul := bytes.IndexByte(data, 0)
+	binStart = -1
 	start, save := 0, 0 // start of the current read; bytes carried over
-	for {
-		read := size + page - page*((save+16+page)/page)
+	for start < len(data) || start == 0 {
 		if save+page > size {
 			for size < save+page {
 				size *= 2
 			}
-			read = (size - save) / page * page
+			// GNU does not allocate past what the file still holds.
+			if rest := save + len(data) - start; rest >= save+page && rest < size {
+				size = rest
+			}
 		}
+		read := size + page - page*((save+16+page)/page)
 		if read < page {
 			read = page
 		}
-		end := start + read
-		if nul < end {
+		end := min(start+read, len(data))
+		if binStart < 0 && nul >= 0 && nul < end {
 			// Lines complete before this read were grepped as text.
-			return bytes.LastIndexByte(data[:start], '\n') + 1
+			binStart = bytes.LastIndexByte(data[:start], '\n') + 1
+		}
+		if end >= len(data) {
+			break
 		}
 		last := bytes.LastIndexByte(data[:end], '\n')
 		save = end - (last + 1)
 		start = end
 	}
+	return binStart, size
 }
 
 // Grep runs the matcher over one file's content as GNU grep would.
-func (m *Matcher) Grep(data []byte, mode Mode) (res FileResult, err error) {
+func (m *Matcher) Grep(data []byte, mode Mode) (FileResult, error) {
+	return m.GrepBuf(data, mode, grepBufSize)
+}
+
+// GrepBuf is Grep with GNU grep's read buffer at bufSize bytes (grown by
+// a long line in an earlier file of the same run).
+func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, err error) {
 	re, err := m.re(data)
 	if err != nil {
 		return res, err
 	}
 	textEnd := len(data)
-	bin := binaryStart(data)
+	bin, grown := readModel(data, bufSize)
+	res.Grown = grown
+	res.LateNul = bin > 0
 	if bin >= 0 {
 		textEnd = bin
 	}
