@@ -150,17 +150,3 @@ func (s *Store) LogJSONL(sid SessionID) ([]byte, error) {
 	})
 	return b.Bytes(), err
 }
-
-// LogStamp returns what changes whenever a session's log grows (its last
-// sequence number and HLC), so a reader of .log can tell cheaply whether
-// what it holds is current.
-func (s *Store) LogStamp(sid SessionID) (uint64, HLC, error) {
-	var seq uint64
-	var at HLC
-	err := s.View(func(t *ReadTx) error {
-		var err error
-		seq, at, err = t.LastEvent(sid)
-		return err
-	})
-	return seq, at, err
-}

@@ -8,7 +8,7 @@ import "fmt"
 // and every as-of read before the returned HLC keeps working. Forgetting a
 // forgotten session is ErrForgotten.
 func (s *Store) Forget(sid SessionID) (HLC, error) {
-	ev, err := s.commitMaint(sid, true, func(t *WriteTx) error {
+	ev, err := s.commit(sid, commitAny, func(t *WriteTx) error {
 		if gone, at, err := t.Forgotten(sid, Latest); err != nil {
 			return err
 		} else if gone {

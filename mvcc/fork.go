@@ -2,9 +2,6 @@ package mvcc
 
 import (
 	"fmt"
-	"sort"
-
-	"github.com/padfs/padfs/mvcc/kv"
 )
 
 // ForkOptions tune Fork.
@@ -38,17 +35,13 @@ func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, er
 	}
 	id := opt.ID
 	if id == (SessionID{}) {
-		id = NewSessionID()
+		var err error
+		if id, err = NewSessionID(); err != nil {
+			return nil, err
+		}
 	}
 	h := &SessionHeader{ID: id, Name: opt.Name}
-	var ev Event
-	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: id}
-		if v, err := tx.Get(headerKey(id)); err != nil {
-			return err
-		} else if v != nil {
-			return fmt.Errorf("%w: session %s already exists; a fork needs a new id", ErrExist, id)
-		}
+	_, err := s.commit(id, commitNew, func(t *WriteTx) error {
 		sh, err := t.Header(src)
 		if err != nil {
 			return err
@@ -57,7 +50,6 @@ func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, er
 		if err != nil {
 			return err
 		}
-		t.hlc = s.clock.Tick()
 		from := at
 		if from == Latest || from >= t.hlc {
 			from = last // the newest state: this commit holds the writer lock
@@ -71,16 +63,11 @@ func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, er
 			return fmt.Errorf("%w: %s was forgotten at %s; fork it as of an earlier time", ErrForgotten, src, when)
 		}
 		h.Created, h.Parent, h.ForkedAt = t.hlc, &src, from
-		if err := t.copyTree(src, sh.Root, from, h); err != nil {
-			return err
-		}
-		ev, err = t.appendEventLocked()
-		return err
+		return t.copyTree(src, sh.Root, from, h)
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.notify(id, ev)
 	return h, nil
 }
 
@@ -177,20 +164,4 @@ func (t *WriteTx) copyTree(src SessionID, srcRoot Ino, at HLC, h *SessionHeader)
 	}
 	t.SetEvent(Event{Op: OpFork, Path: ".", Path2: src.String(), Detail: at.String()})
 	return nil
-}
-
-// Children returns the sessions forked from sid, oldest first.
-func (s *Store) Children(sid SessionID) ([]SessionHeader, error) {
-	all, err := s.Sessions()
-	if err != nil {
-		return nil, err
-	}
-	var out []SessionHeader
-	for _, si := range all {
-		if si.Parent != nil && *si.Parent == sid {
-			out = append(out, si.SessionHeader)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Created < out[j].Created })
-	return out, nil
 }

@@ -8,7 +8,7 @@ import (
 )
 
 func TestVersionKeysSortNewestFirst(t *testing.T) {
-	sid := NewSessionID()
+	sid := testID()
 	chain := dentryChain(sid, 7, "main.go")
 	k1 := append(append([]byte(nil), chain...), inv(100)...)
 	k2 := append(append([]byte(nil), chain...), inv(200)...)
@@ -26,7 +26,7 @@ func TestVersionKeysSortNewestFirst(t *testing.T) {
 }
 
 func TestEntryChainsNeverInterleave(t *testing.T) {
-	sid := NewSessionID()
+	sid := testID()
 	a := append(dentryChain(sid, 1, "a"), inv(1)...)
 	aOld := append(dentryChain(sid, 1, "a"), inv(0)...)
 	ab := append(dentryChain(sid, 1, "ab"), inv(Latest)...)
@@ -47,7 +47,7 @@ func TestEntryChainsNeverInterleave(t *testing.T) {
 }
 
 func TestIntegersAreBigEndian(t *testing.T) {
-	sid := NewSessionID()
+	sid := testID()
 	if bytes.Compare(eventKey(sid, 255), eventKey(sid, 256)) >= 0 {
 		t.Fatal("event keys must sort by sequence number")
 	}
@@ -70,4 +70,12 @@ func TestRecordChecksumDetectsCorruption(t *testing.T) {
 	if err := decode(k, v, &n); err == nil || !bytes.Contains([]byte(err.Error()), k) {
 		t.Fatalf("corrupt record: err = %v; want ErrCorrupt naming the key", err)
 	}
+}
+
+func testID() SessionID {
+	id, err := NewSessionID()
+	if err != nil {
+		panic(err) // test helper: crypto/rand failed
+	}
+	return id
 }

@@ -30,41 +30,6 @@ const (
 // changed since the receipt was printed. Nothing was changed.
 var ErrToken = errors.New("confirmation token does not match (wrong, or stale: the session changed since the receipt)")
 
-// commitMaint runs fn as one commit to session sid, like Update, but also on
-// a forgotten session when allowForgotten is set (forget, redaction). It
-// returns the event it appended.
-func (s *Store) commitMaint(sid SessionID, allowForgotten bool, fn func(*WriteTx) error) (Event, error) {
-	var ev Event
-	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
-		if _, err := t.Header(sid); err != nil {
-			return err
-		}
-		if !allowForgotten {
-			if gone, at, err := t.Forgotten(sid, Latest); err != nil {
-				return err
-			} else if gone {
-				return fmt.Errorf("%w: %s was forgotten at %s", ErrForgotten, sid, at)
-			}
-		}
-		t.hlc = s.clock.Tick()
-		if err := fn(t); err != nil {
-			return err
-		}
-		if t.ev.Op == "" {
-			return fmt.Errorf("mvcc: commit without an event")
-		}
-		var err error
-		ev, err = t.appendEventLocked()
-		return err
-	})
-	if err != nil {
-		return Event{}, err
-	}
-	s.notify(sid, ev)
-	return ev, nil
-}
-
 func errCorruptf(format string, args ...any) error {
 	return fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
 }

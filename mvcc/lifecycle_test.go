@@ -339,7 +339,7 @@ func TestForkCopiesMetadataSharesChunksKeepsLinks(t *testing.T) {
 		t.Fatal("an edit crossed between fork and source")
 	}
 	// Fork as of an earlier time, into a given id; an existing id is refused.
-	id := NewSessionID()
+	id := testID()
 	old, err := e.st.Fork(src, at, ForkOptions{ID: id})
 	if err != nil {
 		t.Fatal(err)
@@ -356,7 +356,7 @@ func TestForkCopiesMetadataSharesChunksKeepsLinks(t *testing.T) {
 	if _, err := e.st.Fork(src, Latest, ForkOptions{ID: id}); !errors.Is(err, ErrExist) {
 		t.Fatalf("fork into an existing id: %v", err)
 	}
-	if _, err := e.st.Fork(NewSessionID(), Latest, ForkOptions{}); !errors.Is(err, ErrNoSession) {
+	if _, err := e.st.Fork(testID(), Latest, ForkOptions{}); !errors.Is(err, ErrNoSession) {
 		t.Fatalf("fork of an unknown session: %v", err)
 	}
 }

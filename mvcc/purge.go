@@ -213,9 +213,3 @@ func (s *Store) Purge(sid SessionID, token string, progress Progress) (*PurgeRec
 	}
 	return r, nil
 }
-
-// Compact rewrites the store's files so that no freed page still holds
-// deleted bytes (what Purge and Redact finish with).
-func (s *Store) Compact(progress Progress) error {
-	return s.compactKV(func(done, total int64) { progress.report("compact", done, total) })
-}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"sort"
+	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
@@ -142,23 +143,20 @@ type Event struct {
 
 var (
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
-	encMode    cbor.EncMode
-	decMode    cbor.DecMode
+	// Deterministic encoding: equal records are equal bytes.
+	encMode = sync.OnceValues(func() (cbor.EncMode, error) { return cbor.CoreDetEncOptions().EncMode() })
+	decMode = sync.OnceValues(func() (cbor.DecMode, error) {
+		return cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20}.DecMode()
+	})
 )
-
-func init() {
-	var err error
-	if encMode, err = cbor.CoreDetEncOptions().EncMode(); err != nil {
-		panic(err) // static options; cannot fail
-	}
-	if decMode, err = (cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20}).DecMode(); err != nil {
-		panic(err)
-	}
-}
 
 // encode frames v as crc32c || cbor(v).
 func encode(v any) ([]byte, error) {
-	payload, err := encMode.Marshal(v)
+	em, err := encMode()
+	if err != nil {
+		return nil, err
+	}
+	payload, err := em.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +184,11 @@ func decode(k, val []byte, v any) error {
 	if err != nil {
 		return err
 	}
-	if err := decMode.Unmarshal(payload, v); err != nil {
+	dm, err := decMode()
+	if err != nil {
+		return err
+	}
+	if err := dm.Unmarshal(payload, v); err != nil {
 		return fmt.Errorf("%w: undecodable record at key %q: %v", ErrCorrupt, k, err)
 	}
 	return nil

@@ -384,7 +384,7 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 	}
 
 	var r *RedactReceipt
-	_, err := s.commitMaint(sid, true, func(t *WriteTx) error {
+	_, err := s.commit(sid, commitAny, func(t *WriteTx) error {
 		p, err := t.planRedact(sid, needle, rp)
 		if err != nil {
 			return err

@@ -16,10 +16,14 @@ var (
 )
 
 // NewSessionID returns a fresh ULID.
-func NewSessionID() SessionID {
+func NewSessionID() (SessionID, error) {
 	entropyMu.Lock()
 	defer entropyMu.Unlock()
-	return ulid.MustNew(ulid.Timestamp(time.Now()), entropy)
+	id, err := ulid.New(ulid.Timestamp(time.Now()), entropy)
+	if err != nil {
+		return SessionID{}, fmt.Errorf("new session id: %w", err)
+	}
+	return id, nil
 }
 
 // ParseSessionID parses a ULID, naming the text in the error.
@@ -37,11 +41,12 @@ func (s *Store) CreateSession(name string, uid, gid uint32) (*SessionHeader, err
 	if err := ValidName(name); name != "" && err != nil {
 		return nil, fmt.Errorf("session name: %w", err)
 	}
-	h := &SessionHeader{ID: NewSessionID(), Name: name}
-	var ev Event
-	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: h.ID}
-		t.hlc = s.clock.Tick()
+	id, err := NewSessionID()
+	if err != nil {
+		return nil, err
+	}
+	h := &SessionHeader{ID: id, Name: name}
+	_, err = s.commit(h.ID, commitNew, func(t *WriteTx) error {
 		root, err := t.AllocIno()
 		if err != nil {
 			return err
@@ -58,14 +63,12 @@ func (s *Store) CreateSession(name string, uid, gid uint32) (*SessionHeader, err
 			Atime: now, Mtime: now, Ctime: now}); err != nil {
 			return err
 		}
-		t.SetEvent(Event{Op: "session.create", Path: ".", Detail: name})
-		ev, err = t.appendEventLocked()
-		return err
+		t.SetEvent(Event{Op: OpSessionCreate, Path: ".", Detail: name})
+		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	s.notify(h.ID, ev)
 	return h, nil
 }
 

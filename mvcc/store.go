@@ -62,9 +62,6 @@ func New(kvs kv.Store) (*Store, error) {
 	return s, nil
 }
 
-// KV returns the underlying key-value store (for maintenance commands).
-func (s *Store) KV() kv.Store { return s.kv }
-
 // Close closes the underlying KV.
 func (s *Store) Close() error { return s.kv.Close() }
 
@@ -84,8 +81,9 @@ func (s *Store) Now() (HLC, error) {
 }
 
 // Watch registers fn to be called after every commit, outside any
-// transaction, in commit order. The search index and the mount's cache
-// invalidation follow the store this way.
+// transaction, on the committing goroutine. Commits on different
+// goroutines may report out of order: order by Event.Seq. fn must not
+// block (the search index only wakes its catch-up loop).
 func (s *Store) Watch(fn func(SessionID, Event)) {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -229,18 +229,35 @@ func (s *Store) Remove(sid SessionID, parent Ino, name string, dir bool) error {
 // re-pointing its primary link at a remaining one if needed.
 func (t *WriteTx) unlinkedFrom(n *Inode, parent Ino, name string) error {
 	if n.Nlink > 0 && n.Parent == parent && n.Name == name {
-		// Find another link: only hard-linked files get here; look in the
-		// same directory first, which is where links usually are.
-		_ = t.ReadDir(t.sid, parent, Latest, func(d Dentry) bool {
+		// Find another link: only hard-linked files get here. Look in the
+		// same directory first, where links usually are, then in the tree.
+		found := false
+		err := t.ReadDir(t.sid, parent, Latest, func(d Dentry) bool {
 			if d.Ino == n.Ino && d.Name != name {
-				n.Name = d.Name
-				return false
+				n.Name, found = d.Name, true
 			}
-			return true
+			return !found
 		})
+		if err == nil && !found {
+			err = t.WalkTree(t.sid, Latest, func(e TreeEntry) error {
+				if e.Node.Ino == n.Ino && (e.Parent != parent || e.Name != name) {
+					n.Parent, n.Name = e.Parent, e.Name
+					return errStopWalk
+				}
+				return nil
+			})
+			if errors.Is(err, errStopWalk) {
+				err = nil
+			}
+		}
+		if err != nil {
+			return err
+		}
 	}
 	return t.PutInode(n)
 }
+
+var errStopWalk = errors.New("stop walk")
 
 func (t *WriteTx) checkEmpty(dir Ino) error {
 	empty := true
@@ -481,7 +498,9 @@ func (s *Store) SetAttr(sid SessionID, ino Ino, a SetAttr) (*Inode, error) {
 		if content != nil {
 			content.Apply(n)
 			n.ContentHLC = t.hlc
-			n.Mtime = now
+			if a.Mtime == nil {
+				n.Mtime = now
+			}
 			op = "truncate"
 		}
 		n.Ctime = now

@@ -303,3 +303,25 @@ func TestEventPathsFollowDirectoryRenames(t *testing.T) {
 		t.Fatalf("event paths:\n got %q\nwant %q", paths, want)
 	}
 }
+
+func TestUnlinkOfPrimaryHardLinkRepointsToTheOtherDirectory(t *testing.T) {
+	st, sid, root := openTest(t)
+	p, _ := st.Create(sid, root, "p", Attr{Mode: sIFDIR | 0o755}, "")
+	q, _ := st.Create(sid, root, "q", Attr{Mode: sIFDIR | 0o755}, "")
+	x := writeFile(t, st, sid, p.Ino, "x", []byte("1"))
+	if _, err := st.Link(sid, x.Ino, q.Ino, "y"); err != nil { // primary link is now q/y
+		t.Fatal(err)
+	}
+	if err := st.Remove(sid, q.Ino, "y", false); err != nil {
+		t.Fatal(err)
+	}
+	n := writeFile(t, st, sid, p.Ino, "x", []byte("2"))
+	if n.Parent != p.Ino || n.Name != "x" {
+		t.Fatalf("primary link = %d/%q, want p/x", n.Parent, n.Name)
+	}
+	var last Event
+	st.View(func(tx *ReadTx) error { return tx.Events(sid, 0, func(ev Event) bool { last = ev; return true }) })
+	if last.Path != "p/x" {
+		t.Fatalf("write logged at %q, want p/x", last.Path)
+	}
+}

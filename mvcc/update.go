@@ -33,16 +33,28 @@ func (t *WriteTx) SetEvent(ev Event) { t.ev = ev }
 // Update runs fn as one commit to session sid and returns its HLC. The
 // session must exist and not be forgotten. fn must call SetEvent.
 func (s *Store) Update(sid SessionID, fn func(*WriteTx) error) (HLC, error) {
+	ev, err := s.commit(sid, commitLive, fn)
+	return ev.HLC, err
+}
+
+// commitKind says what a commit requires of its session.
+type commitKind int
+
+const (
+	commitLive commitKind = iota // exists and is not forgotten: tree operations
+	commitAny                    // exists, forgotten or not: forget, redaction
+	commitNew                    // does not exist yet: create, fork
+)
+
+// commit is the one write path: it runs fn as one commit to sid, stamped
+// with a fresh HLC taken inside the serialized write (so HLC order is
+// commit order), appends the event fn set, and tells the watchers.
+func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) (Event, error) {
 	var ev Event
 	err := s.kv.Update(func(tx kv.Txn) error {
 		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
-		if _, err := t.Header(sid); err != nil {
+		if err := t.checkSessionLocked(kind); err != nil {
 			return err
-		}
-		if gone, _, err := t.Forgotten(sid, Latest); err != nil {
-			return err
-		} else if gone {
-			return fmt.Errorf("%w: %s", ErrForgotten, sid)
 		}
 		t.hlc = s.clock.Tick()
 		if err := fn(t); err != nil {
@@ -63,10 +75,32 @@ func (s *Store) Update(sid SessionID, fn func(*WriteTx) error) (HLC, error) {
 		return err
 	})
 	if err != nil {
-		return 0, err
+		return Event{}, err
 	}
 	s.notify(sid, ev)
-	return ev.HLC, nil
+	return ev, nil
+}
+
+func (t *WriteTx) checkSessionLocked(kind commitKind) error {
+	if kind == commitNew {
+		if v, err := t.w.Get(headerKey(t.sid)); err != nil {
+			return err
+		} else if v != nil {
+			return fmt.Errorf("%w: session %s already exists", ErrExist, t.sid)
+		}
+		return nil
+	}
+	if _, err := t.Header(t.sid); err != nil {
+		return err
+	}
+	if kind == commitLive {
+		if gone, at, err := t.Forgotten(t.sid, Latest); err != nil {
+			return err
+		} else if gone {
+			return fmt.Errorf("%w: %s was forgotten at %s", ErrForgotten, t.sid, at)
+		}
+	}
+	return nil
 }
 
 // appendEventLocked writes the event with the next sequence number and bumps
@@ -160,7 +194,3 @@ func (t *WriteTx) Latest(ino Ino) (*Inode, error) { return t.Inode(t.sid, ino, L
 func (t *WriteTx) PutCheckpoint(name string, at HLC) error {
 	return t.w.Put(checkpointKey(t.sid, name), u64(uint64(at)))
 }
-
-// Raw exposes the KV transaction to maintenance code in this module
-// (fork, purge, redact).
-func (t *WriteTx) Raw() kv.Txn { return t.w }

@@ -5,7 +5,6 @@
 package timetravel
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/padfs/padfs/mvcc"
@@ -54,6 +53,3 @@ func Points(st *mvcc.Store, sid mvcc.SessionID) ([]Point, error) {
 	})
 	return out, err
 }
-
-// IsNotFound reports whether err means the name resolves to nothing.
-func IsNotFound(err error) bool { return errors.Is(err, mvcc.ErrNotFound) }
