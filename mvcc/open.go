@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,5 +36,23 @@ func OpenDir(dir string) (*Store, error) {
 		w.Close()
 		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, StoreFile), err)
 	}
+	// The names of a new data directory, store file and log directory must
+	// survive a power loss as much as their contents do.
+	if err := errors.Join(syncDir(dir), syncDir(filepath.Dir(dir))); err != nil {
+		st.Close()
+		return nil, err
+	}
 	return st, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
 }

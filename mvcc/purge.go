@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/padfs/padfs/mvcc/kv"
 )
@@ -149,12 +150,46 @@ func (p Progress) report(stage string, done, total int64) {
 	}
 }
 
+// detach returns a Progress that never blocks its caller: a goroutine
+// calls p, and a report made while p is still busy is dropped (the next
+// one supersedes it). Purge and redaction report from inside the store's
+// write transaction, where a slow reader of the progress (a stopped
+// terminal, a full control socket) must not stall every writer of the
+// mount. stop waits for the reports already taken.
+func (p Progress) detach() (detached Progress, stop func()) {
+	if p == nil {
+		return nil, func() {}
+	}
+	type report struct {
+		stage       string
+		done, total int64
+	}
+	ch := make(chan report, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for r := range ch {
+			p(r.stage, r.done, r.total)
+		}
+	}()
+	detached = func(stage string, done, total int64) {
+		select {
+		case ch <- report{stage, done, total}:
+		default:
+		}
+	}
+	return detached, func() { close(ch); wg.Wait() }
+}
+
 // Purge irreversibly removes session sid if token matches the receipt
 // PlanPurge returns now (else ErrToken, and nothing changed), then compacts
 // the storage so no byte of it remains in the store's files. It returns
 // the receipt it carried out. Other layers keep their own copies (the
 // search index): the caller purges those too.
 func (s *Store) Purge(sid SessionID, token string, progress Progress) (*PurgeReceipt, error) {
+	progress, stop := progress.detach()
+	defer stop()
 	var r *PurgeReceipt
 	err := s.kv.Update(func(tx kv.Txn) error {
 		t := &ReadTx{s: s, r: tx}

@@ -337,6 +337,8 @@ func chunkHashes(data []byte) []Hash {
 // storage. It returns the receipt it carried out. The search index keeps its
 // own copy: the caller re-indexes the session.
 func (s *Store) Redact(sid SessionID, needle string, repl *string, token string, progress Progress) (*RedactReceipt, error) {
+	progress, stop := progress.detach()
+	defer stop()
 	rp := DefaultRedaction
 	if repl != nil {
 		rp = *repl

@@ -25,6 +25,7 @@ type segment struct {
 	mu        sync.Mutex // guards f and dirSynced against sync vs close
 	f         *os.File   // nil once sealed
 	dirSynced bool       // the directory entry is durable
+	sealErr   error      // why sealing failed, if it did
 }
 
 func segmentPath(dir string, seq uint64) string {
@@ -62,7 +63,7 @@ func (g *segment) sync() error {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.f == nil {
-		return nil
+		return g.sealErr // sealed: synced then, or the seal's failure
 	}
 	return g.syncLocked()
 }
@@ -91,12 +92,11 @@ func (g *segment) seal() error {
 	if cerr := g.f.Close(); err == nil && cerr != nil {
 		err = fmt.Errorf("kv/wal: close %s: %w", g.path, cerr)
 	}
-	g.f = nil
+	g.f, g.sealErr = nil, err
 	return err
 }
 
-// abandon closes the file without syncing (Close after a failed flush, or
-// a simulated crash in tests).
+// abandon closes the file without syncing (a simulated crash in tests).
 func (g *segment) abandon() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
