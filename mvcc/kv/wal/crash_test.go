@@ -3,6 +3,7 @@ package wal
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -17,10 +18,18 @@ import (
 const (
 	crashDirEnv  = "PADFS_WAL_CRASH_DIR"
 	crashModeEnv = "PADFS_WAL_CRASH_MODE"
+
+	// crashTarget is how many acked Updates TestCrash waits for before it
+	// kills the child.
+	crashTarget = 3000
+	// crashChildMax bounds the child in case nobody kills it; far above
+	// crashTarget so that the kill lands while it is still writing. (A
+	// child whose parent is gone also dies of SIGPIPE at its next print.)
+	crashChildMax = 100 * crashTarget
 )
 
 // TestCrashChild is the process TestCrash kills: it updates key i and then
-// prints i, for ever.
+// prints i, until it is killed (or has acked crashChildMax Updates).
 func TestCrashChild(t *testing.T) {
 	dir := os.Getenv(crashDirEnv)
 	if dir == "" {
@@ -35,8 +44,7 @@ func TestCrashChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(time.Minute) // in case the parent is gone
-	for i := 0; time.Now().Before(deadline); i++ {
+	for i := 0; i < crashChildMax; i++ {
 		if err := s.Update(func(tx kv.Txn) error { return tx.Put(key(i), value(i)) }); err != nil {
 			t.Fatal(err)
 		}
@@ -62,21 +70,27 @@ func TestCrash(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			pid := cmd.Process.Pid
-			killed := false
+			// kill SIGKILLs the child this test started (os.Process does
+			// not signal a pid it has already reaped).
+			killed, waited := false, false
 			kill := func() {
 				if !killed {
 					killed = true
-					if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
-						t.Errorf("kill %d: %v", pid, err)
+					if err := cmd.Process.Signal(syscall.SIGKILL); err != nil && !errors.Is(err, os.ErrProcessDone) {
+						t.Errorf("kill %d: %v", cmd.Process.Pid, err)
 					}
 				}
 			}
-			watchdog := time.AfterFunc(2*time.Minute, kill)
-			defer watchdog.Stop()
+			// A t.Fatalf below must not leave the child running.
+			t.Cleanup(func() {
+				if !waited {
+					kill()
+					cmd.Wait()
+				}
+			})
 
 			// Every number printed is an Update that had returned.
-			const target = 3000
+			const target = crashTarget
 			acked := -1
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
@@ -92,6 +106,7 @@ func TestCrash(t *testing.T) {
 				}
 			}
 			err = cmd.Wait()
+			waited = true
 			if acked+1 < target {
 				t.Fatalf("child stopped after %d Updates: %v\n%s", acked+1, err, stderr.Bytes())
 			}
