@@ -137,3 +137,32 @@ padfs log | grep -q 'write *a.txt\|a.txt'`)
 		t.Errorf("session ls without a mount: %+v", rows)
 	}
 }
+
+// A mountpoint given through a symlink: commands run inside the mount
+// (with no --data and no $PADFS_DATA) still find its data directory.
+func TestMountThroughSymlinkFindsDataDir(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data, "linked")
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(mnt, link); err != nil {
+		t.Fatal(err)
+	}
+	startMount(t, data, link, "--session", sid)
+	home := t.TempDir() // a default store here would be the wrong one
+	cmd := exec.Command("bash", "-c", `echo hi > f.txt && padfs log --json | tail -n 1`)
+	cmd.Dir = link
+	for _, kv := range env(data) {
+		if !strings.HasPrefix(kv, "PADFS_DATA=") && !strings.HasPrefix(kv, "HOME=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, "HOME="+home, "XDG_DATA_HOME="+filepath.Join(home, "data"))
+	r := runCmd(t, cmd)
+	if r.code != 0 || !strings.Contains(r.out, `"f.txt"`) {
+		t.Fatalf("padfs log inside a mount reached through a symlink: exit %d out %q err %q", r.code, r.out, r.errout)
+	}
+	if _, err := os.Stat(filepath.Join(home, "data", "padfs")); err == nil {
+		t.Fatal("the command created a default store instead of using the mount's")
+	}
+}

@@ -281,6 +281,10 @@ func checkMountpoint(arg string) (string, error) {
 	case !fi.IsDir():
 		return "", fmt.Errorf("cannot mount: mountpoint %s is not a directory", mnt)
 	}
+	// The kernel records the resolved path: compare and register that.
+	if mnt, err = filepath.EvalSymlinks(mnt); err != nil {
+		return "", fmt.Errorf("cannot mount: mountpoint %s: %w", arg, err)
+	}
 	if fstype, ok := mountedAt(mnt); ok {
 		return "", fmt.Errorf("cannot mount: mountpoint %s is busy: already a %s mount (unmount it first)", mnt, fstype)
 	}
