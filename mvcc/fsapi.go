@@ -48,6 +48,13 @@ func (s *Store) CreateUnlinked(sid SessionID, dir Ino, a Attr) (*Inode, error) {
 // such a file costs one version, not four. a.Mtime, when set, wins over
 // mtime.
 func (s *Store) WriteContentAttr(sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr) (*Inode, error) {
+	return s.WriteContentIf(sid, ino, r, mtime, a, nil)
+}
+
+// WriteContentIf is WriteContentAttr that commits only if check (when not
+// nil) accepts the current version inside the commit; its error is
+// returned as is. The Go API's Edit uses it to refuse a lost update.
+func (s *Store) WriteContentIf(sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr, check func(cur *Inode) error) (*Inode, error) {
 	var n *Inode
 	err := s.commitContent(r, func(c *Content) error {
 		_, err := s.Update(sid, func(t *WriteTx) error {
@@ -57,6 +64,11 @@ func (s *Store) WriteContentAttr(sid SessionID, ino Ino, r io.Reader, mtime int6
 			}
 			if !n.IsRegular() {
 				return fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
+			}
+			if check != nil {
+				if err := check(n); err != nil {
+					return err
+				}
 			}
 			var attrs []string
 			if a.Mode != nil {

@@ -286,25 +286,11 @@ func (p *Session) Edit(path, old, new string) error {
 	case c > 1:
 		return fmt.Errorf("%s: %w (%d times); include more context to make it unique", path, ErrAmbiguous, c)
 	}
-	c, err := p.s.st.PutContent(bytes.NewReader(bytes.Replace(content, []byte(old), []byte(new), 1)))
-	if err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	_, err = p.s.st.Update(p.h.ID, func(t *mvcc.WriteTx) error {
-		cur, err := t.Latest(n.Ino)
-		if err != nil {
-			return err
+	edited := bytes.NewReader(bytes.Replace(content, []byte(old), []byte(new), 1))
+	_, err = p.s.st.WriteContentIf(p.h.ID, n.Ino, edited, timeNow(), mvcc.SetAttr{}, func(cur *mvcc.Inode) error {
+		if cur.ContentHLC != n.ContentHLC || cur.Nlink == 0 {
+			return ErrConflict // changed or removed since we read it
 		}
-		if cur.ContentHLC != n.ContentHLC || !bytes.Equal(cur.ContentHash, n.ContentHash) || cur.Nlink == 0 {
-			return ErrConflict
-		}
-		c.Apply(cur)
-		now := timeNow()
-		cur.Mtime, cur.Ctime, cur.ContentHLC = now, now, t.HLC()
-		if err := t.PutInode(cur); err != nil {
-			return err
-		}
-		t.SetEvent(mvcc.Event{Op: "write", Path: rel, Ino: cur.Ino, Size: int64(cur.Size), Hash: cur.HashHex()})
 		return nil
 	})
 	if err != nil {
