@@ -2,11 +2,15 @@ package fs
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -29,9 +33,13 @@ func mountTest(t testing.TB) (mnt string, st *mvcc.Store, m *Server) {
 	return mnt, st, m
 }
 
-// mountAt mounts st at mnt (created) and unmounts in t.Cleanup.
+// mountAt mounts st at mnt (created) and unmounts in t.Cleanup. It skips
+// the test when this process cannot mount FUSE at all (see fuseUnavailable).
 func mountAt(t testing.TB, st *mvcc.Store, mnt string, opts Options) *Server {
 	t.Helper()
+	if why := fuseUnavailable(); why != "" {
+		t.Skip("FUSE unavailable:", why)
+	}
 	if err := os.MkdirAll(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -47,10 +55,67 @@ func mountAt(t testing.TB, st *mvcc.Store, mnt string, opts Options) *Server {
 		if err := m.Unmount(); err != nil {
 			t.Errorf("unmount %s: %v", mnt, err)
 			// Do not leave a dead mount behind.
-			exec.Command("umount", "-l", mnt).Run()
+			if err := lazyUnmount(mnt); err != nil {
+				t.Error(err)
+			}
 		}
 	})
 	return m
+}
+
+// lazyUnmount lazily unmounts dir: `umount -l` as root, else through the FUSE
+// helper (fusermount3 -u -z, then fusermount -u -z).
+func lazyUnmount(dir string) error {
+	var errs []string
+	for _, argv := range [][]string{{"umount", "-l"}, {"fusermount3", "-u", "-z"}, {"fusermount", "-u", "-z"}} {
+		out, err := exec.Command(argv[0], append(argv[1:], dir)...).CombinedOutput()
+		if err == nil {
+			return nil
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v %s", strings.Join(argv, " "), err, bytes.TrimSpace(out)))
+	}
+	return fmt.Errorf("cannot detach %s: %s", dir, strings.Join(errs, "; "))
+}
+
+// fuseProbe caches fuseUnavailable's answer for the test binary.
+var fuseProbe struct {
+	once sync.Once
+	why  string
+}
+
+// fuseUnavailable says why this process cannot mount FUSE, or "" if it
+// can: /dev/fuse is missing, or a trial mount of an empty file system
+// (with the options Mount uses to get in: mount(2) directly, else the
+// fusermount3 helper) fails, e.g. when not root and without fusermount3, or
+// without CAP_SYS_ADMIN in a container. Only then are FUSE tests skipped;
+// once the trial mount works, a failing Mount fails the test.
+func fuseUnavailable() string {
+	fuseProbe.once.Do(func() {
+		if _, err := os.Stat("/dev/fuse"); err != nil {
+			fuseProbe.why = fmt.Sprintf("no /dev/fuse (%v)", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "padfs-fuse-probe-")
+		if err != nil {
+			fuseProbe.why = fmt.Sprintf("trial mount: %v", err)
+			return
+		}
+		defer os.Remove(dir)
+		srv, err := fuse.NewServer(fuse.NewDefaultRawFileSystem(), dir,
+			&fuse.MountOptions{DirectMount: true, FsName: "padfs-probe", Name: "padfs-probe"})
+		if err != nil {
+			fuseProbe.why = fmt.Sprintf("cannot mount (root with CAP_SYS_ADMIN, or fusermount3, is needed): %v", err)
+			return
+		}
+		go srv.Serve()
+		if err := srv.WaitMount(); err != nil {
+			fuseProbe.why = fmt.Sprintf("trial mount: %v", err)
+		}
+		if err := srv.Unmount(); err != nil {
+			lazyUnmount(dir)
+		}
+	})
+	return fuseProbe.why
 }
 
 // sh runs a bash script with the working directory dir and fails the test
