@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -29,6 +33,12 @@ import (
 //	go tool pprof -top /tmp/fs.test /tmp/prof/BenchmarkAgent_untar_0.pprof
 //
 // They never run in a plain `go test` (only with -bench).
+//
+// FUSE requests of the padfs side, by opcode (failed and negative lookups
+// counted apart as LOOKUP-ENOENT), with PADFS_BENCH_OPS=1: reported as
+// fuse-reqs/op and logged per workload (go test -v). The count comes from
+// go-fuse's debug trace, which slows the padfs side down: do not compare
+// times from such a run.
 //
 // Each iteration runs the workload on both sides (padfs first on even
 // iterations, plain first on odd ones) and times each side on its own;
@@ -154,8 +164,8 @@ func BenchmarkAgent(b *testing.B) {
 		src := filepath.Join(b.TempDir(), "random.bin")
 		writeRandom(b, src, size)
 		s := newBenchSides(b)
-		var wr, rd pairTimes
-		wr.out, rd.out = map[string]string{}, map[string]string{}
+		wr := pairTimes{out: map[string]string{}, counter: s.ops}
+		rd := pairTimes{out: map[string]string{}, counter: s.ops}
 		for i := 0; i < b.N; i++ {
 			for _, side := range s.order(i) {
 				dir := s.dir(side)
@@ -175,6 +185,8 @@ func BenchmarkAgent(b *testing.B) {
 		b.ReportMetric(mb*float64(b.N)/wr.plain.Seconds(), "plain-write-MB/s")
 		b.ReportMetric(mb*float64(b.N)/rd.padfs.Seconds(), "padfs-read-MB/s")
 		b.ReportMetric(mb*float64(b.N)/rd.plain.Seconds(), "plain-read-MB/s")
+		wr.reportOps(b, "write-")
+		rd.reportOps(b, "read-")
 	})
 
 	// 500 small files written by one python3 process, each fsync'd (the
@@ -204,14 +216,64 @@ for k in range(500):
 }
 
 // benchSides are the two directories a workload runs in.
-type benchSides struct{ padfs, plain string }
+type benchSides struct {
+	padfs, plain string
+	ops          *opCounter // with PADFS_BENCH_OPS
+}
 
 // newBenchSides mounts a fresh store (unmounted in b.Cleanup) and makes a
 // plain directory; both live under b.TempDir(), on the same disk.
 func newBenchSides(b *testing.B) benchSides {
 	b.Helper()
-	mnt, _, _ := mountTest(b)
-	return benchSides{padfs: mnt, plain: b.TempDir()}
+	if os.Getenv("PADFS_BENCH_OPS") == "" {
+		mnt, _, _ := mountTest(b)
+		return benchSides{padfs: mnt, plain: b.TempDir()}
+	}
+	c := &opCounter{lookups: map[string]bool{}, counts: map[string]int{}}
+	mnt, _, _ := mountTestOpts(b, Options{Debug: true, debugLog: log.New(c, "", 0)})
+	return benchSides{padfs: mnt, plain: b.TempDir(), ops: c}
+}
+
+// opCounter counts FUSE requests by opcode from go-fuse's debug trace
+// (one Write per line: "rx 12: LOOKUP n1 ..." then "tx 12:     OK, ...").
+type opCounter struct {
+	mu      sync.Mutex
+	lookups map[string]bool // unique ids of lookups awaiting their answer
+	counts  map[string]int
+}
+
+func (c *opCounter) Write(p []byte) (int, error) {
+	line := string(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case strings.HasPrefix(line, "rx "):
+		f := strings.Fields(line)
+		if len(f) < 3 {
+			break
+		}
+		c.counts[f[2]]++
+		if f[2] == "LOOKUP" {
+			c.lookups[f[1]] = true
+		}
+	case strings.HasPrefix(line, "tx "):
+		f := strings.Fields(line)
+		if len(f) < 3 || !c.lookups[f[1]] {
+			break
+		}
+		delete(c.lookups, f[1])
+		// A negative entry is an OK answer with node id 0.
+		if f[2] != "OK," || (len(f) > 3 && f[3] == "{i0") {
+			c.counts["LOOKUP-ENOENT"]++
+		}
+	}
+	return len(p), nil
+}
+
+func (c *opCounter) snapshot() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
 }
 
 func (s benchSides) dir(side string) string {
@@ -233,17 +295,32 @@ func (s benchSides) order(i int) []string {
 type pairTimes struct {
 	padfs, plain time.Duration
 	out          map[string]string
+	// FUSE requests of the padfs side by opcode, with PADFS_BENCH_OPS.
+	counter *opCounter
+	ops     map[string]int
 }
 
 // add times one bash -c script in dir, after settle.
 func (p *pairTimes) add(b *testing.B, side, dir, script string) {
 	b.Helper()
 	settle(b)
+	var before map[string]int
+	if p.counter != nil && side == "padfs" {
+		before = p.counter.snapshot()
+	}
 	stop := profilePadfs(b, side)
 	t0 := time.Now()
 	out, err := shErr(dir, script)
 	d := time.Since(t0)
 	stop()
+	if before != nil {
+		if p.ops == nil {
+			p.ops = map[string]int{}
+		}
+		for op, n := range p.counter.snapshot() {
+			p.ops[op] += n - before[op]
+		}
+	}
 	if err != nil {
 		b.Fatalf("%s: bash -c %q in %s: %v\n%s", side, script, dir, err, out)
 	}
@@ -288,7 +365,7 @@ func profilePadfs(b *testing.B, side string) (stop func()) {
 // script work returns, on both sides.
 func pairLoop(b *testing.B, s benchSides, setup func(dir string, i int), work func(dir string, i int) string) *pairTimes {
 	b.Helper()
-	p := &pairTimes{out: map[string]string{}}
+	p := &pairTimes{out: map[string]string{}, counter: s.ops}
 	for i := 0; i < b.N; i++ {
 		for _, side := range s.order(i) {
 			dir := s.dir(side)
@@ -324,6 +401,28 @@ func (p *pairTimes) report(b *testing.B) {
 	b.ReportMetric(p.perOp(b, "padfs"), "padfs-ms/op")
 	b.ReportMetric(p.perOp(b, "plain"), "plain-ms/op")
 	b.ReportMetric(p.padfs.Seconds()/p.plain.Seconds(), "padfs/plain-x")
+	p.reportOps(b, "")
+}
+
+// reportOps reports the FUSE requests per op (with PADFS_BENCH_OPS) and
+// logs them by opcode, most frequent first.
+func (p *pairTimes) reportOps(b *testing.B, prefix string) {
+	if p.counter == nil {
+		return
+	}
+	total := 0
+	for op, n := range p.ops {
+		if op != "LOOKUP-ENOENT" {
+			total += n
+		}
+	}
+	b.ReportMetric(float64(total)/float64(b.N), prefix+"fuse-reqs/op")
+	ops := slices.SortedFunc(maps.Keys(p.ops), func(x, y string) int { return p.ops[y] - p.ops[x] })
+	var sb strings.Builder
+	for _, op := range ops {
+		fmt.Fprintf(&sb, " %s=%d", op, p.ops[op]/b.N)
+	}
+	b.Logf("%sFUSE requests per op: %d:%s", prefix, total/b.N, sb.String())
 }
 
 // throughput reports amount per op divided by each side's time.
@@ -354,7 +453,7 @@ func benchSh(b *testing.B, dir, script string) {
 	}
 }
 
-func requireTools(b *testing.B, tools ...string) {
+func requireTools(b testing.TB, tools ...string) {
 	b.Helper()
 	for _, t := range tools {
 		if _, err := exec.LookPath(t); err != nil {

@@ -18,6 +18,13 @@ import (
 // and mounts it under t.TempDir(); everything is undone in t.Cleanup.
 func mountTest(t testing.TB) (mnt string, st *mvcc.Store, m *Server) {
 	t.Helper()
+	return mountTestOpts(t, Options{})
+}
+
+// mountTestOpts is mountTest with more options (Session and SpillDir are
+// set here).
+func mountTestOpts(t testing.TB, opts Options) (mnt string, st *mvcc.Store, m *Server) {
+	t.Helper()
 	data := t.TempDir()
 	st, err := mvcc.OpenDir(data)
 	if err != nil {
@@ -29,7 +36,8 @@ func mountTest(t testing.TB) (mnt string, st *mvcc.Store, m *Server) {
 		t.Fatalf("create session: %v", err)
 	}
 	mnt = filepath.Join(t.TempDir(), "mnt")
-	m = mountAt(t, st, mnt, Options{Session: &h.ID, SpillDir: filepath.Join(data, "spill")})
+	opts.Session, opts.SpillDir = &h.ID, filepath.Join(data, "spill")
+	m = mountAt(t, st, mnt, opts)
 	return mnt, st, m
 }
 

@@ -59,6 +59,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log"
 	"log/slog"
 	"os"
 	"sync"
@@ -98,6 +99,10 @@ type Options struct {
 	// root, keyed by their name (".grep", ".log", or any other name that
 	// starts with a dot). They are hidden from readdir like .asof.
 	Virtual map[string]VirtualDir
+
+	// debugLog receives go-fuse's trace when Debug is set (tests count
+	// requests with it); nil: the standard logger.
+	debugLog *log.Logger
 }
 
 // VirtualDir is the extension point for generated, read-only directories at
@@ -201,6 +206,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		Debug:             opts.Debug,
 		MaxWrite:          1 << 20,
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		Logger:            opts.debugLog,
 	}
 	if opts.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")
