@@ -2,7 +2,6 @@ package fs
 
 import (
 	"context"
-	"errors"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -20,23 +19,11 @@ type sessionsRoot struct {
 // findSession resolves a root entry name: a ULID, or the name of a live
 // session (the newest one with that name).
 func (r *sessionsRoot) findSession(name string) (*mvcc.SessionHeader, error) {
-	if id, err := mvcc.ParseSessionID(name); err == nil {
-		h, err := r.m.st.LiveHeader(id)
-		if err == nil || !errors.Is(err, mvcc.ErrNoSession) {
-			return h, err
-		}
-	}
-	all, err := r.m.st.Sessions()
+	h, err := r.m.st.ResolveSession(name)
 	if err != nil {
 		return nil, err
 	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if s := all[i]; !s.Forgotten && s.Name == name {
-			h := s.SessionHeader
-			return &h, nil
-		}
-	}
-	return nil, mvcc.ErrNoSession
+	return r.m.st.LiveHeader(h.ID)
 }
 
 func (r *sessionsRoot) child(ctx context.Context, h *mvcc.SessionHeader, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {

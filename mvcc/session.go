@@ -140,3 +140,22 @@ func (s *Store) LiveHeader(sid SessionID) (*SessionHeader, error) {
 	})
 	return h, err
 }
+
+// ResolveSession finds a session by id (any session, forgotten or not) or
+// else by name (the newest live session with that name).
+func (s *Store) ResolveSession(idOrName string) (*SessionHeader, error) {
+	if id, err := ParseSessionID(idOrName); err == nil {
+		return s.Header(id)
+	}
+	all, err := s.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	for i := len(all) - 1; i >= 0; i-- { // oldest first: newest wins
+		if si := all[i]; !si.Forgotten && si.Name == idOrName {
+			h := si.SessionHeader
+			return &h, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no live session has the id or name %q (padfs session ls lists them)", ErrNoSession, idOrName)
+}

@@ -51,7 +51,7 @@ JSON.`,
 				return errors.New("--confirm goes with --hard")
 			}
 			return withApp(cmd, func(a *App) error {
-				sid, err := forgetTarget(a, args[0])
+				sid, err := sessionByIDOrName(a.Store, args[0]) // a forgotten one by id: it can still be purged
 				if err != nil {
 					return err
 				}
@@ -70,16 +70,6 @@ JSON.`,
 	c.Flags().String("confirm", "", "the token of the receipt printed by --hard: carry out the purge")
 	c.Flags().Bool("json", false, "machine-readable output")
 	return c
-}
-
-// forgetTarget resolves ID: any session by id (a forgotten one can still be
-// purged), else a live session by name.
-func forgetTarget(a *App, s string) (mvcc.SessionID, error) {
-	if id, err := mvcc.ParseSessionID(s); err == nil {
-		_, err := a.Store.Header(id)
-		return id, err
-	}
-	return sessionByIDOrName(a.Store, s)
 }
 
 func softForget(a *App, sid mvcc.SessionID, asJSON bool) error {

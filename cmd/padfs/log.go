@@ -195,27 +195,11 @@ func pickSession(a *App, flag string) (mvcc.SessionID, error) {
 // sessionByIDOrName finds a session by id, else by name (the newest live
 // session of that name, as the mount's root resolves names).
 func sessionByIDOrName(st *mvcc.Store, s string) (mvcc.SessionID, error) {
-	if id, err := mvcc.ParseSessionID(s); err == nil {
-		if _, err := st.Header(id); err != nil {
-			return id, err
-		}
-		return id, nil
-	}
-	infos, err := st.Sessions()
+	h, err := st.ResolveSession(s)
 	if err != nil {
 		return mvcc.SessionID{}, err
 	}
-	var found *mvcc.SessionInfo
-	for i := range infos {
-		si := &infos[i]
-		if si.Name == s && !si.Forgotten && (found == nil || si.Created > found.Created) {
-			found = si
-		}
-	}
-	if found == nil {
-		return mvcc.SessionID{}, fmt.Errorf("%w: no live session has the id or name %q (padfs session ls lists them)", mvcc.ErrNoSession, s)
-	}
-	return found.ID, nil
+	return h.ID, nil
 }
 
 // under returns p relative to dir when p is dir or below it.
