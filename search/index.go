@@ -12,7 +12,10 @@
 //	trif       folded trigrams not already in tri        grep -i
 //	text       standard analyzer (BM25)                  padfs search
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
-//	unindexed  "y" for files too large or binary        grep (always a candidate)
+//	unindexed  "y" for files over 1 MiB                  grep (always a candidate)
+//	grow       GNU grep's read buffer after a long line  grep (buffer carry-over)
+//
+// Binary files (a NUL in the first 8 KiB) get trigrams but no text.
 //
 // The index records in its internal storage the event sequence number
 // (and HLC) of the session's commit log it reflects. A background
@@ -38,6 +41,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
 	"github.com/blevesearch/bleve/v2/document"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	index "github.com/blevesearch/bleve_index_api"
 	"github.com/padfs/padfs/mvcc"
@@ -52,7 +56,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-2"
+	formatVersion = "padfs-search-3"
 	// batchBytes and batchDocs bound one bleve batch.
 	batchBytes = 32 << 20
 	batchDocs  = 2000
@@ -237,6 +241,14 @@ func indexMapping() mapping.IndexMapping {
 	return im
 }
 
+// scorchConfig: batches are not fsynced one by one. The index is derived
+// data: scorch persists whole snapshots, and the covered sequence number
+// is part of the same batch, so after a crash the index is consistent with
+// the sequence it records and catches up from there.
+func scorchConfig() map[string]interface{} {
+	return map[string]interface{}{"unsafe_batch": true}
+}
+
 // session returns the open index of sid, opening or creating it.
 func (ix *Index) session(sid mvcc.SessionID, create bool) (*sessionIndex, error) {
 	ix.mu.Lock()
@@ -248,7 +260,7 @@ func (ix *Index) session(sid mvcc.SessionID, create bool) (*sessionIndex, error)
 		return si, nil
 	}
 	dir := filepath.Join(ix.dir, sid.String())
-	bl, err := bleve.Open(dir)
+	bl, err := bleve.OpenUsing(dir, scorchConfig())
 	if err != nil {
 		bl = nil // bleve returns a typed nil
 	}
@@ -275,7 +287,7 @@ func (ix *Index) session(sid mvcc.SessionID, create bool) (*sessionIndex, error)
 		if !create {
 			return nil, nil
 		}
-		if bl, err = bleve.New(dir, indexMapping()); err != nil {
+		if bl, err = bleve.NewUsing(dir, indexMapping(), scorch.Name, scorch.Name, scorchConfig()); err != nil {
 			return nil, fmt.Errorf("create index %s: %w", dir, err)
 		}
 		if err := bl.SetInternal(keyVersion, []byte(formatVersion)); err != nil {
@@ -403,7 +415,11 @@ func fileDoc(path string, n *mvcc.Inode, data []byte) *document.Document {
 	if len(folded) > 0 {
 		doc.AddField(document.NewTextFieldCustom("trif", nil, nil, trigramOpts, preAnalyzed(folded)))
 	}
-	doc.AddField(document.NewTextFieldCustom("text", nil, data, textOpts, standardAnalyzer))
+	// Binary files get trigrams (grep must still find their matches, and
+	// the trigram argument holds for any bytes) but no words to rank.
+	if !isBinary(data) {
+		doc.AddField(document.NewTextFieldCustom("text", nil, data, textOpts, standardAnalyzer))
+	}
 	return doc
 }
 

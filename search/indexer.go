@@ -337,9 +337,6 @@ func (ix *Index) doc(f fileRef) (*document.Document, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.path, err)
 	}
-	if isBinary(data) {
-		return fileDoc(f.path, f.n, nil), nil
-	}
 	return fileDoc(f.path, f.n, data), nil
 }
 
