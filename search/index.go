@@ -241,12 +241,11 @@ func indexMapping() mapping.IndexMapping {
 	return im
 }
 
-// scorchConfig: batches are not fsynced one by one. The index is derived
-// data: scorch persists whole snapshots, and the covered sequence number
-// is part of the same batch, so after a crash the index is consistent with
-// the sequence it records and catches up from there.
+// scorchConfig is the scorch configuration of every session index. (Not
+// unsafe_batch: scorch then loses the last snapshot, and with it the
+// covered sequence number, at Close.)
 func scorchConfig() map[string]interface{} {
-	return map[string]interface{}{"unsafe_batch": true}
+	return map[string]interface{}{}
 }
 
 // session returns the open index of sid, opening or creating it.

@@ -122,6 +122,7 @@ func (q *Query) combine(op QueryOp, r *Query) *Query {
 		}
 	}
 	out.Trigram = uniq(out.Trigram)
+	out.Sub = uniqQueries(out.Sub)
 	// Keep queries bounded: an AND may drop conditions (it only gets
 	// weaker); an OR that grows too wide says nothing useful.
 	if op == QAnd && len(out.Trigram) > maxAndTrigrams {
@@ -129,6 +130,22 @@ func (q *Query) combine(op QueryOp, r *Query) *Query {
 	}
 	if op == QOr && len(out.Trigram)+len(out.Sub) > maxOrWidth {
 		return allQuery
+	}
+	return out
+}
+
+// uniqQueries drops repeated sub-queries (by their text).
+func uniqQueries(qs []*Query) []*Query {
+	if len(qs) < 2 {
+		return qs
+	}
+	seen := map[string]bool{}
+	out := qs[:0]
+	for _, q := range qs {
+		if k := q.String(); !seen[k] {
+			seen[k] = true
+			out = append(out, q)
+		}
 	}
 	return out
 }

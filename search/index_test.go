@@ -1,0 +1,95 @@
+package search
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// TestIndexSurvivesReopen: the covered sequence number and the documents
+// persist across Close/Open, and a reopened index is used (no scan).
+func TestIndexSurvivesReopen(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"a": []byte("hello world\n"), "b/c": []byte("xyz\n")})
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Rebuild(sid, nil); err != nil {
+		t.Fatal(err)
+	}
+	before, _, _ := ix.Covered(sid)
+	ix.Close()
+	if ix, err = OpenWith(data, st, Options{}); err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	after, _, err := ix.Covered(sid)
+	if err != nil || before == 0 || after != before {
+		t.Fatalf("covered seq %d before close, %d after reopen (%v)", before, after, err)
+	}
+	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "hello"})
+	if out != "a:1:hello world\n" || code != 0 || stats.Scanned || stats.Candidates != 1 {
+		t.Errorf("got %q exit %d %+v", out, code, stats)
+	}
+}
+
+// TestPlanner checks trigram queries of a few patterns.
+func TestPlanner(t *testing.T) {
+	for _, c := range []struct {
+		pat  string
+		syn  Syntax
+		fold bool
+		want string
+	}{
+		{"hello", Basic, false, `"ell" "hel" "llo"`},
+		{"a.*b", Basic, false, "+"},
+		{"foo\\|bar", Basic, false, `("bar"|"foo")`},
+		{"Hello", Basic, true, `"ell" "hel" "llo"`},
+		{"func (Index|Last)Byte", Extended, false, ""},
+		{"[0-9]+", Extended, false, "+"},
+		{"ab[cd]ef", Basic, false, ""},
+	} {
+		m, err := Compile([]string{c.pat}, MatchOptions{Syntax: c.syn, IgnoreCase: c.fold}, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", c.pat, err)
+		}
+		got := m.Query.String()
+		if c.want == "" {
+			if got == "+" || got == "-" {
+				t.Errorf("%q: no trigrams planned (%s)", c.pat, got)
+			}
+			continue
+		}
+		if got != c.want {
+			t.Errorf("%q: plan %s, want %s", c.pat, got, c.want)
+		}
+	}
+}
+
+// TestUnsupportedAndInvalid: back-references are refused naming the
+// construct; malformed patterns get GNU's message.
+func TestUnsupportedAndInvalid(t *testing.T) {
+	for _, c := range []struct {
+		pat  string
+		syn  Syntax
+		want string
+	}{
+		{`\(a\)\1`, Basic, "back-reference \\1"},
+		{`(a)\2`, Extended, "back-reference \\2"},
+		{`a{2000}`, Extended, "repetition count"},
+		{`a\{1`, Basic, "Unmatched \\{"},
+		{`[a`, Basic, "Unmatched ["},
+		{`a\`, Basic, "Trailing backslash"},
+		{`(`, Extended, "Unmatched ( or \\("},
+		{`[[:foo:]]`, Basic, "Invalid character class name"},
+		{`[z-a]`, Basic, "Invalid range end"},
+	} {
+		_, err := Compile([]string{c.pat}, MatchOptions{Syntax: c.syn}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to name %q", c.pat, err, c.want)
+		}
+	}
+	_ = mvcc.Latest
+}
