@@ -493,6 +493,13 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 					results[i] <- result{err: err}
 					continue
 				}
+				if !m.MayMatch(data) {
+					// No match possible: GNU grep would read it and print
+					// nothing; only its long lines still matter (see below).
+					_, grown := readModel(data, grepBufSize)
+					results[i] <- result{res: FileResult{Grown: grown}}
+					continue
+				}
 				r, err := m.Grep(data, mode)
 				results[i] <- result{r, err}
 			}

@@ -143,6 +143,19 @@ func (m *Matcher) re(data []byte) (*regexp.Regexp, error) {
 	return m.invalid, m.invErr
 }
 
+// MayMatch reports whether data can hold a match at all, by the trigram
+// query: a fast filter for files the index did not narrow (too large to
+// index, or changed since), run before the regexp. False is definite.
+func (m *Matcher) MayMatch(data []byte) bool {
+	if m.Query.Op == QAll {
+		return true
+	}
+	if m.opts.IgnoreCase {
+		data = foldBytes(make([]byte, 0, len(data)), data)
+	}
+	return m.Query.Eval(func(t string) bool { return bytes.Contains(data, []byte(t)) })
+}
+
 // Mode is what grep reports per file.
 type Mode int
 

@@ -495,3 +495,37 @@ func (x *info) simplifySet(set []string, isSuffix bool) []string {
 	}
 	return []string{""}
 }
+
+// Eval evaluates the query against content through has (does the content
+// contain this trigram).
+func (q *Query) Eval(has func(string) bool) bool {
+	switch q.Op {
+	case QAll:
+		return true
+	case QNone:
+		return false
+	case QAnd:
+		for _, t := range q.Trigram {
+			if !has(t) {
+				return false
+			}
+		}
+		for _, s := range q.Sub {
+			if !s.Eval(has) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, t := range q.Trigram {
+		if has(t) {
+			return true
+		}
+	}
+	for _, s := range q.Sub {
+		if s.Eval(has) {
+			return true
+		}
+	}
+	return false
+}
