@@ -506,24 +506,3 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 	}
 	return r, nil
 }
-
-// putChunkRefs records that the commit's session references n's chunks
-// (what PutInode does, for a version rewritten under its own key).
-func (t *WriteTx) putChunkRefs(n *Inode) error {
-	for _, e := range n.Extents {
-		if e.Chunk == nil {
-			continue
-		}
-		var h Hash
-		copy(h[:], e.Chunk)
-		rk := chunkRefKey(h, t.sid)
-		if v, err := t.w.Get(rk); err != nil {
-			return err
-		} else if v == nil {
-			if err := t.w.Put(rk, []byte{}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}

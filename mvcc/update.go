@@ -139,25 +139,8 @@ func (t *WriteTx) put(k []byte, v any) error {
 // PutInode writes a new version of n stamped with this commit's HLC and
 // records that the session references n's chunks.
 func (t *WriteTx) PutInode(n *Inode) error {
-	for _, e := range n.Extents {
-		if e.Chunk == nil {
-			continue
-		}
-		var h Hash
-		copy(h[:], e.Chunk)
-		rk := chunkRefKey(h, t.sid)
-		if v, err := t.w.Get(rk); err != nil {
-			return err
-		} else if v == nil {
-			// The session did not hold this chunk yet, so nothing kept it
-			// from being deleted as an orphan since PutContent stored it.
-			if err := checkChunkLocked(t.w, h); err != nil {
-				return err
-			}
-			if err := t.w.Put(rk, []byte{}); err != nil {
-				return err
-			}
-		}
+	if err := t.putChunkRefs(n); err != nil {
+		return err
 	}
 	n.HLC = t.hlc
 	return t.put(append(inodeChain(t.sid, n.Ino), inv(t.hlc)...), n)
@@ -168,6 +151,32 @@ func (t *WriteTx) PutInode(n *Inode) error {
 func (t *WriteTx) PutDentry(parent Ino, name string, ino Ino, typ uint32) error {
 	k := append(dentryChain(t.sid, parent, name), inv(t.hlc)...)
 	return t.put(k, &Dentry{Ino: ino, Type: typ})
+}
+
+// putChunkRefs records that the commit's session references n's chunks.
+func (t *WriteTx) putChunkRefs(n *Inode) error {
+	for _, e := range n.Extents {
+		if e.Chunk == nil {
+			continue
+		}
+		var h Hash
+		copy(h[:], e.Chunk)
+		rk := chunkRefKey(h, t.sid)
+		if v, err := t.w.Get(rk); err != nil {
+			return err
+		} else if v != nil {
+			continue
+		}
+		// The session did not hold this chunk yet, so nothing kept it from
+		// being deleted as an orphan since PutContent stored it.
+		if err := checkChunkLocked(t.w, h); err != nil {
+			return err
+		}
+		if err := t.w.Put(rk, []byte{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // AllocIno returns a fresh inode number, unique across the store.
