@@ -206,14 +206,15 @@ func (s *Store) ReadAt(n *Inode, p []byte, off int64) (int, error) {
 	return c, err
 }
 
-// ReadAll returns n's whole content.
+// ReadAll returns n's whole content in its own snapshot.
 func (s *Store) ReadAll(n *Inode) ([]byte, error) {
-	buf := make([]byte, n.Size)
-	c, err := s.ReadAt(n, buf, 0)
-	if errors.Is(err, io.EOF) && uint64(c) == n.Size {
-		err = nil
-	}
-	return buf[:c], err
+	var data []byte
+	err := s.View(func(t *ReadTx) error {
+		var err error
+		data, err = t.Content(n)
+		return err
+	})
+	return data, err
 }
 
 // Reader returns an io.ReaderAt over n's content.
