@@ -12,10 +12,11 @@
 //	trif       folded trigrams not already in tri        grep -i
 //	text       standard analyzer (BM25)                  padfs search
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
-//	unindexed  "y" for files over 1 MiB                  grep (always a candidate)
+//	unindexed  "y" for files over 16 MiB                 grep (always a candidate)
 //	grow       GNU grep's read buffer after a long line  grep (buffer carry-over)
 //
-// Binary files (a NUL in the first 8 KiB) get trigrams but no text.
+// Binary files (a NUL in the first 8 KiB) and files over 1 MiB get
+// trigrams but no text.
 //
 // The index records in its internal storage the event sequence number
 // (and HLC) of the session's commit log it reflects. A background
@@ -48,15 +49,18 @@ import (
 )
 
 const (
-	// MaxIndexedSize is the largest file whose content is indexed; larger
-	// files are searched by reading them.
-	MaxIndexedSize = 1 << 20
+	// MaxIndexedSize is the largest file whose trigrams are indexed;
+	// larger files are always read by grep (after a substring prefilter).
+	MaxIndexedSize = 16 << 20
+	// MaxTextSize is the largest file whose words are indexed for ranked
+	// search.
+	MaxTextSize = 1 << 20
 	// binarySniff is how much of a file is checked for NUL bytes: a file
 	// with one there is binary and not indexed (it is still searched).
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-3"
+	formatVersion = "padfs-search-4"
 	// batchBytes and batchDocs bound one bleve batch.
 	batchBytes = 32 << 20
 	batchDocs  = 2000
@@ -416,7 +420,7 @@ func fileDoc(path string, n *mvcc.Inode, data []byte) *document.Document {
 	}
 	// Binary files get trigrams (grep must still find their matches, and
 	// the trigram argument holds for any bytes) but no words to rank.
-	if !isBinary(data) {
+	if !isBinary(data) && len(data) <= MaxTextSize {
 		doc.AddField(document.NewTextFieldCustom("text", nil, data, textOpts, standardAnalyzer))
 	}
 	return doc

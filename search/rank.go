@@ -112,7 +112,7 @@ func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
 			}
 		}
 		for _, f := range files {
-			if seen[f.path] || f.n.Size > MaxIndexedSize {
+			if seen[f.path] || f.n.Size > MaxTextSize {
 				continue
 			}
 			seen[f.path] = true
