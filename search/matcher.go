@@ -34,6 +34,10 @@ type Matcher struct {
 	GoSyntax string
 	// Query is the trigram query a matching file must satisfy.
 	Query *Query
+	// lineTrigram is a trigram every matching line contains (the query's
+	// top level is an AND of it): lines without it are not run through
+	// the regexp.
+	lineTrigram string
 	// Boundary reports that the pattern uses \b \B \< or \>, which Go
 	// evaluates with ASCII word characters.
 	Boundary bool
@@ -70,6 +74,9 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		m.Query = allQuery // any file may have a non-matching line
 	} else {
 		m.Query = plan(tree.Simplify(), o.IgnoreCase)
+		if m.Query.Op == QAnd && len(m.Query.Trigram) > 0 {
+			m.lineTrigram = m.Query.Trigram[len(m.Query.Trigram)/2]
+		}
 	}
 	return m, nil
 }
@@ -331,6 +338,35 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 				return
 			}
 			s = e + 1
+		}
+		return
+	}
+	if m.lineTrigram != "" && (!m.opts.IgnoreCase || isASCII(buf)) {
+		// Every match lies on a line holding the trigram (the planner's
+		// query holds for the matched text itself): find those lines by
+		// substring search and run the regexp on them only.
+		hay := buf
+		if m.opts.IgnoreCase {
+			hay = foldBytes(make([]byte, 0, len(buf)), buf) // ASCII: same offsets
+		}
+		tri := []byte(m.lineTrigram)
+		for pos := 0; pos < len(buf); {
+			i := bytes.Index(hay[pos:], tri)
+			if i < 0 {
+				return
+			}
+			s := pos + i
+			ls := bytes.LastIndexByte(buf[:s], '\n') + 1
+			le := bytes.IndexByte(buf[s:], '\n')
+			if le < 0 {
+				le = len(buf)
+			} else {
+				le += s
+			}
+			if re.Match(buf[ls:le]) && !fn(ls, le) {
+				return
+			}
+			pos = le + 1
 		}
 		return
 	}
