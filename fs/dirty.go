@@ -1,12 +1,14 @@
 package fs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
@@ -408,15 +410,70 @@ func (f *fileState) pageContentLocked(pg int64) ([]byte, error) {
 	return buf, nil
 }
 
-// writeAt writes p at off into the buffer.
-func (f *fileState) writeAt(p []byte, off int64) error {
+// writeAt writes p at off into the buffer; with kill it also clears
+// setuid/setgid (killpriv.go) in the same version, and reports whether
+// the mode changed.
+func (f *fileState) writeAt(ctx context.Context, p []byte, off int64, kill bool) (killed bool, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.writeAtLocked(p, off); err != nil {
-		return err
+		return false, err
 	}
 	f.touchLocked(time.Now().UnixNano())
-	return nil
+	if kill {
+		return f.killPrivLocked(ctx)
+	}
+	return false, nil
+}
+
+// withPending returns mode and gid with a pending chmod and chown applied.
+func withPending(p *mvcc.SetAttr, mode, gid uint32) (uint32, uint32) {
+	if p.Mode != nil {
+		mode = mode&syscall.S_IFMT | *p.Mode&07777
+	}
+	if p.Gid != nil {
+		gid = *p.Gid
+	}
+	return mode, gid
+}
+
+// killPrivLocked clears setuid/setgid as a change by the caller of ctx, who
+// the kernel says lacks CAP_FSETID, must (killpriv.go): in the pending
+// version when f is dirty, else in a version of its own.
+func (f *fileState) killPrivLocked(ctx context.Context) (bool, error) {
+	mode, gid := f.base.Mode, f.base.Gid
+	if f.dirty {
+		mode, gid = withPending(&f.pending, mode, gid)
+	}
+	if mode&privBits == 0 {
+		return false, nil
+	}
+	// Rare: re-read the mode, in case a chmod committed on its own
+	// while the buffer was dirty left f.base behind.
+	cur, err := f.m.st.LatestInode(f.key.sid, f.key.ino)
+	if err != nil {
+		return false, fmt.Errorf("inode %d of session %s: %w", f.key.ino, f.key.sid, err)
+	}
+	mode, gid = cur.Mode, cur.Gid
+	if f.dirty {
+		mode, gid = withPending(&f.pending, mode, gid)
+	}
+	km := killedMode(ctx, mode, gid, true)
+	if km == mode {
+		return false, nil
+	}
+	perm := km & 07777
+	if f.dirty {
+		f.pending.Mode = &perm
+		f.last = time.Now()
+		return true, nil
+	}
+	n, err := f.m.st.SetAttr(f.key.sid, f.key.ino, mvcc.SetAttr{Mode: &perm})
+	if err != nil {
+		return false, fmt.Errorf("clear setuid/setgid of inode %d of session %s: %w", f.key.ino, f.key.sid, err)
+	}
+	f.resetLocked(n)
+	return true, nil
 }
 
 func (f *fileState) writeAtLocked(p []byte, off int64) error {

@@ -145,6 +145,8 @@ type Server struct {
 	files    map[fileKey]*fileState
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
+	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
+
 	stop     chan struct{}
 	tickDone chan struct{}
 	stopOnce sync.Once
@@ -199,26 +201,33 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	}
 	sec := liveTimeout
 	mo := fuse.MountOptions{
-		DirectMount:       true,
-		FsName:            "padfs",
-		Name:              "padfs",
-		AllowOther:        opts.AllowOther,
-		Debug:             opts.Debug,
-		MaxWrite:          1 << 20,
-		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC,
+		DirectMount: true,
+		FsName:      "padfs",
+		Name:        "padfs",
+		AllowOther:  opts.AllowOther,
+		Debug:       opts.Debug,
+		MaxWrite:    1 << 20,
+		// HANDLE_KILLPRIV_V2: padfs clears setuid/setgid itself
+		// (killpriv.go), which spares a GETXATTR before every write.
+		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
 		Logger:            opts.debugLog,
 	}
 	if opts.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
-	server, err := gofs.Mount(mountpoint, root, &gofs.Options{
+	raw := gofs.NewNodeFS(root, &gofs.Options{
 		MountOptions:    mo,
 		EntryTimeout:    &sec,
 		AttrTimeout:     &sec,
 		NullPermissions: true, // chmod 000 must stay 000
 		RootStableAttr:  rootAttr,
 	})
+	server, err := fuse.NewServer(killRaw{RawFileSystem: raw, kills: &m.kills}, mountpoint, &mo)
 	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
 	m.server = server

@@ -157,6 +157,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	}
 	in, err := n.m.st.Create(n.s.id, n.ino, name, a, "")
 	var child *gofs.Inode
+	existed := false
 	switch {
 	case errors.Is(err, mvcc.ErrExist) && flags&syscall.O_EXCL == 0:
 		// Lost a race with another creator: open what is there, as
@@ -167,6 +168,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		if !in.IsRegular() {
 			return nil, nil, 0, syscall.EISDIR
 		}
+		existed = true
 		if c := n.GetChild(name); c != nil && c.StableAttr().Ino == uint64(in.Ino) {
 			n.fillAttr(&out.Attr, in)
 			child = c
@@ -182,7 +184,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if !ok {
 		return nil, nil, 0, syscall.EIO
 	}
-	fh, fl, errno := cn.open(flags)
+	fh, fl, errno := cn.open(ctx, flags, existed)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
@@ -264,7 +266,7 @@ func (n *Node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	if !ok {
 		return nil, nil, 0, syscall.EIO
 	}
-	fh, fl, errno := cn.open(flags)
+	fh, fl, errno := cn.open(ctx, flags, false)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}

@@ -17,10 +17,12 @@ import (
 // Open opens a regular file. Live files share their inode's dirty buffer;
 // past versions are read-only.
 func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	return n.open(flags)
+	return n.open(ctx, flags, true)
 }
 
-func (n *Node) open(flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+// open opens n; existed is false for a file just created (whose mode an
+// O_TRUNC must not touch).
+func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileHandle, uint32, syscall.Errno) {
 	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
 	if n.readOnly() {
 		if writable || flags&syscall.O_TRUNC != 0 {
@@ -51,10 +53,17 @@ func (n *Node) open(flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
 				f.touchLocked(time.Now().UnixNano())
 			}
 		}
+		killed := false
+		if err == nil && existed && n.m.killFlagged(ctx) {
+			killed, err = f.killPrivLocked(ctx)
+		}
 		f.mu.Unlock()
 		if err != nil {
 			n.m.release(f)
 			return nil, 0, toErrno("open", err)
+		}
+		if killed {
+			n.NotifyContent(-1, 0) // the OPEN reply carries no mode
 		}
 	}
 	fl := n.keepCache(f.contentHLC())
@@ -104,8 +113,12 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 	if off < 0 {
 		return 0, syscall.EINVAL
 	}
-	if err := h.f.writeAt(data, off); err != nil {
+	killed, err := h.f.writeAt(ctx, data, off, n.m.killFlagged(ctx))
+	if err != nil {
 		return 0, toErrno("write", err)
+	}
+	if killed {
+		n.NotifyContent(-1, 0) // the WRITE reply carries no mode
 	}
 	return uint32(len(data)), 0
 }
@@ -143,6 +156,28 @@ func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) sysc
 	return toErrno("fsync", n.m.st.Sync())
 }
 
+// setattrChanges are the SETATTR fields that change something.
+const setattrChanges = fuse.FATTR_MODE | fuse.FATTR_UID | fuse.FATTR_GID | fuse.FATTR_SIZE |
+	fuse.FATTR_ATIME | fuse.FATTR_MTIME | fuse.FATTR_ATIME_NOW | fuse.FATTR_MTIME_NOW
+
+// currentMode is n's mode and group now, a dirty buffer's pending chmod and
+// chown included.
+func (n *Node) currentMode(f *fileState) (mode, gid uint32, err error) {
+	in, err := n.inode()
+	if err != nil {
+		return 0, 0, err
+	}
+	mode, gid = in.Mode, in.Gid
+	if f != nil {
+		f.mu.RLock()
+		if f.dirty {
+			mode, gid = withPending(&f.pending, mode, gid)
+		}
+		f.mu.RUnlock()
+	}
+	return mode, gid, nil
+}
+
 // Setattr is chmod, chown, utimens and truncate. A truncate through a
 // writable handle, or of an inode with a dirty buffer, acts on the buffer
 // (committed with the writes); otherwise it is its own version.
@@ -174,6 +209,19 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if h != nil && h.f != nil {
 		f = h.f
 	}
+	if sa.Mode == nil && (in.Valid&fuse.FATTR_KILL_SUIDGID != 0 || in.Valid&setattrChanges == 0) {
+		// Clear setuid/setgid (see killpriv.go): a truncate flagged by
+		// the kernel comes from a caller without CAP_FSETID.
+		mode, gid, err := n.currentMode(f)
+		if err != nil {
+			return toErrno("setattr", err)
+		}
+		noCap := in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && in.Valid&fuse.FATTR_SIZE != 0
+		if km := killedMode(ctx, mode, gid, noCap); km != mode {
+			perm := km & 07777
+			sa.Mode, changed = &perm, true
+		}
+	}
 	if size, ok := in.GetSize(); ok {
 		if size > 1<<62 {
 			return syscall.EFBIG
@@ -196,8 +244,9 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	}
 	if changed {
 		var err error
-		if f != nil && sa.Size != nil {
-			// Keep the open buffer's base in step with the truncate.
+		if f != nil {
+			// Keep the open buffer's base in step (its size for a
+			// truncate, its mode for killpriv.go).
 			f.mu.Lock()
 			var ni *mvcc.Inode
 			if ni, err = n.m.st.SetAttr(n.s.id, n.ino, sa); err == nil && !f.dirty {
