@@ -23,8 +23,8 @@ type asofDir struct {
 func (m *Server) asofChild(ctx context.Context, parent *gofs.Inode, s *session, out *fuse.EntryOut) *gofs.Inode {
 	d := &asofDir{m: m, s: s}
 	d.fill(&out.Attr)
-	out.SetEntryTimeout(liveTimeout)
-	out.SetAttrTimeout(liveTimeout)
+	out.SetEntryTimeout(shortTimeout)
+	out.SetAttrTimeout(shortTimeout)
 	return parent.NewInode(ctx, d, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: synthIno(s.id[:], []byte(".asof"))})
 }
 
@@ -53,26 +53,30 @@ func fillSynthDir(a *fuse.Attr, m *Server, perm uint32) {
 // Getattr describes .asof itself.
 func (d *asofDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	d.fill(&out.Attr)
-	out.SetTimeout(liveTimeout)
+	out.SetTimeout(shortTimeout)
 	return 0
 }
 
 // Lookup resolves a point in time; a name that is no HLC, RFC 3339 time or
 // checkpoint, or a time before the session existed, is ENOENT.
 func (d *asofDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	// A name that resolves to nothing yet may later (a checkpoint):
+	// never a negative entry.
 	at, err := timetravel.Resolve(d.m.st, d.s.id, name)
 	if err != nil {
+		noNegativeEntry(out)
 		return nil, toErrno("asof", err)
 	}
 	root, err := d.m.st.InodeAt(d.s.id, d.s.root, at)
 	if err != nil {
+		noNegativeEntry(out)
 		return nil, toErrno("asof", err)
 	}
 	v := &view{name: name, at: at, stable: at < d.m.st.LastHLC()}
 	n := &Node{m: d.m, s: d.s, ino: d.s.root, view: v}
 	child := n.attach(ctx, &d.Inode, root, out)
 	if _, perr := mvcc.ParseHLC(name); perr != nil {
-		out.SetEntryTimeout(liveTimeout) // a checkpoint name may be pointed elsewhere
+		out.SetEntryTimeout(shortTimeout) // a checkpoint name may be pointed elsewhere
 	}
 	return child, 0
 }

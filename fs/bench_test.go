@@ -111,6 +111,27 @@ func BenchmarkAgent(b *testing.B) {
 		p.report(b)
 	})
 
+	b.Run("status", func(b *testing.B) {
+		// git status of a committed tree, a while after the last
+		// command (settle's pause): lstat of every file again, as an
+		// agent's next tool run does.
+		requireTools(b, "git")
+		s := newBenchSides(b)
+		p := pairLoop(b, s, func(dir string, i int) {
+			benchSh(b, dir, fmt.Sprintf("mkdir s%d && tar -xf %s -C s%d && cd s%d && %sinit -q && %sadd -A && %scommit -q -m x",
+				i, tree.tarball, i, i, benchGit, benchGit, benchGit))
+		}, func(dir string, i int) string {
+			return fmt.Sprintf("cd s%d && %sstatus --porcelain", i, benchGit)
+		})
+		p.check(b, func(side, out string) error {
+			if out != "" {
+				return fmt.Errorf("git status of the committed tree is not clean:\n%.2000s", out)
+			}
+			return nil
+		})
+		p.report(b)
+	})
+
 	b.Run("edit", func(b *testing.B) {
 		// 200 sed -i of one line of a 200 KB file (4,000 lines of 50
 		// bytes), then cat: each sed writes a new file and renames it
@@ -263,7 +284,7 @@ func (c *opCounter) Write(p []byte) (int, error) {
 		}
 		delete(c.lookups, f[1])
 		// A negative entry is an OK answer with node id 0.
-		if f[2] != "OK," || (len(f) > 3 && f[3] == "{i0") {
+		if f[2] != "OK," || (len(f) > 3 && f[3] == "{n0") {
 			c.counts["LOOKUP-ENOENT"]++
 		}
 	}

@@ -41,11 +41,19 @@
 //
 // # Kernel caches
 //
-// Live entries and attributes are cached for 1 s; content is kept across
-// opens (FOPEN_KEEP_CACHE) while the inode's ContentHLC is the one the kernel
-// last read. Views in .asof/ of HLCs already in the past never change and are
-// cached for an hour. Changes made behind the mount's back (fork, forget,
-// redact by the CLI) must be announced with InvalidateSession.
+// Live entries, negative entries (names that do not exist) and attributes
+// are cached for a minute; content is kept across opens (FOPEN_KEEP_CACHE)
+// while the inode's ContentHLC is the one the kernel last read. Views in
+// .asof/ of HLCs already in the past never change and are cached for an
+// hour (negative entries for a minute). The kernel learns of every change
+// made through the mount; changes made behind its back (fork, forget,
+// redact, checkpoint by the CLI, writes through session.Wrap in the mount's
+// process) must be announced with InvalidateSession, which drops the
+// kernel's entries (negative ones included), attributes and pages of the
+// session. What neither covers is bounded by the timeout: a background
+// commit of a file refines the st_blocks estimate and the ctime that stat
+// showed while it was dirty. .asof itself, checkpoint names and views of a
+// time not yet past are cached for 1 s, and never negatively.
 //
 // # Inode numbers
 //
@@ -123,10 +131,25 @@ type VirtualDir struct {
 // VirtualDir serves them.
 var reservedNames = []string{".asof", ".grep", ".log"}
 
-// Timeouts of the kernel's entry and attribute caches.
+// Timeouts of the kernel's entry and attribute caches (see "Kernel caches"
+// in the package comment).
 const (
-	liveTimeout = time.Second
-	pastTimeout = time.Hour
+	// liveTimeout is for live entries (also negative ones: names that do
+	// not exist) and attributes. Every change to a live tree reaches the
+	// kernel's caches without waiting for it: the kernel learns those it
+	// makes through FUSE itself, and InvalidateSession drops what changed
+	// elsewhere in the process (the CLI's fork, forget, redact,
+	// checkpoint; writes through session.Wrap). So the timeout only
+	// bounds what escapes both: attributes that a background commit of
+	// a dirty file refines (st_blocks, ctime), and changes nobody
+	// announced. A minute covers an agent's burst of tools (git add, git
+	// commit, git status re-stat the same tree) at no risk beyond that.
+	liveTimeout = time.Minute
+	// shortTimeout is for what changes without notice: .asof itself (its
+	// mtime is the last commit), checkpoint names, views of a time not
+	// yet past, and nodes that set no timeout of their own.
+	shortTimeout = time.Second
+	pastTimeout  = time.Hour
 )
 
 // Server is a running FUSE mount of a store (what Mount returns).
@@ -146,6 +169,11 @@ type Server struct {
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
 	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
+
+	negMu     sync.Mutex
+	negs      map[negKey]negEntry // negative entries the kernel may hold
+	negPrune  int                 // prune expired negs when len reaches this
+	invalGens map[mvcc.SessionID]uint64
 
 	stop     chan struct{}
 	tickDone chan struct{}
@@ -170,10 +198,12 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	}
 	m := &Server{
 		st: st, opts: opts, mountpoint: mountpoint, started: time.Now(),
-		sessions: map[mvcc.SessionID]*session{},
-		files:    map[fileKey]*fileState{},
-		stop:     make(chan struct{}),
-		tickDone: make(chan struct{}),
+		sessions:  map[mvcc.SessionID]*session{},
+		files:     map[fileKey]*fileState{},
+		negs:      map[negKey]negEntry{},
+		invalGens: map[mvcc.SessionID]uint64{},
+		stop:      make(chan struct{}),
+		tickDone:  make(chan struct{}),
 	}
 	var root gofs.InodeEmbedder
 	rootAttr := &gofs.StableAttr{Mode: syscall.S_IFDIR}
@@ -199,7 +229,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	default:
 		root = &sessionsRoot{m: m}
 	}
-	sec := liveTimeout
+	sec, neg := shortTimeout, liveTimeout
 	mo := fuse.MountOptions{
 		DirectMount: true,
 		FsName:      "padfs",
@@ -219,6 +249,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		MountOptions:    mo,
 		EntryTimeout:    &sec,
 		AttrTimeout:     &sec,
+		NegativeTimeout: &neg, // lookups opt out with noNegativeEntry
 		NullPermissions: true, // chmod 000 must stay 000
 		RootStableAttr:  rootAttr,
 	})
@@ -307,6 +338,10 @@ func (m *Server) InvalidateSession(sid mvcc.SessionID) {
 }
 
 func (m *Server) invalidate(sid mvcc.SessionID) {
+	// Names that did not exist may now: drop the negative entries first.
+	for _, k := range m.takeNegatives(sid) {
+		k.dir.NotifyEntry(k.name)
+	}
 	// Clean buffers re-read their base version; dirty ones keep theirs.
 	for _, f := range m.openFiles() {
 		if f.key.sid == sid {
@@ -344,6 +379,13 @@ func (m *Server) invalidate(sid mvcc.SessionID) {
 				walk(ch)
 			}
 		}
+		// A new session (fork, session new) may take over a name
+		// another session's entry holds, and changes the root's
+		// link count.
+		if h, err := m.st.Header(sid); err == nil && h.Name != "" {
+			m.root.NotifyEntry(h.Name)
+		}
+		m.root.NotifyContent(-1, 0)
 	}
 	for _, f := range m.openFiles() {
 		if f.key.sid == sid && f.node != nil {

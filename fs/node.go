@@ -48,10 +48,14 @@ func (n *Node) isSessionRoot() bool { return n.view == nil && n.ino == n.s.root 
 
 // timeout is how long the kernel may cache n's entries and attributes.
 func (n *Node) timeout() time.Duration {
-	if n.view != nil && n.view.stable {
+	switch {
+	case n.view == nil:
+		return liveTimeout
+	case n.view.stable:
 		return pastTimeout
+	default:
+		return shortTimeout
 	}
-	return liveTimeout
 }
 
 // stableIno is the st_ino of inode ino as n's tree shows it.

@@ -26,9 +26,18 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	if len(name) > mvcc.NameMax {
 		return nil, syscall.ENAMETOOLONG
 	}
+	gen := n.m.invalGen(n.s.id)
 	in, err := n.m.st.Lookup(n.s.id, n.ino, name, n.at())
 	if err != nil {
-		return nil, toErrno("lookup", err)
+		errno := toErrno("lookup", err)
+		if errno == syscall.ENOENT {
+			if n.view != nil && !n.view.stable {
+				noNegativeEntry(out) // the name may appear as time passes
+			} else {
+				n.m.negativeEntry(n.s.id, &n.Inode, name, gen, out)
+			}
+		}
+		return nil, errno
 	}
 	return n.newChild(ctx, in, out), 0
 }

@@ -55,6 +55,7 @@ func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fus
 func (r *sessionsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	h, err := r.findSession(name)
 	if err != nil {
+		noNegativeEntry(out) // sessions appear without notice (fork)
 		return nil, toErrno("lookup session", err)
 	}
 	return r.child(ctx, h, out)

@@ -61,10 +61,12 @@ func (d *virtualDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno
 // Lookup generates the file once to learn whether it exists and its size.
 func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if d.vd.Open == nil {
+		noNegativeEntry(out)
 		return nil, syscall.ENOENT
 	}
 	data, err := d.vd.Open(d.s.id, name)
 	if err != nil {
+		noNegativeEntry(out) // generated content: may exist next time
 		return nil, toErrno(d.name, err)
 	}
 	f := &virtualFile{d: d, name: name, size: uint64(len(data))}
