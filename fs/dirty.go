@@ -301,6 +301,11 @@ func (f *fileState) addPending(a mvcc.SetAttr) bool {
 	if !f.dirty {
 		return false
 	}
+	f.addPendingLocked(a)
+	return true
+}
+
+func (f *fileState) addPendingLocked(a mvcc.SetAttr) {
 	p := &f.pending
 	if a.Mode != nil {
 		p.Mode = a.Mode
@@ -319,7 +324,6 @@ func (f *fileState) addPending(a mvcc.SetAttr) bool {
 		f.mtime = *a.Mtime
 	}
 	f.last = time.Now()
-	return true
 }
 
 type lockedReader struct{ f *fileState }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"syscall"
 	"time"
 
@@ -209,6 +210,21 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if h != nil && h.f != nil {
 		f = h.f
 	}
+	if _, ok := in.GetSize(); ok && f == nil {
+		// A size change commits content: it must not race an open
+		// reading the old base (whose next commit would undo it). So
+		// it takes the inode's buffer like an open does, and commits
+		// under its lock; opens from now on share it.
+		var err error
+		if f, err = n.m.acquire(n); err != nil {
+			return toErrno("truncate", err)
+		}
+		defer func(f *fileState) {
+			if err := n.m.release(f); err != nil {
+				slog.Error("padfs: commit after truncate", "session", n.s.id, "ino", n.ino, "err", err)
+			}
+		}(f)
+	}
 	if sa.Mode == nil && (in.Valid&fuse.FATTR_KILL_SUIDGID != 0 || in.Valid&setattrChanges == 0) {
 		// Clear setuid/setgid (see killpriv.go): a truncate flagged by
 		// the kernel comes from a caller without CAP_FSETID.
@@ -248,9 +264,24 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 			// Keep the open buffer's base in step (its size for a
 			// truncate, its mode for killpriv.go).
 			f.mu.Lock()
-			var ni *mvcc.Inode
-			if ni, err = n.m.st.SetAttr(n.s.id, n.ino, sa); err == nil && !f.dirty {
-				f.resetLocked(ni)
+			if f.dirty && sa.Size != nil {
+				// Another handle wrote since the check above: the
+				// truncate joins its pending version instead.
+				err = f.truncateLocked(int64(*sa.Size))
+				if err == nil {
+					sa.Size = nil
+					f.addPendingLocked(sa)
+					mtime := time.Now().UnixNano()
+					if sa.Mtime != nil {
+						mtime = *sa.Mtime
+					}
+					f.touchLocked(mtime)
+				}
+			} else {
+				var ni *mvcc.Inode
+				if ni, err = n.m.st.SetAttr(n.s.id, n.ino, sa); err == nil && !f.dirty {
+					f.resetLocked(ni)
+				}
 			}
 			f.mu.Unlock()
 		} else {
