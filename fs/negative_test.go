@@ -45,8 +45,11 @@ func TestNegativeEntries(t *testing.T) {
 			t.Errorf("after InvalidateSession: %v", err)
 		}
 	}
-	if len(m.negs) != 0 {
-		t.Errorf("%d negative entries still remembered", len(m.negs))
+	m.negMu.Lock()
+	left := len(m.negs)
+	m.negMu.Unlock()
+	if left != 0 {
+		t.Errorf("%d negative entries still remembered", left)
 	}
 	// Through the mount, the kernel replaces its negative entries itself.
 	sh(t, mnt, "test ! -e d/new && touch d/new && test -e d/new && mkdir -p e && test ! -e e/x && echo x > e/x && cat e/x >/dev/null")
