@@ -114,8 +114,9 @@ type Options struct {
 }
 
 // VirtualDir is the extension point for generated, read-only directories at
-// a session root (.grep/, .log/). Files are generated when looked up and
-// again on every open, so their content is always current; they are served
+// a session root (.grep/, .log/). A file is generated once per open (the
+// lookup that precedes the open generates it, and the open takes that
+// content), so its content is always current; they are served
 // with direct I/O, so readers see the whole generated content whatever size
 // stat reported.
 type VirtualDir struct {
