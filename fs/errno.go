@@ -20,6 +20,9 @@ func toErrno(op string, err error) syscall.Errno {
 	}
 	var errno syscall.Errno
 	switch {
+	case errors.Is(err, mvcc.ErrForgotten) && changeOps[op]:
+		// The session was forgotten under a mount: its tree is frozen.
+		return syscall.EROFS
 	case errors.Is(err, mvcc.ErrNotFound),
 		errors.Is(err, mvcc.ErrNoSession),
 		errors.Is(err, mvcc.ErrForgotten):
@@ -63,4 +66,13 @@ func toErrno(op string, err error) syscall.Errno {
 		slog.Error("padfs: internal error", "op", op, "err", err)
 		return syscall.EIO
 	}
+}
+
+// changeOps are the operations (toErrno's op) that change a session: on a
+// forgotten session they fail with EROFS, lookups and reads with ENOENT.
+var changeOps = map[string]bool{
+	"create": true, "fallocate": true, "flush": true, "fsync": true, "fsyncdir": true,
+	"link": true, "mkdir": true, "mknod": true, "release": true, "removexattr": true,
+	"rename": true, "rmdir": true, "setattr": true, "setxattr": true, "symlink": true,
+	"tmpfile": true, "truncate": true, "unlink": true, "write": true,
 }
