@@ -210,11 +210,12 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	if h != nil && h.f != nil {
 		f = h.f
 	}
-	if _, ok := in.GetSize(); ok && f == nil {
+	if _, ok := in.GetSize(); ok && (h == nil || h.f == nil) {
 		// A size change commits content: it must not race an open
 		// reading the old base (whose next commit would undo it). So
-		// it takes the inode's buffer like an open does, and commits
-		// under its lock; opens from now on share it.
+		// it takes the inode's buffer like an open does (counted: a
+		// buffer found by m.file may be dropped by a last release
+		// meanwhile) and commits under its lock; opens share it.
 		var err error
 		if f, err = n.m.acquire(n); err != nil {
 			return toErrno("truncate", err)

@@ -6,13 +6,15 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/padfs/padfs/mvcc"
 )
 
 // A truncate by path racing an open must not be undone by the writes of
 // that open: truncate(f, 0) || open(f); then write "y" at 0 and close
 // leaves exactly "y", whichever of truncate and open came first.
 func TestTruncateRacesOpen(t *testing.T) {
-	mnt, _, _ := mountTest(t)
+	mnt, st, m := mountTest(t)
 	p := filepath.Join(mnt, "f")
 	big := bytes.Repeat([]byte("x"), 100<<10)
 	for i := 0; i < 60; i++ {
@@ -36,7 +38,8 @@ func TestTruncateRacesOpen(t *testing.T) {
 			t.Fatal(err)
 		}
 		if got, err := os.ReadFile(p); err != nil || string(got) != "y" {
-			t.Fatalf("round %d: after truncate || open, write, close: %d bytes (%v), want \"y\"", i, len(got), err)
+			in, _ := st.Walk(sessionOf(t, m), "f", mvcc.Latest)
+			t.Fatalf("store size %d; round %d: after truncate || open, write, close: %d bytes (%v), want \"y\"", in.Size, i, len(got), err)
 		}
 	}
 }
