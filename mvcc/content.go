@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/padfs/padfs/mvcc/kv"
 )
@@ -121,6 +120,16 @@ func (n *Inode) HashHex() string { return hex.EncodeToString(n.ContentHash) }
 
 // Chunk returns a chunk's bytes, checked against their checksum.
 func (t *ReadTx) Chunk(h []byte) ([]byte, error) {
+	data, err := t.chunkRef(h)
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), data...), nil
+}
+
+// chunkRef is Chunk without the copy: the bytes are the store's, valid
+// until the transaction ends.
+func (t *ReadTx) chunkRef(h []byte) ([]byte, error) {
 	k := key(pChunk, h)
 	v, err := t.r.Get(k)
 	if err != nil {
@@ -129,11 +138,7 @@ func (t *ReadTx) Chunk(h []byte) ([]byte, error) {
 	if v == nil {
 		return nil, fmt.Errorf("%w: missing chunk %x", ErrCorrupt, h)
 	}
-	data, err := unframe(k, v)
-	if err != nil {
-		return nil, err
-	}
-	return append([]byte(nil), data...), nil
+	return unframe(k, v)
 }
 
 // ReadAt reads n's content at off into p, like io.ReaderAt.
@@ -148,18 +153,24 @@ func (t *ReadTx) ReadAt(n *Inode, p []byte, off int64) (int, error) {
 		}
 		return c, nil
 	}
-	// Find the extent holding off.
-	starts := extentStarts(n.Extents)
-	i := sort.Search(len(starts), func(i int) bool { return starts[i] > off }) - 1
+	// Find the extent holding off (without allocating: this runs for
+	// every FUSE read).
+	i, start := 0, int64(0)
+	for i < len(n.Extents) && start+int64(n.Extents[i].Len) <= off {
+		start += int64(n.Extents[i].Len)
+		i++
+	}
 	done := 0
 	for ; i < len(n.Extents) && done < len(p); i++ {
 		e := n.Extents[i]
-		in := off + int64(done) - starts[i]
+		in := off + int64(done) - start
+		start += int64(e.Len)
 		want := min(int64(e.Len)-in, int64(len(p)-done))
 		if e.Chunk == nil {
 			clear(p[done : done+int(want)])
 		} else {
-			data, err := t.Chunk(e.Chunk)
+			// Straight from the snapshot into p: one copy.
+			data, err := t.chunkRef(e.Chunk)
 			if err != nil {
 				return done, err
 			}
@@ -183,16 +194,6 @@ func padTo(b []byte, size uint64) []byte {
 		return b[:size]
 	}
 	return append(append([]byte(nil), b...), make([]byte, size-uint64(len(b)))...)
-}
-
-func extentStarts(ext []Extent) []int64 {
-	starts := make([]int64, len(ext))
-	var off int64
-	for i, e := range ext {
-		starts[i] = off
-		off += int64(e.Len)
-	}
-	return starts
 }
 
 // ReadAt reads n's content in its own snapshot.
