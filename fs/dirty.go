@@ -19,7 +19,9 @@ import (
 // so a reader sees written bytes at once. The content it presents is
 //
 //	pages written since the last commit (64 KiB each, in RAM up to 4 MiB,
-//	then in an unlinked temporary file)
+//	then in an unlinked temporary file; a page in RAM holds only up to
+//	its last byte that may be non-zero, rounded up to 4 KiB, so a small
+//	file costs a small buffer)
 //	over the committed version (base) up to baseLimit
 //	over zeros (holes, or what a truncate cut off and an extension re-grew)
 //
@@ -391,7 +393,11 @@ func (f *fileState) readAtLocked(p []byte, off int64) (int, error) {
 // readPageLocked copies bytes [in, in+len(dst)) of present page pg.
 func (f *fileState) readPageLocked(pg, in int64, dst []byte) error {
 	if f.mem != nil {
-		copy(dst, f.mem[pg][in:])
+		c := 0
+		if page := f.mem[pg]; in < int64(len(page)) {
+			c = copy(dst, page[in:])
+		}
+		clear(dst[c:]) // beyond a short page: zeros
 		return nil
 	}
 	if _, err := f.spill.ReadAt(dst, f.slots[pg]+in); err != nil {
@@ -400,19 +406,24 @@ func (f *fileState) readPageLocked(pg, in int64, dst []byte) error {
 	return nil
 }
 
-// pageContentLocked returns a fresh copy of page pg as the view shows it.
-func (f *fileState) pageContentLocked(pg int64) ([]byte, error) {
-	buf := make([]byte, pageSize)
+// pageContentLocked returns a fresh copy of page pg as the view shows it,
+// at least need bytes long: all of it that is within the file, rounded up
+// to 4 KiB (the rest of the page reads as zeros).
+func (f *fileState) pageContentLocked(pg, need int64) ([]byte, error) {
 	start := pg * pageSize
-	if start >= f.size {
+	n := min(int64(pageSize), max(0, f.size-start))
+	buf := make([]byte, pageLen(max(n, need)))
+	if n == 0 {
 		return buf, nil
 	}
-	n := min(int64(pageSize), f.size-start)
 	if _, err := f.readAtLocked(buf[:n], start); err != nil && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	return buf, nil
 }
+
+// pageLen rounds a page's length up to 4 KiB, at most pageSize.
+func pageLen(n int64) int64 { return min(pageSize, (n+4095)&^4095) }
 
 // writeAt writes p at off into the buffer; with kill it also clears
 // setuid/setgid (killpriv.go) in the same version, and reports whether
@@ -496,12 +507,18 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 					page = make([]byte, pageSize)
 				} else {
 					var err error
-					if page, err = f.pageContentLocked(pg); err != nil {
+					if page, err = f.pageContentLocked(pg, in+n); err != nil {
 						return err
 					}
 				}
 				f.mem[pg] = page
 				f.m.memBytes.Add(pageSize)
+			} else if int64(len(page)) < in+n {
+				// Grow a short page (at least doubling).
+				grown := make([]byte, pageLen(max(in+n, 2*int64(len(page)))))
+				copy(grown, page)
+				page = grown
+				f.mem[pg] = page
 			}
 			copy(page[in:], p[:n])
 		} else {
@@ -510,7 +527,7 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 				slot = f.spillEnd
 				f.spillEnd += pageSize
 				if !full {
-					page, err := f.pageContentLocked(pg)
+					page, err := f.pageContentLocked(pg, pageSize)
 					if err != nil {
 						return err
 					}
@@ -560,6 +577,11 @@ func (f *fileState) spillLocked() error {
 		slots[pg] = end
 		end += pageSize
 	}
+	// Short pages leave holes; the last one must not end the file early.
+	if err := tf.Truncate(end); err != nil {
+		tf.Close()
+		return fmt.Errorf("spill inode %d to %s: %w", f.key.ino, dir, err)
+	}
 	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
 	f.spill, f.slots, f.spillEnd, f.mem = tf, slots, end, nil
 	return nil
@@ -593,7 +615,9 @@ func (f *fileState) truncateLocked(size int64) error {
 		if in := size % pageSize; in != 0 && f.hasPage(size/pageSize) {
 			pg := size / pageSize
 			if f.mem != nil {
-				clear(f.mem[pg][in:])
+				if page := f.mem[pg]; in < int64(len(page)) {
+					clear(page[in:])
+				}
 			} else if _, err := f.spill.WriteAt(make([]byte, pageSize-in), f.slots[pg]+in); err != nil {
 				return fmt.Errorf("write spill file of inode %d: %w", f.key.ino, err)
 			}

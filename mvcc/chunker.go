@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/restic/chunker"
 )
@@ -23,11 +24,29 @@ func newChunker(r io.Reader) *chunker.Chunker {
 	return c
 }
 
+// chunkers recycles a chunker and its chunk buffer (768 KiB together,
+// zeroed by every allocation): a commit of each file above InlineMax would
+// otherwise allocate them anew.
+var chunkers = sync.Pool{New: func() any {
+	return &pooledChunker{c: newChunker(nil), buf: make([]byte, chunkMax)}
+}}
+
+type pooledChunker struct {
+	c   *chunker.Chunker
+	buf []byte
+}
+
 // eachChunk cuts r into chunks and calls fn with each chunk's bytes (valid
 // only during the call) and whether it is all zeros (a hole).
 func eachChunk(r io.Reader, fn func(data []byte, hole bool) error) error {
-	c := newChunker(r)
-	buf := make([]byte, chunkMax)
+	pc := chunkers.Get().(*pooledChunker)
+	defer func() {
+		pc.c.Reset(nil, chunkPol) // drop r
+		chunkers.Put(pc)
+	}()
+	c, buf := pc.c, pc.buf
+	c.ResetWithBoundaries(r, chunkPol, chunkMin, chunkMax)
+	c.SetAverageBits(16)
 	for {
 		ch, err := c.Next(buf)
 		if errors.Is(err, io.EOF) {
