@@ -16,10 +16,12 @@
 // Semantics are the mount's: paths are relative to the session root ("/" and
 // "." components are ignored, ".." cannot leave the root), every Write,
 // Edit and mkdir is a commit with an event in the session's log, and a
-// mount of the same data directory (in another process) sees them at once.
-// bbolt locks the data directory for one process: while a mount runs, use
-// the CLI (it goes through the mount's control socket) or embed the mount's
-// store with Wrap.
+// later mount of the same data directory sees them. bbolt locks the data
+// directory for one process: while a mount runs, use the CLI (it goes
+// through the mount's control socket) or embed the mount's store with Wrap;
+// a program that writes through Wrap inside the mount's process must then
+// call the mount's InvalidateSession, as the CLI does, because the kernel
+// caches a live mount's entries and attributes for up to a minute.
 package session
 
 import (
