@@ -15,6 +15,7 @@ import (
 // read-only tree; readdir lists timetravel.Points.
 type asofDir struct {
 	gofs.Inode
+	readOnlyDir
 	m *Server
 	s *session
 }
@@ -100,43 +101,3 @@ func (d *asofDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 func (d *asofDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
 	return d.m.statfs(out)
 }
-
-// Everything that would change .asof is refused.
-
-func (d *asofDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (d *asofDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (d *asofDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EROFS
-}
-
-func (d *asofDir) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (d *asofDir) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (d *asofDir) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (d *asofDir) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (d *asofDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EROFS
-}
-
-func (d *asofDir) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EROFS
-}
-
-func (d *asofDir) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return syscall.EROFS
-}
-
-func (d *asofDir) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }

@@ -13,6 +13,7 @@ import (
 // virtualDir serves a VirtualDir hook at a session root.
 type virtualDir struct {
 	gofs.Inode
+	readOnlyDir
 	m    *Server
 	s    *session
 	name string
@@ -165,28 +166,6 @@ func (f *virtualFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte,
 		return fuse.ReadResultData(nil), 0
 	}
 	return fuse.ReadResultData(h.data[off:min(off+int64(len(dest)), int64(len(h.data)))]), 0
-}
-
-// Writes anywhere in a virtual directory are refused.
-
-func (d *virtualDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EROFS
-}
-
-func (d *virtualDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
-}
-
-func (d *virtualDir) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (d *virtualDir) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
-
-func (d *virtualDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EROFS
-}
-
-func (d *virtualDir) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EROFS
 }
 
 func (f *virtualFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
