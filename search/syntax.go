@@ -464,13 +464,7 @@ func (p *parser) bracket() (runeSet, error) {
 		var lo rune
 		if r == '[' && i+1 < len(p.src) && (p.src[i+1] == ':' || p.src[i+1] == '=' || p.src[i+1] == '.') {
 			kind := p.src[i+1]
-			end := -1
-			for j := i + 2; j+1 < len(p.src); j++ {
-				if p.src[j] == kind && p.src[j+1] == ']' {
-					end = j
-					break
-				}
-			}
+			end := bracketEnd(p.src, i+2, kind)
 			if end < 0 {
 				return nil, unmatched
 			}
@@ -503,13 +497,7 @@ func (p *parser) bracket() (runeSet, error) {
 			hi := p.src[i]
 			if hi == '[' && i+1 < len(p.src) && (p.src[i+1] == '.' || p.src[i+1] == '=') {
 				kind := p.src[i+1]
-				end := -1
-				for j := i + 2; j+1 < len(p.src); j++ {
-					if p.src[j] == kind && p.src[j+1] == ']' {
-						end = j
-						break
-					}
-				}
+				end := bracketEnd(p.src, i+2, kind)
 				if end < 0 {
 					return nil, unmatched
 				}
@@ -592,4 +580,15 @@ func render(b *strings.Builder, n *node, invalid bool) {
 			fmt.Fprintf(b, "{%d,%d}", n.min, n.max)
 		}
 	}
+}
+
+// bracketEnd returns the index of the kind in the first "kind]" at or
+// after from (the end of "[:name:]", "[=c=]" or "[.c.]"), or -1.
+func bracketEnd(src []rune, from int, kind rune) int {
+	for j := from; j+1 < len(src); j++ {
+		if src[j] == kind && src[j+1] == ']' {
+			return j
+		}
+	}
+	return -1
 }
