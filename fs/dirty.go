@@ -131,6 +131,14 @@ func (m *Server) release(f *fileState) error {
 		return nil
 	}
 	err := m.commit(f)
+	m.dropIfIdle(f)
+	return err
+}
+
+// dropIfIdle forgets f once no handle holds it and nothing is left to
+// commit: after the last release, or after a background commit that
+// succeeded where the last release's commit had failed.
+func (m *Server) dropIfIdle(f *fileState) {
 	m.filesMu.Lock()
 	defer m.filesMu.Unlock()
 	if f.opens == 0 && m.files[f.key] == f {
@@ -141,7 +149,6 @@ func (m *Server) release(f *fileState) error {
 		}
 		f.mu.Unlock()
 	}
-	return err
 }
 
 // file returns the fileState of an inode if it is open.

@@ -323,6 +323,7 @@ func (m *Server) ticker() {
 					if err := m.commit(f); err != nil {
 						slog.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
 					}
+					m.dropIfIdle(f)
 				}
 			}
 		}
