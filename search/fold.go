@@ -1,6 +1,8 @@
 package search
 
 import (
+	"encoding/binary"
+	"slices"
 	"unicode"
 	"unicode/utf8"
 )
@@ -106,14 +108,17 @@ func canonSlow(r rune) rune {
 // foldBytes returns canon applied to every rune of b (invalid bytes are
 // kept as they are), appended to dst.
 func foldBytes(dst, b []byte) []byte {
+	dst = slices.Grow(dst, len(b))
 	for i := 0; i < len(b); {
 		c := b[i]
 		if c < utf8.RuneSelf {
-			if 'A' <= c && c <= 'Z' {
-				c += 'a' - 'A'
+			// A run of ASCII: lowercase it in place of a rune loop.
+			j := i + 1
+			for j < len(b) && b[j] < utf8.RuneSelf {
+				j++
 			}
-			dst = append(dst, c)
-			i++
+			dst = asciiLower(dst, b[i:j])
+			i = j
 			continue
 		}
 		r, n := utf8.DecodeRune(b[i:])
@@ -127,3 +132,49 @@ func foldBytes(dst, b []byte) []byte {
 	}
 	return dst
 }
+
+// asciiLower appends b with A-Z lowered (other bytes as they are), so
+// offsets in the result are offsets in b. It works eight bytes at a time:
+// -i greps lower every candidate file.
+func asciiLower(dst, b []byte) []byte {
+	n := len(dst)
+	dst = append(dst, b...)
+	out := dst[n:]
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	i := 0
+	for ; i+8 <= len(out); i += 8 {
+		x := binary.LittleEndian.Uint64(out[i:])
+		low7 := x &^ highs
+		// Per byte: high bit set where the low 7 bits are >= 'A', and
+		// where they are > 'Z' (no carry crosses bytes: each sum < 0x100).
+		geA := low7 + (0x80-'A')*ones
+		gtZ := low7 + (0x80-'Z'-1)*ones
+		upper := geA &^ gtZ &^ x & highs // 'A'..'Z' and an ASCII byte
+		binary.LittleEndian.PutUint64(out[i:], x|upper>>2)
+	}
+	for ; i < len(out); i++ {
+		if c := out[i]; 'A' <= c && c <= 'Z' {
+			out[i] = c + 'a' - 'A'
+		}
+	}
+	return dst
+}
+
+// asciiOnlyFold lists the ASCII bytes whose case class has no non-ASCII
+// member: a folded trigram made of them is found in the ASCII-lowered
+// bytes of any text whose case-folded form holds it (which is not so for
+// k, s or i: KELVIN SIGN, LONG S and DOTLESS I fold to them).
+var asciiOnlyFold = func() (t [utf8.RuneSelf]bool) {
+	for c := range t {
+		t[c] = true
+	}
+	// Only runes with a case mapping fold to something else.
+	for _, cr := range unicode.CaseRanges {
+		for r := max(rune(cr.Lo), utf8.RuneSelf); r <= rune(cr.Hi); r++ {
+			if c := canon(r); c < utf8.RuneSelf {
+				t[c] = false
+			}
+		}
+	}
+	return t
+}()

@@ -123,7 +123,7 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 	}
 	// Candidates from the index, plus what the log's tail touched.
 	var cand map[string]bool
-	if req.AsOf == 0 && m.Query.Op != QAll && !req.Dereference {
+	if req.AsOf == 0 && m.IndexQuery.Op != QAll && !req.Dereference {
 		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
 		if err != nil {
 			return stats, err
@@ -186,7 +186,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at m
 	if ch.full || n > maxTailEvents {
 		return nil, true, nil // too far behind: read everything
 	}
-	q := query.NewDisjunctionQuery([]query.Query{bleveQuery(m.Query, m.opts.IgnoreCase), termQ("unindexed", "y")})
+	q := query.NewDisjunctionQuery([]query.Query{bleveQuery(m.IndexQuery), termQ("unindexed", "y")})
 	ids, err := searchIDs(si.bl, q)
 	if err != nil {
 		return nil, true, err
@@ -226,8 +226,8 @@ func termQ(field, term string) query.Query {
 	return q
 }
 
-// bleveQuery turns a trigram query into a bleve query.
-func bleveQuery(q *Query, fold bool) query.Query {
+// bleveQuery turns a (folded) trigram query into a bleve query.
+func bleveQuery(q *Query) query.Query {
 	switch q.Op {
 	case QAll:
 		return query.NewMatchAllQuery()
@@ -236,14 +236,10 @@ func bleveQuery(q *Query, fold bool) query.Query {
 	}
 	var subs []query.Query
 	for _, t := range q.Trigram {
-		if fold {
-			subs = append(subs, query.NewDisjunctionQuery([]query.Query{termQ("tri", t), termQ("trif", t)}))
-		} else {
-			subs = append(subs, termQ("tri", t))
-		}
+		subs = append(subs, termQ("tri", t))
 	}
 	for _, s := range q.Sub {
-		subs = append(subs, bleveQuery(s, fold))
+		subs = append(subs, bleveQuery(s))
 	}
 	if q.Op == QAnd {
 		return query.NewConjunctionQuery(subs)
@@ -493,7 +489,9 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 					results[i] <- result{err: err}
 					continue
 				}
-				if !m.MayMatch(data) {
+				// A file the line prefilter scans (lineTrigram) skips the
+				// whole-file one.
+				if !m.hasLineTrigram() && !m.MayMatch(data) {
 					// No match possible: GNU grep would read it and print
 					// nothing; only its long lines still matter (see below).
 					_, grown := readModel(data, grepBufSize)

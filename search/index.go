@@ -8,8 +8,7 @@
 // directory, so no byte of it survives in another session's segments.
 //
 //	field      content                                   used by
-//	tri        distinct byte trigrams of the content     grep (exact)
-//	trif       folded trigrams not already in tri        grep -i
+//	tri        distinct trigrams of the folded content   grep (and grep -i)
 //	text       standard analyzer (BM25)                  padfs search
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
 //	unindexed  "y" for files over 16 MiB                 grep (always a candidate)
@@ -60,7 +59,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-4"
+	formatVersion = "padfs-search-5"
 	// batchBytes and batchDocs bound one bleve batch.
 	batchBytes = 32 << 20
 	batchDocs  = 2000
@@ -413,11 +412,7 @@ func fileDoc(path string, n *mvcc.Inode, data []byte) *document.Document {
 		// A line long enough to grow GNU grep's buffer (see run).
 		doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))
 	}
-	exact, folded := contentTrigrams(data)
-	doc.AddField(document.NewTextFieldCustom("tri", nil, nil, trigramOpts, preAnalyzed(exact)))
-	if len(folded) > 0 {
-		doc.AddField(document.NewTextFieldCustom("trif", nil, nil, trigramOpts, preAnalyzed(folded)))
-	}
+	doc.AddField(document.NewTextFieldCustom("tri", nil, nil, trigramOpts, preAnalyzed(contentTrigrams(data))))
 	// Binary files get trigrams (grep must still find their matches, and
 	// the trigram argument holds for any bytes) but no words to rank.
 	if !isBinary(data) && len(data) <= MaxTextSize {

@@ -50,6 +50,7 @@ func TestPlanner(t *testing.T) {
 		{"func (Index|Last)Byte", Extended, false, ""},
 		{"[0-9]+", Extended, false, "+"},
 		{"ab[cd]ef", Basic, false, ""},
+		{"HeLLo", Basic, false, `"HeL" "LLo" "eLL"`},
 	} {
 		m, err := Compile([]string{c.pat}, MatchOptions{Syntax: c.syn, IgnoreCase: c.fold}, nil)
 		if err != nil {
@@ -64,6 +65,13 @@ func TestPlanner(t *testing.T) {
 		}
 		if got != c.want {
 			t.Errorf("%q: plan %s, want %s", c.pat, got, c.want)
+		}
+		// The index holds folded trigrams only: its query is folded
+		// whether or not the pattern is.
+		if c.pat == "HeLLo" {
+			if got := m.IndexQuery.String(); got != `"ell" "hel" "llo"` {
+				t.Errorf("%q: index query %s, want the folded trigrams", c.pat, got)
+			}
 		}
 	}
 }

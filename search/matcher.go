@@ -32,8 +32,11 @@ type Matcher struct {
 	treeOnce [2]sync.Once
 	// GoSyntax is the translated pattern (for -v debugging and tests).
 	GoSyntax string
-	// Query is the trigram query a matching file must satisfy.
+	// Query is the trigram query a matching file's bytes must satisfy
+	// (over folded bytes with -i).
 	Query *Query
+	// IndexQuery is the query over folded trigrams, for the index.
+	IndexQuery *Query
 	// lineTrigram is a trigram every matching line contains (the query's
 	// top level is an AND of it): lines without it are not run through
 	// the regexp.
@@ -71,12 +74,11 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		return nil, translateGoError(err)
 	}
 	if o.Invert {
-		m.Query = allQuery // any file may have a non-matching line
+		m.Query, m.IndexQuery = allQuery, allQuery // any file may have a non-matching line
 	} else {
-		m.Query = plan(tree.Simplify(), o.IgnoreCase)
-		if m.Query.Op == QAnd && len(m.Query.Trigram) > 0 {
-			m.lineTrigram = m.Query.Trigram[len(m.Query.Trigram)/2]
-		}
+		simple := tree.Simplify()
+		m.Query, m.IndexQuery = plan(simple, o.IgnoreCase), plan(simple, true)
+		m.lineTrigram = lineTrigram(m.Query, o.IgnoreCase)
 	}
 	return m, nil
 }
@@ -121,6 +123,47 @@ func (m *Matcher) goSyntax(invalid bool) string {
 	return b.String()
 }
 
+// lineTrigram picks the trigram eachSelected looks for to find the lines
+// worth running the regexp on: one the top-level AND requires, from the
+// middle of the pattern. With -i it must be one found in ASCII-lowered
+// text (see asciiOnlyFold); "" if there is none.
+func lineTrigram(q *Query, fold bool) string {
+	if q.Op != QAnd {
+		return ""
+	}
+	best, bestScore := "", -1
+	for _, t := range q.Trigram {
+		if fold && !(t[0] < utf8.RuneSelf && asciiOnlyFold[t[0]] && t[1] < utf8.RuneSelf &&
+			asciiOnlyFold[t[1]] && t[2] < utf8.RuneSelf && asciiOnlyFold[t[2]]) {
+			continue
+		}
+		// The rarest-looking trigram leaves the fewest lines to the regexp.
+		score := 0
+		for i := 0; i < 3; i++ {
+			score += rarity(t[i])
+		}
+		if score > bestScore {
+			best, bestScore = t, score
+		}
+	}
+	return best
+}
+
+// commonBytes lists bytes from the most to the least frequent in source
+// code and prose (a rough order: it only steers lineTrigram's choice).
+const commonBytes = " \te\nt_a.osirn(l),cdh\"upm:f=g*;b/y{}w-v[]k0x1&2!q<>j+z"
+
+// rarity ranks byte c: higher for bytes less frequent in text.
+func rarity(c byte) int {
+	if 'A' <= c && c <= 'Z' {
+		return len(commonBytes) // capitals are rare in most lines
+	}
+	if i := strings.IndexByte(commonBytes, c); i >= 0 {
+		return i
+	}
+	return len(commonBytes) + 1
+}
+
 // tree returns the parsed syntax of a variant (0 valid, 1 invalid).
 func (m *Matcher) tree(v int) (*syntax.Regexp, error) {
 	var err error
@@ -162,6 +205,10 @@ func (m *Matcher) MayMatch(data []byte) bool {
 	}
 	return m.Query.Eval(func(t string) bool { return bytes.Contains(data, []byte(t)) })
 }
+
+// hasLineTrigram reports whether eachSelected looks for lines holding a
+// trigram before running the regexp (a prefilter of its own).
+func (m *Matcher) hasLineTrigram() bool { return m.lineTrigram != "" }
 
 // Mode is what grep reports per file.
 type Mode int
@@ -341,13 +388,13 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 		}
 		return
 	}
-	if m.lineTrigram != "" && (!m.opts.IgnoreCase || isASCII(buf)) {
+	if m.lineTrigram != "" {
 		// Every match lies on a line holding the trigram (the planner's
 		// query holds for the matched text itself): find those lines by
 		// substring search and run the regexp on them only.
 		hay := buf
 		if m.opts.IgnoreCase {
-			hay = foldBytes(make([]byte, 0, len(buf)), buf) // ASCII: same offsets
+			hay = asciiLower(make([]byte, 0, len(buf)), buf) // same offsets
 		}
 		tri := []byte(m.lineTrigram)
 		for pos := 0; pos < len(buf); {

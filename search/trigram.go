@@ -6,10 +6,13 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 )
 
-// Content trigrams for the index: every distinct 3-byte window of a file
-// (field "tri"), and the distinct windows of its case-folded bytes that
-// are not already among them (field "trif"). A case-insensitive query for
-// folded trigram t asks for "tri:t OR trif:t".
+// Content trigrams for the index: every distinct 3-byte window of a file's
+// case-folded bytes (canon applied to every rune, field "tri"). One folded
+// set serves both kinds of query: a case-insensitive pattern asks for its
+// folded trigrams, and so does a case-sensitive one (a file holding the
+// exact text holds its folded text too); the matcher then decides on the
+// real bytes. Folding keeps -i as cheap as an exact search and the index
+// smaller than an exact set plus a folded one.
 
 type trigramSet struct {
 	bits  []uint64 // 1<<24 bits
@@ -28,8 +31,6 @@ func (s *trigramSet) add(c uint32) bool {
 	return true
 }
 
-func (s *trigramSet) has(c uint32) bool { return s.bits[c>>6]&(uint64(1)<<(c&63)) != 0 }
-
 func (s *trigramSet) reset() {
 	for _, c := range s.codes {
 		s.bits[c>>6] = 0
@@ -37,35 +38,23 @@ func (s *trigramSet) reset() {
 	s.codes = s.codes[:0]
 }
 
-// contentTrigrams returns the exact and the extra folded trigrams of data
-// as bleve token streams.
-func contentTrigrams(data []byte) (exact, folded analysis.TokenStream) {
-	ex := trigramPool.Get().(*trigramSet)
-	fo := trigramPool.Get().(*trigramSet)
+// contentTrigrams returns the folded trigrams of data as a bleve token
+// stream.
+func contentTrigrams(data []byte) analysis.TokenStream {
+	set := trigramPool.Get().(*trigramSet)
 	defer func() {
-		ex.reset()
-		fo.reset()
-		trigramPool.Put(ex)
-		trigramPool.Put(fo)
+		set.reset()
+		trigramPool.Put(set)
 	}()
-	if len(data) >= 3 {
-		c := uint32(data[0])<<8 | uint32(data[1])
-		for _, b := range data[2:] {
-			c = (c<<8 | uint32(b)) & 0xffffff
-			ex.add(c)
-		}
-	}
 	fdata := foldBytes(make([]byte, 0, len(data)), data)
 	if len(fdata) >= 3 {
 		c := uint32(fdata[0])<<8 | uint32(fdata[1])
 		for _, b := range fdata[2:] {
 			c = (c<<8 | uint32(b)) & 0xffffff
-			if !ex.has(c) {
-				fo.add(c)
-			}
+			set.add(c)
 		}
 	}
-	return tokens(ex.codes), tokens(fo.codes)
+	return tokens(set.codes)
 }
 
 func tokens(codes []uint32) analysis.TokenStream {

@@ -1,0 +1,90 @@
+package search
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestASCIILower checks the word-at-a-time lowering against a byte loop,
+// for every byte value at every position of a word and on random text.
+func TestASCIILower(t *testing.T) {
+	slow := func(b []byte) []byte {
+		out := bytes.Clone(b)
+		for i, c := range out {
+			if 'A' <= c && c <= 'Z' {
+				out[i] = c + 'a' - 'A'
+			}
+		}
+		return out
+	}
+	var cases [][]byte
+	for c := 0; c < 256; c++ {
+		for pos := 0; pos < 8; pos++ {
+			b := []byte("xYz@[`{Q")
+			b[pos] = byte(c)
+			cases = append(cases, b, append([]byte("pre"), b...))
+		}
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < 200; i++ {
+		b := make([]byte, r.IntN(100))
+		for j := range b {
+			b[j] = byte(r.IntN(256))
+		}
+		cases = append(cases, b)
+	}
+	for _, b := range cases {
+		if got, want := asciiLower([]byte("keep"), b), append([]byte("keep"), slow(b)...); !bytes.Equal(got, want) {
+			t.Fatalf("asciiLower(%q) = %q, want %q", b, got[4:], want[4:])
+		}
+	}
+}
+
+// TestLineTrigramWithIgnoreCase: with -i the line prefilter only uses a
+// trigram without i, k or s (whose case classes hold KELVIN SIGN, LONG S,
+// DOTLESS I), so lines spelled with those still match, in a file that
+// is not ASCII. (GNU grep -i matches DOTLESS I for i, but not KELVIN SIGN
+// for k: checked against grep 3.8 in C.UTF-8.)
+func TestLineTrigramWithIgnoreCase(t *testing.T) {
+	m, err := Compile([]string{"mask"}, MatchOptions{IgnoreCase: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.lineTrigram != "" {
+		t.Errorf("mask: line trigram %q, want none (every trigram holds s or k)", m.lineTrigram)
+	}
+	m, err = Compile([]string{"header_kind"}, MatchOptions{IgnoreCase: true}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range m.lineTrigram {
+		if c == 'i' || c == 'k' || c == 's' {
+			t.Fatalf("line trigram %q holds %q", m.lineTrigram, c)
+		}
+	}
+	data := []byte("é\nHEADER_\u212AIND\nheader_kınd\nnothing\nHeader_Kind\n")
+	res, err := m.Grep(data, ModeLines)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, l := range res.Lines {
+		got = append(got, l.Num)
+	}
+	if want := []int{3, 5}; !slicesEqual(got, want) {
+		t.Errorf("matched lines %v, want %v", got, want)
+	}
+}
+
+func slicesEqual(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
