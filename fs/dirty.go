@@ -64,6 +64,12 @@ type fileState struct {
 	since     time.Time // first change since the last commit
 	last      time.Time // last change
 	failed    time.Time // last failed commit (the ticker backs off)
+	// unlinked: the last commit found the inode without a name, so it
+	// stored nothing. The ticker leaves f alone until that may have
+	// changed: a write (touchLocked), a link (Node.Link: linkat of an
+	// O_TMPFILE) or InvalidateSession (refresh). Close, fsync, Flush
+	// and the last release still try, and find out for themselves.
+	unlinked bool
 	// pending holds chmod/chown/utimens made while dirty: they are
 	// committed with the content, in the same version.
 	pending  mvcc.SetAttr
@@ -180,13 +186,22 @@ func (f *fileState) commitLocked() error {
 	if !f.dirty {
 		return nil
 	}
+	if h := f.m.opts.commitHook; h != nil {
+		if err := h(f.key.sid, f.key.ino); err != nil {
+			f.failed = time.Now()
+			return fmt.Errorf("commit inode %d of session %s: %w", f.key.ino, f.key.sid, err)
+		}
+	}
 	cur, err := f.m.st.LatestInode(f.key.sid, f.key.ino)
 	if err != nil {
 		f.failed = time.Now()
 		return fmt.Errorf("commit inode %d of session %s: %w", f.key.ino, f.key.sid, err)
 	}
 	if cur.Nlink == 0 {
-		return nil // unlinked: kept for its open handles only
+		// Kept for its open handles only; nothing to do until it is
+		// written or linked again (see unlinked).
+		f.unlinked = true
+		return nil
 	}
 	r := io.NewSectionReader(lockedReader{f}, 0, f.size)
 	n, err := f.m.st.WriteContentAttr(f.key.sid, f.key.ino, r, f.mtime, f.pending)
@@ -217,7 +232,7 @@ func (f *fileState) unlinkedLocked() bool {
 func (f *fileState) due(now time.Time) bool {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
-	if !f.dirty || now.Sub(f.failed) < retryAfter {
+	if !f.dirty || f.unlinked || now.Sub(f.failed) < retryAfter {
 		return false
 	}
 	limit := maxDirty + time.Duration(f.size/(8<<20))*time.Second
@@ -229,6 +244,7 @@ func (f *fileState) due(now time.Time) bool {
 func (f *fileState) refresh() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.unlinked = false // the change may have been a link
 	if f.dirty {
 		return
 	}
@@ -246,7 +262,16 @@ func (f *fileState) resetLocked(n *mvcc.Inode) {
 	f.mtime = n.Mtime
 	f.pending = mvcc.SetAttr{}
 	f.dirty = false
+	f.unlinked = false
 	f.since, f.last = time.Time{}, time.Time{}
+}
+
+// linked tells f that its inode has a name again (linkat of an O_TMPFILE
+// descriptor): the ticker commits it again.
+func (f *fileState) linked() {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.unlinked = false
 }
 
 func (f *fileState) dropPagesLocked() {
@@ -266,6 +291,7 @@ func (f *fileState) touchLocked(mtime int64) {
 		f.since = now
 	}
 	f.dirty = true
+	f.unlinked = false
 	f.last = now
 	f.mtime = mtime
 }

@@ -37,7 +37,9 @@
 // pending version (tar -x costs a create and a write per file); on a clean
 // file they are versions of their own, except a truncate through a
 // writable descriptor, which starts the buffer. An unlinked file's buffer is
-// never committed: nothing can reach it any more.
+// never committed: nothing can reach it any more (once a commit has found
+// it unlinked, the ticker leaves it alone until it is written or linked
+// again, as linkat names an O_TMPFILE file).
 //
 // # Kernel caches
 //
@@ -111,6 +113,17 @@ type Options struct {
 	// debugLog receives go-fuse's trace when Debug is set (tests count
 	// requests with it); nil: the standard logger.
 	debugLog *log.Logger
+	// commitHook (tests only; nil otherwise) runs at every attempt to
+	// commit a dirty buffer, before the store is asked; an error fails
+	// that attempt as a store error would. It exists because a real
+	// store cannot be made to refuse one commit and take the next, and
+	// the retry paths (failed, dropIfIdle) need exercising. It runs
+	// with the buffer locked: it must not touch the mount.
+	commitHook func(sid mvcc.SessionID, ino mvcc.Ino) error
+	// manualTicks (tests only) stops the background ticker's clock:
+	// the test calls m.tick with the time it chooses, so what the
+	// ticker does does not depend on the machine's speed.
+	manualTicks bool
 }
 
 // VirtualDir is the extension point for generated, read-only directories at
@@ -311,21 +324,31 @@ func (m *Server) Flush() error {
 // ticker commits files held open and dirty.
 func (m *Server) ticker() {
 	defer close(m.tickDone)
-	t := time.NewTicker(500 * time.Millisecond)
-	defer t.Stop()
+	var c <-chan time.Time // nil with manualTicks: never fires
+	if !m.opts.manualTicks {
+		t := time.NewTicker(500 * time.Millisecond)
+		defer t.Stop()
+		c = t.C
+	}
 	for {
 		select {
 		case <-m.stop:
 			return
-		case now := <-t.C:
-			for _, f := range m.openFiles() {
-				if f.due(now) {
-					if err := m.commit(f); err != nil {
-						slog.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
-					}
-					m.dropIfIdle(f)
-				}
+		case now := <-c:
+			m.tick(now)
+		}
+	}
+}
+
+// tick commits the buffers due at now, and drops those left clean and
+// handle-less.
+func (m *Server) tick(now time.Time) {
+	for _, f := range m.openFiles() {
+		if f.due(now) {
+			if err := m.commit(f); err != nil {
+				slog.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
 			}
+			m.dropIfIdle(f)
 		}
 	}
 }

@@ -216,6 +216,9 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	if err != nil {
 		return nil, toErrno("link", err)
 	}
+	if f := n.m.file(t.s.id, t.ino); f != nil {
+		f.linked() // an O_TMPFILE's buffer can be committed now
+	}
 	return n.newChild(ctx, in, out), 0
 }
 
