@@ -24,38 +24,61 @@ func newChunker(r io.Reader) *chunker.Chunker {
 	return c
 }
 
-// chunkers recycles a chunker and its chunk buffer (768 KiB together,
-// zeroed by every allocation): a commit of each file above InlineMax would
-// otherwise allocate them anew.
-var chunkers = sync.Pool{New: func() any {
-	return &pooledChunker{c: newChunker(nil), buf: make([]byte, chunkMax)}
-}}
+// chunkers recycles a chunker (its 512 KiB read buffer is zeroed by every
+// allocation) and eachChunk's chunk buffer: a commit of each file above
+// InlineMax would otherwise allocate them anew.
+var chunkers = sync.Pool{New: func() any { return &pooledChunker{c: newChunker(nil)} }}
 
 type pooledChunker struct {
 	c   *chunker.Chunker
-	buf []byte
+	buf []byte // eachChunk's; allocated on its first use
 }
 
 // eachChunk cuts r into chunks and calls fn with each chunk's bytes (valid
 // only during the call) and whether it is all zeros (a hole).
 func eachChunk(r io.Reader, fn func(data []byte, hole bool) error) error {
-	pc := chunkers.Get().(*pooledChunker)
-	defer func() {
-		pc.c.Reset(nil, chunkPol) // drop r
-		chunkers.Put(pc)
-	}()
-	c, buf := pc.c, pc.buf
-	c.ResetWithBoundaries(r, chunkPol, chunkMin, chunkMax)
-	c.SetAverageBits(16)
+	cc := newChunkCutter(r)
+	defer cc.release()
+	if cc.pc.buf == nil {
+		cc.pc.buf = make([]byte, chunkMax)
+	}
 	for {
-		ch, err := c.Next(buf)
+		data, hole, err := cc.next(cc.pc.buf)
 		if errors.Is(err, io.EOF) {
 			return nil
 		} else if err != nil {
 			return err
 		}
-		if err := fn(ch.Data, bytes.Equal(ch.Data, zeros[:len(ch.Data)])); err != nil {
+		if err := fn(data, hole); err != nil {
 			return err
 		}
 	}
+}
+
+// chunkCutter is eachChunk for a caller that chooses where each chunk's
+// bytes land, so that they need not be copied out of a chunk buffer.
+type chunkCutter struct{ pc *pooledChunker }
+
+// newChunkCutter takes a chunker from the pool for r; release returns it.
+func newChunkCutter(r io.Reader) chunkCutter {
+	pc := chunkers.Get().(*pooledChunker)
+	pc.c.ResetWithBoundaries(r, chunkPol, chunkMin, chunkMax)
+	pc.c.SetAverageBits(16)
+	return chunkCutter{pc}
+}
+
+func (cc chunkCutter) release() {
+	cc.pc.c.Reset(nil, chunkPol) // drop r
+	chunkers.Put(cc.pc)
+}
+
+// next cuts the next chunk into dst[:0] (in place when cap(dst) is at
+// least chunkMax) and returns its bytes and whether they are all zeros;
+// io.EOF after the last chunk.
+func (cc chunkCutter) next(dst []byte) (data []byte, hole bool, err error) {
+	ch, err := cc.pc.c.Next(dst)
+	if err != nil {
+		return nil, false, err
+	}
+	return ch.Data, bytes.Equal(ch.Data, zeros[:len(ch.Data)]), nil
 }

@@ -1,14 +1,11 @@
 package mvcc
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-
-	"github.com/padfs/padfs/mvcc/kv"
 )
 
 // Content is stored inline in the inode record up to InlineMax bytes, and
@@ -16,10 +13,9 @@ import (
 // by SHA-256, so equal bytes are stored once and an edit in the middle of a
 // large file stores about one new chunk. All-zero chunks are holes.
 const (
-	InlineMax    = 4096
-	chunkMin     = 16 << 10
-	chunkMax     = 256 << 10
-	chunkTxBytes = 16 << 20 // chunks written per KV transaction
+	InlineMax = 4096
+	chunkMin  = 16 << 10
+	chunkMax  = 256 << 10
 )
 
 var zeros [chunkMax]byte
@@ -36,69 +32,19 @@ type Content struct {
 // outside any commit: chunks are content-addressed, so writing them early is
 // harmless, and the commit that references them stays short.
 func (s *Store) PutContent(r io.Reader) (*Content, error) {
-	whole := sha256.New()
-	r = io.TeeReader(r, whole)
 	head := make([]byte, InlineMax+1)
 	n, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
-	if n <= InlineMax {
-		c := &Content{Size: uint64(n), Inline: append([]byte(nil), head[:n]...), Hash: whole.Sum(nil)}
-		if n == 0 {
-			c.Inline = nil
-		}
-		return c, nil
+	if n > InlineMax {
+		return s.putChunks(head[:n], r) // chunkstore.go
 	}
-	c := &Content{}
-	type pending struct {
-		h    Hash
-		data []byte
+	sum := sha256.Sum256(head[:n])
+	c := &Content{Size: uint64(n), Inline: append([]byte(nil), head[:n]...), Hash: sum[:]}
+	if n == 0 {
+		c.Inline = nil
 	}
-	var batch []pending
-	var batchBytes int
-	flush := func() error {
-		if len(batch) == 0 {
-			return nil
-		}
-		err := s.kv.Update(func(tx kv.Txn) error {
-			for _, p := range batch {
-				k := chunkKey(p.h)
-				if v, err := tx.Get(k); err != nil {
-					return err
-				} else if v != nil {
-					continue // already stored
-				}
-				if err := tx.Put(k, frame(p.data)); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		batch, batchBytes = batch[:0], 0
-		return err
-	}
-	err = eachChunk(io.MultiReader(bytes.NewReader(head[:n]), r), func(data []byte, hole bool) error {
-		c.Size += uint64(len(data))
-		if hole {
-			c.Extents = appendHole(c.Extents, uint32(len(data)))
-			return nil
-		}
-		h := Hash(sha256.Sum256(data))
-		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint32(len(data))})
-		batch = append(batch, pending{h, append([]byte(nil), data...)}) // data is reused
-		if batchBytes += len(data); batchBytes >= chunkTxBytes {
-			return flush()
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := flush(); err != nil {
-		return nil, err
-	}
-	c.Hash = whole.Sum(nil)
 	return c, nil
 }
 

@@ -1,0 +1,246 @@
+package mvcc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"hash"
+	"hash/crc32"
+	"io"
+	"slices"
+	"sync"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// Storing the chunks of a file above InlineMax. The work is split in two
+// stages so that a large commit keeps two cores busy (the Rabin chunker
+// alone is about as slow as everything else together):
+//
+//	caller: read r -> chunker -> chunk bytes cut straight into their frame in a batch
+//	storer: SHA-256 of each chunk and of the whole file, CRC-32C of each frame,
+//	        then one kv Update that puts the batch's chunks not yet stored
+//
+// Each chunk's bytes are written once by the chunker, into their place in
+// the batch buffer behind a 4-byte header that the storer fills in, so the
+// framed value handed to Put is never copied in mvcc. Batch buffers are
+// recycled (between the stages and, through a sync.Pool, across commits),
+// so a large file does not allocate its size over again, and a file that
+// fits one batch is stored by the caller alone, without a goroutine.
+const (
+	chunkBatchBytes = 4 << 20 // chunk bytes per batch, i.e. per kv Update
+	batchesInFlight = 3       // filling, queued, being stored
+)
+
+// chunkBatch is a run of consecutive chunks of one file.
+type chunkBatch struct {
+	buf   []byte // frames back to back: crc32c(data) u32be | data
+	items []batchItem
+}
+
+type batchItem struct {
+	off int    // of the frame in buf; -1 for a hole (no bytes kept)
+	n   uint32 // chunk length
+	h   Hash   // set by the storer
+}
+
+var chunkBatches = sync.Pool{New: func() any { return new(chunkBatch) }}
+
+func getBatch() *chunkBatch { return chunkBatches.Get().(*chunkBatch) }
+
+func putBatch(b *chunkBatch) {
+	b.buf, b.items = b.buf[:0], b.items[:0]
+	if cap(b.buf) <= 2*chunkBatchBytes+2*chunkMax {
+		chunkBatches.Put(b)
+	}
+}
+
+// chunkStorer is the second stage: it runs in the caller's goroutine
+// until a second batch is needed, then in its own.
+type chunkStorer struct {
+	s     *Store
+	c     Content
+	whole hash.Hash
+
+	started bool
+	todo    chan *chunkBatch // to the storer, in file order
+	free    chan *chunkBatch // back to the caller
+	failed  chan struct{}    // closed when err is set
+	exited  chan struct{}    // closed when the storer goroutine returns
+	err     error            // the storer's first error
+	made    int              // batches allocated (caller only)
+}
+
+// putChunks stores the chunks of the file whose bytes are head followed by
+// the rest of r.
+func (s *Store) putChunks(head []byte, r io.Reader) (*Content, error) {
+	cs := &chunkStorer{s: s, whole: sha256.New()}
+	cc := newChunkCutter(io.MultiReader(bytes.NewReader(head), r))
+	defer cc.release()
+	b := getBatch()
+	cs.made = 1
+	for {
+		// Leave room for a header and a whole chunk, so that the chunker
+		// writes in place.
+		off := len(b.buf)
+		b.buf = slices.Grow(b.buf, 4+chunkMax)
+		dst := b.buf[off+4 : off+4 : off+4+chunkMax]
+		data, hole, err := cc.next(dst)
+		if errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			return nil, cs.abort(b, err)
+		}
+		if hole {
+			b.items = append(b.items, batchItem{off: -1, n: uint32(len(data))})
+			continue
+		}
+		if len(data) > 0 && &data[0] == &dst[:1][0] {
+			b.buf = b.buf[:off+4+len(data)]
+		} else { // not cut in place (cannot happen: chunks never exceed chunkMax)
+			b.buf = append(b.buf[:off+4], data...)
+		}
+		b.items = append(b.items, batchItem{off: off, n: uint32(len(data))})
+		if len(b.buf) >= chunkBatchBytes {
+			if b, err = cs.hand(b); err != nil {
+				return nil, cs.abort(nil, err)
+			}
+		}
+	}
+	if !cs.started {
+		err := cs.store(b)
+		putBatch(b)
+		if err != nil {
+			return nil, err
+		}
+	} else {
+		if len(b.items) > 0 {
+			cs.todo <- b
+		} else {
+			putBatch(b)
+		}
+		if err := cs.finish(); err != nil {
+			return nil, err
+		}
+	}
+	cs.c.Hash = cs.whole.Sum(nil)
+	return &cs.c, nil
+}
+
+// hand passes a full batch to the storer and returns an empty one.
+func (cs *chunkStorer) hand(b *chunkBatch) (*chunkBatch, error) {
+	if !cs.started {
+		cs.started = true
+		cs.todo = make(chan *chunkBatch, batchesInFlight)
+		cs.free = make(chan *chunkBatch, batchesInFlight)
+		cs.failed = make(chan struct{})
+		cs.exited = make(chan struct{})
+		go cs.run()
+	}
+	select {
+	case <-cs.failed:
+		putBatch(b)
+		return nil, cs.err
+	default:
+	}
+	cs.todo <- b // never blocks for long: the storer drains todo until it is closed
+	if cs.made < batchesInFlight {
+		cs.made++
+		return getBatch(), nil
+	}
+	select {
+	case b = <-cs.free:
+		return b, nil
+	case <-cs.failed:
+		return nil, cs.err
+	}
+}
+
+// run stores the batches in todo until it is closed; after an error it
+// only recycles them.
+func (cs *chunkStorer) run() {
+	defer close(cs.exited)
+	for b := range cs.todo {
+		if cs.err == nil {
+			if err := cs.store(b); err != nil {
+				cs.err = err
+				close(cs.failed)
+			}
+		}
+		b.buf, b.items = b.buf[:0], b.items[:0]
+		cs.free <- b // cap batchesInFlight: never blocks
+	}
+}
+
+// finish waits for the storer and returns its error.
+func (cs *chunkStorer) finish() error {
+	close(cs.todo)
+	<-cs.exited
+	for {
+		select {
+		case b := <-cs.free:
+			putBatch(b)
+		default:
+			return cs.err
+		}
+	}
+}
+
+// abort stops the storer after a failure of the caller's side and returns
+// err; b (if not nil) is the caller's batch.
+func (cs *chunkStorer) abort(b *chunkBatch, err error) error {
+	if b != nil {
+		putBatch(b)
+	}
+	if cs.started {
+		cs.finish()
+	}
+	return err
+}
+
+// store hashes and frames the chunks of b, adds them to the content, and
+// puts those not stored yet in one kv Update.
+func (cs *chunkStorer) store(b *chunkBatch) error {
+	var hashes []byte // one allocation for the batch's extent hashes
+	for i := range b.items {
+		it := &b.items[i]
+		cs.c.Size += uint64(it.n)
+		if it.off < 0 {
+			cs.c.Extents = appendHole(cs.c.Extents, it.n)
+			cs.whole.Write(zeros[:it.n])
+			continue
+		}
+		frame := b.buf[it.off : it.off+4+int(it.n)]
+		data := frame[4:]
+		it.h = sha256.Sum256(data)
+		binary.BigEndian.PutUint32(frame, crc32.Checksum(data, castagnoli))
+		cs.whole.Write(data)
+		if hashes == nil {
+			hashes = make([]byte, 0, len(Hash{})*(len(b.items)-i))
+		}
+		hashes = append(hashes, it.h[:]...)
+		l := len(hashes)
+		cs.c.Extents = append(cs.c.Extents, Extent{Chunk: hashes[l-len(Hash{}) : l : l], Len: it.n})
+	}
+	if hashes == nil {
+		return nil // only holes
+	}
+	return cs.s.kv.Update(func(tx kv.Txn) error {
+		for _, it := range b.items {
+			if it.off < 0 {
+				continue
+			}
+			k := chunkKey(it.h)
+			if v, err := tx.Get(k); err != nil {
+				return err
+			} else if v != nil {
+				continue // already stored
+			}
+			if err := tx.Put(k, b.buf[it.off:it.off+4+int(it.n)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}

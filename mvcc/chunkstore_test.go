@@ -1,0 +1,167 @@
+package mvcc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// refContent is what PutContent must return for data, computed the plain
+// way: a fresh chunker, one SHA-256 per chunk, one over everything.
+func refContent(t *testing.T, data []byte) (*Content, map[Hash][]byte) {
+	t.Helper()
+	sum := sha256.Sum256(data)
+	c := &Content{Size: uint64(len(data)), Hash: sum[:]}
+	chunks := map[Hash][]byte{}
+	if len(data) <= InlineMax {
+		if len(data) > 0 {
+			c.Inline = data
+		}
+		return c, chunks
+	}
+	ch := newChunker(bytes.NewReader(data))
+	buf := make([]byte, chunkMax)
+	for {
+		k, err := ch.Next(buf)
+		if errors.Is(err, io.EOF) {
+			return c, chunks
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Equal(k.Data, make([]byte, len(k.Data))) {
+			c.Extents = appendHole(c.Extents, uint32(len(k.Data)))
+			continue
+		}
+		h := Hash(sha256.Sum256(k.Data))
+		chunks[h] = append([]byte(nil), k.Data...)
+		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint32(len(k.Data))})
+	}
+}
+
+func chunkCount(t *testing.T, st *Store) int {
+	t.Helper()
+	n := 0
+	p := []byte{pChunk}
+	if err := st.kv.View(func(r kv.Reader) error {
+		return r.Scan(p, kv.PrefixEnd(p), func(_, _ []byte) (bool, error) { n++; return true, nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// PutContent (batches cut in place, hashed and framed by a second stage)
+// returns exactly the plain computation's content, stores each chunk as
+// frame(bytes) under its SHA-256, keeps all-zero chunks as holes, and
+// stores nothing again for bytes it already has.
+func TestPutContentMatchesReference(t *testing.T) {
+	st := lcOpen(t).st
+	rng := rand.NewChaCha8([32]byte{5})
+	rnd := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }
+	repeated := rnd(600 << 10)
+	holey := rnd(13 << 20)
+	clear(holey[1<<20 : 3<<20])     // holes inside the first batch
+	clear(holey[9<<20 : 9<<20+700]) // too short for a hole
+	clear(holey[12<<20:])           // trailing holes
+	inputs := map[string][]byte{
+		"empty":           nil,
+		"one byte":        {7},
+		"InlineMax":       rnd(InlineMax),
+		"InlineMax+1":     rnd(InlineMax + 1),
+		"one chunk":       rnd(chunkMin),
+		"zeros 300KiB":    make([]byte, 300<<10),
+		"batch":           rnd(chunkBatchBytes),
+		"3 batches+":      rnd(3*chunkBatchBytes + 12345),
+		"holey 13MiB":     holey,
+		"all zero 10MiB":  make([]byte, 10<<20),
+		"repeated chunks": bytes.Repeat(repeated, 20),
+	}
+	for name, data := range inputs {
+		t.Run(name, func(t *testing.T) {
+			want, chunks := refContent(t, data)
+			for round := 0; round < 2; round++ {
+				before := chunkCount(t, st)
+				got, err := st.PutContent(bytes.NewReader(data))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got.Size != want.Size || !bytes.Equal(got.Hash, want.Hash) || !bytes.Equal(got.Inline, want.Inline) {
+					t.Fatalf("round %d: size %d hash %x inline %d bytes, want %d %x %d", round, got.Size, got.Hash, len(got.Inline), want.Size, want.Hash, len(want.Inline))
+				}
+				if fmt.Sprint(got.Extents) != fmt.Sprint(want.Extents) {
+					t.Fatalf("round %d: extents\n%v\nwant\n%v", round, got.Extents, want.Extents)
+				}
+				if round == 1 && chunkCount(t, st) != before {
+					t.Fatalf("storing the same bytes again added %d chunks", chunkCount(t, st)-before)
+				}
+			}
+			if err := st.kv.View(func(r kv.Reader) error {
+				for h, b := range chunks {
+					v, err := r.Get(chunkKey(h))
+					if err != nil {
+						return err
+					}
+					if !bytes.Equal(v, frame(b)) {
+						return fmt.Errorf("chunk %x is stored as %d bytes that are not frame(its bytes)", h, len(v))
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// failingReader returns its bytes, then err.
+type failingReader struct {
+	data []byte
+	err  error
+}
+
+func (f *failingReader) Read(p []byte) (int, error) {
+	if len(f.data) == 0 {
+		return 0, f.err
+	}
+	n := copy(p, f.data)
+	f.data = f.data[n:]
+	return n, nil
+}
+
+// A read error in the middle of a large file, or a store that refuses the
+// chunks, fails PutContent with that error and leaves no goroutine behind.
+func TestPutContentErrors(t *testing.T) {
+	e := lcOpen(t)
+	data := make([]byte, 4*chunkBatchBytes)
+	rand.NewChaCha8([32]byte{6}).Read(data)
+	goroutines := runtime.NumGoroutine()
+	boom := errors.New("boom")
+	for _, cut := range []int{InlineMax + 10, chunkBatchBytes / 2, 3*chunkBatchBytes + 999} {
+		_, err := e.st.PutContent(&failingReader{data[:cut], boom})
+		if !errors.Is(err, boom) {
+			t.Fatalf("read error after %d bytes: got %v", cut, err)
+		}
+	}
+	if err := e.st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.PutContent(bytes.NewReader(data)); !errors.Is(err, kv.ErrClosed) {
+		t.Fatalf("closed store: got %v, want kv.ErrClosed", err)
+	}
+	// The storer goroutine has finished its work before PutContent
+	// returns; let it (and the closed store's flusher) exit.
+	for i := 0; runtime.NumGoroutine() > goroutines && i < 1000; i++ {
+		runtime.Gosched()
+	}
+	if n := runtime.NumGoroutine(); n > goroutines {
+		t.Fatalf("%d goroutines after the failures, %d before", n, goroutines)
+	}
+}
