@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"path"
 	"runtime"
 	"sort"
@@ -126,7 +127,14 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 	if req.AsOf == 0 && m.IndexQuery.Op != QAll && !req.Dereference {
 		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
 		if err != nil {
-			return stats, err
+			// The index is derived data (and may be mid-rebuild: closed
+			// under this reader): read everything instead, which is exact.
+			level := slog.LevelWarn
+			if errors.Is(err, bleve.ErrorIndexClosed) {
+				level = slog.LevelDebug
+			}
+			ix.log.Log(ctx, level, "search: index unusable; scanning", "session", req.Session.String(), "err", err)
+			cand = nil
 		}
 	}
 	stats.Scanned = cand == nil

@@ -89,19 +89,37 @@ type Index struct {
 	sessions map[mvcc.SessionID]*sessionIndex
 	dirty    map[mvcc.SessionID]bool
 	closed   bool
+	// writers serialize, per session, everything that writes, drops or
+	// replaces its index: catch-up, rebuild, drop, close. Readers never
+	// take them.
+	writers map[mvcc.SessionID]*sync.Mutex
+	// dropping marks sessions whose index directory is being closed and
+	// removed: readers must not reopen it meanwhile (they scan instead).
+	dropping map[mvcc.SessionID]bool
 
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
 }
 
-// sessionIndex is the bleve index of one session.
+// sessionIndex is the bleve index of one session. Writers hold the
+// session's writer lock (Index.writer); readers use bl freely.
 type sessionIndex struct {
 	sid mvcc.SessionID
 	dir string
-	// mu serializes writers (catch-up, rebuild); readers use bl freely.
-	mu sync.Mutex
-	bl bleve.Index
+	bl  bleve.Index
+}
+
+// writer returns the lock that serializes the writers of sid's index.
+func (ix *Index) writer(sid mvcc.SessionID) *sync.Mutex {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	w := ix.writers[sid]
+	if w == nil {
+		w = new(sync.Mutex)
+		ix.writers[sid] = w
+	}
+	return w
 }
 
 // Open opens (creating if needed) the index of data directory dataDir for
@@ -122,9 +140,10 @@ func OpenWith(dataDir string, st *mvcc.Store, o Options) (*Index, error) {
 	}
 	ix := &Index{dir: dir, st: st, log: log.With("component", "search"),
 		sessions: map[mvcc.SessionID]*sessionIndex{}, dirty: map[mvcc.SessionID]bool{},
+		writers: map[mvcc.SessionID]*sync.Mutex{}, dropping: map[mvcc.SessionID]bool{},
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if !o.Background {
-		close(ix.done)
+		close(ix.done) // no goroutine; stop still ends a Rebuild early
 		return ix, nil
 	}
 	st.Watch(func(sid mvcc.SessionID, _ mvcc.Event) { ix.markDirty(sid) })
@@ -188,7 +207,7 @@ func (ix *Index) background() {
 				break
 			}
 			more, err := ix.catchUp(sid, ix.stop)
-			if err != nil {
+			if err != nil && !errors.Is(err, errStopped) {
 				ix.log.Warn("search: catching up failed", "session", sid.String(), "err", err)
 			}
 			if more {
@@ -203,7 +222,10 @@ func (ix *Index) background() {
 	}
 }
 
-// Close stops the background indexer and closes every session index.
+// Close stops the background indexer and closes every session index. A
+// catch-up or rebuild in progress stops at its next document without
+// recording its progress: the next Open resumes from the last batch that
+// did.
 func (ix *Index) Close() error {
 	ix.mu.Lock()
 	if ix.closed {
@@ -212,23 +234,30 @@ func (ix *Index) Close() error {
 	}
 	ix.closed = true
 	ix.mu.Unlock()
-	select {
-	case <-ix.done:
-	default:
-		close(ix.stop)
-		<-ix.done
-	}
+	close(ix.stop)
+	<-ix.done
+	// Every open index (readers open them too, without a writer lock).
 	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	var errs []error
-	for sid, si := range ix.sessions {
-		si.mu.Lock()
-		if err := si.bl.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close index of session %s: %w", sid, err))
-		}
-		si.mu.Unlock()
+	sids := make([]mvcc.SessionID, 0, len(ix.sessions))
+	for sid := range ix.sessions {
+		sids = append(sids, sid)
 	}
-	ix.sessions = map[mvcc.SessionID]*sessionIndex{}
+	ix.mu.Unlock()
+	var errs []error
+	for _, sid := range sids {
+		w := ix.writer(sid)
+		w.Lock()
+		ix.mu.Lock()
+		si := ix.sessions[sid]
+		delete(ix.sessions, sid)
+		ix.mu.Unlock()
+		if si != nil {
+			if err := si.bl.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("close index of session %s: %w", sid, err))
+			}
+		}
+		w.Unlock()
+	}
 	return errors.Join(errs...)
 }
 
@@ -260,6 +289,12 @@ func (ix *Index) session(sid mvcc.SessionID, create bool) (*sessionIndex, error)
 	}
 	if si, ok := ix.sessions[sid]; ok {
 		return si, nil
+	}
+	if ix.dropping[sid] {
+		if create {
+			return nil, fmt.Errorf("search index of session %s is being removed", sid)
+		}
+		return nil, nil
 	}
 	dir := filepath.Join(ix.dir, sid.String())
 	bl, err := bleve.OpenUsing(dir, scorchConfig())
@@ -337,13 +372,25 @@ func (ix *Index) Covered(sid mvcc.SessionID) (uint64, mvcc.HLC, error) {
 // its directory is removed, so none of its bytes remain. The next catch-up
 // rebuilds it if the session still exists.
 func (ix *Index) DropSession(sid mvcc.SessionID) error {
+	w := ix.writer(sid)
+	w.Lock()
+	defer w.Unlock()
+	return ix.dropLocked(sid)
+}
+
+// dropLocked is DropSession with sid's writer lock held.
+func (ix *Index) dropLocked(sid mvcc.SessionID) error {
 	ix.mu.Lock()
 	si := ix.sessions[sid]
 	delete(ix.sessions, sid)
+	ix.dropping[sid] = true
 	ix.mu.Unlock()
+	defer func() {
+		ix.mu.Lock()
+		delete(ix.dropping, sid)
+		ix.mu.Unlock()
+	}()
 	if si != nil {
-		si.mu.Lock()
-		defer si.mu.Unlock()
 		if err := si.bl.Close(); err != nil {
 			ix.log.Warn("search: close dropped index", "session", sid.String(), "err", err)
 		}

@@ -1,6 +1,8 @@
 package search
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -100,4 +102,70 @@ func TestUnsupportedAndInvalid(t *testing.T) {
 		}
 	}
 	_ = mvcc.Latest
+}
+
+// TestRebuildAndDropRaceCatchUp: rebuilds and drops of a session's index
+// run while the background indexer follows new commits and grep runs. No
+// call fails, every grep answer is exact whatever state the index is in,
+// and the index ends up covering the last commit.
+func TestRebuildAndDropRaceCatchUp(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"f000": []byte("needle 0\n")})
+	ix, err := OpenWith(data, st, Options{Background: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	errc := make(chan error, 1)
+	stop := make(chan struct{})
+	go func() {
+		var errs []error
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				errc <- errors.Join(errs...)
+				return
+			default:
+			}
+			if i%3 == 2 {
+				err = ix.DropSession(sid)
+			} else {
+				err = ix.Rebuild(sid, nil)
+			}
+			if err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}()
+	want := "f000:1:needle 0\n"
+	for i := 1; i <= 40; i++ {
+		name := fmt.Sprintf("f%03d", i)
+		putFile(t, st, sid, name, []byte(fmt.Sprintf("hay\nneedle %d\n", i)))
+		want += fmt.Sprintf("%s:2:needle %d\n", name, i)
+		out, code, _ := padGrep(t, ix, sid, []string{"-rn", "needle"})
+		if out != want || code != 0 {
+			t.Fatalf("after %d writes: exit %d, output differs:\n%s", i, code, diffLines(out, want))
+		}
+	}
+	close(stop)
+	if err := <-errc; err != nil {
+		t.Fatalf("rebuild/drop racing the indexer failed: %v", err)
+	}
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	var last uint64
+	if err := st.View(func(tx *mvcc.ReadTx) error {
+		last, _, err = tx.LastEvent(sid)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if seq, _, err := ix.Covered(sid); err != nil || seq != last {
+		t.Fatalf("index covers seq %d, last commit is %d (%v)", seq, last, err)
+	}
+	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})
+	if out != want || code != 0 || stats.Scanned || stats.Degraded {
+		t.Fatalf("after catching up: exit %d %+v, output differs:\n%s", code, stats, diffLines(out, want))
+	}
 }

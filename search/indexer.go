@@ -80,6 +80,9 @@ func (c *changes) affects(path string) bool {
 // catchUp applies the next stretch of sid's commit log to its index. more
 // is true when log entries remain.
 func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, err error) {
+	w := ix.writer(sid)
+	w.Lock()
+	defer w.Unlock()
 	var lastSeq uint64
 	var lastHLC mvcc.HLC
 	var forgotten bool
@@ -96,7 +99,7 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 	})
 	if errors.Is(err, mvcc.ErrNoSession) {
 		// Purged: nothing of it may stay in the index.
-		return false, ix.DropSession(sid)
+		return false, ix.dropLocked(sid)
 	}
 	if err != nil || forgotten {
 		return false, err
@@ -105,8 +108,6 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 	if err != nil {
 		return false, err
 	}
-	si.mu.Lock()
-	defer si.mu.Unlock()
 	seq, _, err := si.covered()
 	if err != nil {
 		return false, err
@@ -138,27 +139,22 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 	if ch.full {
 		// Rebuild from scratch: a redaction must leave none of the old
 		// bytes in the index's segments.
-		si.mu.Unlock()
-		err := ix.DropSession(sid)
-		si.mu.Lock()
-		if err != nil {
+		if err := ix.dropLocked(sid); err != nil {
 			return false, err
 		}
 		ns, err := ix.session(sid, true)
 		if err != nil {
 			return false, err
 		}
-		ns.mu.Lock()
-		defer ns.mu.Unlock()
 		return false, ix.buildLocked(ns, lastSeq, lastHLC, stop, nil)
 	}
-	return endSeq < lastSeq, ix.applyLocked(si, ch, endSeq, endHLC)
+	return endSeq < lastSeq, ix.applyLocked(si, ch, endSeq, endHLC, stop)
 }
 
 // applyLocked brings the documents that ch touches to their state as of
-// at and records (seq, at) as covered, in one batch.
-func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.HLC) error {
-	b := si.bl.NewBatch()
+// at and records (seq, at) as covered, in batches that land in order.
+func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) error {
+	bt := newBatcher(si.bl, 1)
 	paths := map[string]bool{}
 	for p := range ch.paths {
 		paths[p] = true
@@ -182,7 +178,7 @@ func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.
 				return err
 			}
 			for _, id := range ids {
-				b.Delete(id)
+				bt.delete(id)
 			}
 		} else {
 			ids, err := si.ids(query.NewPrefixQuery(p+"/"), "path")
@@ -190,9 +186,9 @@ func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.
 				return err
 			}
 			for _, id := range ids {
-				b.Delete(id)
+				bt.delete(id)
 			}
-			b.Delete(p)
+			bt.delete(p)
 		}
 		err := ix.walk(si.sid, p, at, func(f fileRef) { files = append(files, f) })
 		if err != nil && !errors.Is(err, mvcc.ErrNotFound) {
@@ -203,27 +199,28 @@ func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.
 		n, err := ix.st.Walk(si.sid, p, at)
 		switch {
 		case errors.Is(err, mvcc.ErrNotFound) || errors.Is(err, mvcc.ErrNotDir):
-			b.Delete(p)
+			bt.delete(p)
 		case err != nil:
 			return err
 		case n.IsRegular():
 			files = append(files, fileRef{p, n})
 		default:
-			b.Delete(p)
+			bt.delete(p)
 		}
 	}
 	for _, f := range files {
+		if stopped(stop) {
+			return errStopped
+		}
 		doc, err := ix.doc(f)
 		if err != nil {
 			return err
 		}
-		if err := b.IndexAdvanced(doc); err != nil {
+		if err := bt.index(doc, int64(f.n.Size)); err != nil {
 			return fmt.Errorf("index %s: %w", f.path, err)
 		}
 	}
-	b.SetInternal(keySeq, u64(seq))
-	b.SetInternal(keyHLC, u64(uint64(at)))
-	return si.bl.Batch(b)
+	return bt.finish(seq, at)
 }
 
 // ids returns the ids of the documents matching q (a term or prefix query
@@ -396,40 +393,29 @@ func (ix *Index) buildLocked(si *sessionIndex, seq uint64, at mvcc.HLC, stop <-c
 	}()
 	defer wg.Wait()
 	defer close(quit) // runs first: releases the feeder, then workers finish
-	b := si.bl.NewBatch()
-	var done, inBatch int64
-	docs := 0
+	// Two segments built at once use both cores of a small machine; more
+	// would only compete with the readers and analysis.
+	bt := newBatcher(si.bl, min(workers, 2))
+	defer bt.wait()
+	var done int64
 	for i := range files {
-		select {
-		case <-stop:
-			return errors.New("stopped")
-		default:
+		if stopped(stop) {
+			return errStopped
 		}
 		r := <-results[i]
 		<-window
 		if r.err != nil {
 			return r.err
 		}
-		if err := b.IndexAdvanced(r.doc); err != nil {
+		if err := bt.index(r.doc, r.size); err != nil {
 			return fmt.Errorf("index %s: %w", files[i].path, err)
 		}
 		done += r.size
-		inBatch += r.size
-		docs++
-		if inBatch >= batchBytes || docs >= batchDocs {
-			if err := si.bl.Batch(b); err != nil {
-				return err
-			}
-			b = si.bl.NewBatch()
-			inBatch, docs = 0, 0
-		}
 		if progress != nil {
 			progress(done, total)
 		}
 	}
-	b.SetInternal(keySeq, u64(seq))
-	b.SetInternal(keyHLC, u64(uint64(at)))
-	return si.bl.Batch(b)
+	return bt.finish(seq, at)
 }
 
 // Rebuild deletes the index of session sid and builds it again from the
@@ -444,16 +430,17 @@ func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
 	}); err != nil {
 		return err
 	}
-	if err := ix.DropSession(sid); err != nil {
+	w := ix.writer(sid)
+	w.Lock()
+	defer w.Unlock()
+	if err := ix.dropLocked(sid); err != nil {
 		return err
 	}
 	si, err := ix.session(sid, true)
 	if err != nil {
 		return err
 	}
-	si.mu.Lock()
-	defer si.mu.Unlock()
-	return ix.buildLocked(si, seq, at, nil, progress)
+	return ix.buildLocked(si, seq, at, ix.stop, progress)
 }
 
 // CatchUp brings the index of sid up to the store's latest commit (what

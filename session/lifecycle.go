@@ -170,7 +170,7 @@ func (s *Store) Purge(id, token string, progress mvcc.Progress) (*mvcc.PurgeRece
 	if s.ix != nil {
 		// The session's index is one directory: removing it removes
 		// every byte of it.
-		if err := RetryIndex(func() error { return s.ix.DropSession(sid) }); err != nil {
+		if err := s.ix.DropSession(sid); err != nil {
 			return r, fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
 		}
 	}
@@ -195,25 +195,9 @@ func (p *Session) Redact(needle, repl, token string, progress mvcc.Progress) (*m
 	if ix := p.s.ix; ix != nil && r.Versions > 0 {
 		// Rebuild drops the session's index directory (old segments and
 		// all) and builds it again from the redacted content.
-		if err := RetryIndex(func() error { return ix.Rebuild(p.h.ID, nil) }); err != nil {
+		if err := ix.Rebuild(p.h.ID, nil); err != nil {
 			return r, fmt.Errorf("session %s redacted in the store, but re-indexing it failed: %w", p.h.ID, err)
 		}
 	}
 	return r, nil
-}
-
-// RetryIndex retries an index maintenance call a few times: the index's
-// background catch-up reacts to the same purge or redaction (it drops or
-// rebuilds the session's directory too), and the two can collide on the
-// directory. Both build from the store's current content, so a retry is
-// safe.
-func RetryIndex(fn func() error) error {
-	var err error
-	for i := 0; i < 5; i++ {
-		if err = fn(); err == nil {
-			return nil
-		}
-		time.Sleep(time.Duration(50<<i) * time.Millisecond)
-	}
-	return err
 }

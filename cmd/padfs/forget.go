@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
-	"github.com/padfs/padfs/session"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -156,7 +155,7 @@ func purgeIndex(a *App, sid mvcc.SessionID) error {
 		return fmt.Errorf("session %s purged from the store; open the search index to purge it there: %w", sid, err)
 	}
 	defer release()
-	if err := session.RetryIndex(func() error { return ix.DropSession(sid) }); err != nil {
+	if err := ix.DropSession(sid); err != nil {
 		return fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
 	}
 	return nil

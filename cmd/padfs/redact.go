@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/padfs/padfs/mvcc"
-	"github.com/padfs/padfs/session"
 	"github.com/spf13/cobra"
 )
 
@@ -160,7 +159,7 @@ func reindexSession(a *App, sid mvcc.SessionID) error {
 		return fmt.Errorf("session %s redacted in the store; open the search index to rebuild it: %w", sid, err)
 	}
 	defer release()
-	if err := session.RetryIndex(func() error { return ix.Rebuild(sid, nil) }); err != nil {
+	if err := ix.Rebuild(sid, nil); err != nil {
 		return fmt.Errorf("session %s redacted in the store, but rebuilding its search index failed: %w", sid, err)
 	}
 	return nil

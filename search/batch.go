@@ -1,0 +1,112 @@
+package search
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/document"
+	"github.com/padfs/padfs/mvcc"
+)
+
+// errStopped ends a catch-up or build cut short by Close; what it did not
+// record as covered is redone at the next Open.
+var errStopped = errors.New("search index: stopped")
+
+// batcher feeds documents to bleve in batches of bounded size. Scorch
+// builds one segment per batch on the caller's goroutine, so with
+// parallel > 1 full batches are committed on that many goroutines at once
+// (a build of an empty index: the ids are distinct, so order does not
+// matter). The covered sequence number goes in the last batch, after all
+// others are in: a crash before it leaves the old number, and the work
+// since is redone.
+type batcher struct {
+	bl    bleve.Index
+	b     *bleve.Batch
+	bytes int64
+	docs  int
+	slots chan struct{} // one per batch in flight
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	err   error
+}
+
+func newBatcher(bl bleve.Index, parallel int) *batcher {
+	return &batcher{bl: bl, b: bl.NewBatch(), slots: make(chan struct{}, max(parallel, 1))}
+}
+
+// index adds doc (size bytes of content) and commits the batch when full.
+func (bt *batcher) index(doc *document.Document, size int64) error {
+	if err := bt.b.IndexAdvanced(doc); err != nil {
+		return err
+	}
+	bt.bytes += size
+	bt.docs++
+	if bt.bytes < batchBytes && bt.docs < batchDocs {
+		return nil
+	}
+	return bt.flush()
+}
+
+// delete removes the document id (in this batch or an earlier one: with
+// deletes, use parallel 1 so that batches land in order).
+func (bt *batcher) delete(id string) { bt.b.Delete(id) }
+
+// flush commits the current batch (in the background when parallel > 1).
+func (bt *batcher) flush() error {
+	b := bt.b
+	bt.b, bt.bytes, bt.docs = bt.bl.NewBatch(), 0, 0
+	bt.slots <- struct{}{}
+	if err := bt.failed(); err != nil {
+		<-bt.slots
+		return err
+	}
+	if cap(bt.slots) == 1 {
+		defer func() { <-bt.slots }()
+		return bt.bl.Batch(b)
+	}
+	bt.wg.Add(1)
+	go func() {
+		defer bt.wg.Done()
+		defer func() { <-bt.slots }()
+		if err := bt.bl.Batch(b); err != nil {
+			bt.mu.Lock()
+			bt.err = errors.Join(bt.err, err)
+			bt.mu.Unlock()
+		}
+	}()
+	return nil
+}
+
+func (bt *batcher) failed() error {
+	bt.mu.Lock()
+	defer bt.mu.Unlock()
+	return bt.err
+}
+
+// wait waits for the batches in flight (call it on every path out).
+func (bt *batcher) wait() error {
+	bt.wg.Wait()
+	return bt.failed()
+}
+
+// finish commits the rest with (seq, at) recorded as covered, after every
+// earlier batch is in.
+func (bt *batcher) finish(seq uint64, at mvcc.HLC) error {
+	if err := bt.wait(); err != nil {
+		return err
+	}
+	bt.b.SetInternal(keySeq, u64(seq))
+	bt.b.SetInternal(keyHLC, u64(uint64(at)))
+	return bt.bl.Batch(bt.b)
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
+	}
+}
