@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/session"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
 )
@@ -124,19 +125,13 @@ func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
 	if err := a.FlushMount(); err != nil {
 		return fmt.Errorf("commit the mount's open writes: %w", err)
 	}
-	prog := newProgress(a.Err)
-	r, err := a.Store.Purge(sid, token, prog.report)
-	prog.done()
+	r, err := lifecycle(a, sid, func(st *session.Store, progress mvcc.Progress) (*mvcc.PurgeReceipt, error) {
+		return st.Purge(sid.String(), token, progress)
+	})
 	if errors.Is(err, mvcc.ErrToken) {
 		return fmt.Errorf("%w; nothing was purged: run padfs session forget --hard %s for a fresh receipt", err, sid)
 	}
-	if r != nil {
-		a.Notify(sid)
-	}
 	if err != nil {
-		return err
-	}
-	if err := purgeIndex(a, sid); err != nil {
 		return err
 	}
 	if asJSON {
@@ -147,18 +142,26 @@ func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
 	return err
 }
 
-// purgeIndex removes the session's search index: one directory per session
-// (DATA/index/<id>/), so removing it leaves no byte of it behind.
-func purgeIndex(a *App, sid mvcc.SessionID) error {
+// lifecycle runs op, a call of the Go API that changes session sid in the
+// store and then in its search index (session.Store.Purge,
+// session.Session.Redact), over the App's store and index: the running
+// mount's index when the command runs in its process, else one opened for
+// the command. Progress goes to a.Err as bars; once the store changed (op
+// returned a receipt, even with an error from the index), a running mount
+// is told.
+func lifecycle[R any](a *App, sid mvcc.SessionID, op func(st *session.Store, progress mvcc.Progress) (*R, error)) (*R, error) {
 	ix, release, err := a.Index()
 	if err != nil {
-		return fmt.Errorf("session %s purged from the store; open the search index to purge it there: %w", sid, err)
+		return nil, fmt.Errorf("open the search index: %w; nothing was changed", err)
 	}
 	defer release()
-	if err := ix.DropSession(sid); err != nil {
-		return fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
+	prog := newProgress(a.Err)
+	r, err := op(session.Wrap(a.Store, ix), prog.report)
+	prog.done()
+	if r != nil {
+		a.Notify(sid)
 	}
-	return nil
+	return r, err
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/session"
 	"github.com/spf13/cobra"
 )
 
@@ -77,22 +78,18 @@ stays out of shell history and process listings.`,
 				if token == "" {
 					return redactReceipt(a, sid, needle, repl, asJSON)
 				}
-				prog := newProgress(a.Err)
-				r, err := a.Store.Redact(sid, needle, &repl, token, prog.report)
-				prog.done()
+				r, err := lifecycle(a, sid, func(st *session.Store, progress mvcc.Progress) (*mvcc.RedactReceipt, error) {
+					p, err := st.Lookup(sid.String())
+					if err != nil {
+						return nil, err
+					}
+					return p.Redact(needle, repl, token, progress)
+				})
 				if errors.Is(err, mvcc.ErrToken) {
 					return fmt.Errorf("%w; nothing was changed: run the command without --confirm for a fresh receipt", err)
 				}
-				if r != nil {
-					a.Notify(sid)
-				}
 				if err != nil {
 					return err
-				}
-				if r.Versions > 0 {
-					if err := reindexSession(a, sid); err != nil {
-						return err
-					}
 				}
 				if asJSON {
 					return writeJSON(a.Out, map[string]any{"redacted": r})
@@ -148,19 +145,4 @@ Nothing has been changed. To redact, run the same command with
 token: %s
 `, sid, r.Files, r.Versions, r.Occurrences, r.Events, r.Chunks, r.SharedChunks, others, r.Token, r.Token)
 	return err
-}
-
-// reindexSession rebuilds the session's search index after a redaction:
-// Rebuild removes its directory (every old segment) and indexes the
-// redacted content afresh.
-func reindexSession(a *App, sid mvcc.SessionID) error {
-	ix, release, err := a.Index()
-	if err != nil {
-		return fmt.Errorf("session %s redacted in the store; open the search index to rebuild it: %w", sid, err)
-	}
-	defer release()
-	if err := ix.Rebuild(sid, nil); err != nil {
-		return fmt.Errorf("session %s redacted in the store, but rebuilding its search index failed: %w", sid, err)
-	}
-	return nil
 }
