@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,42 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/padfs/padfs/internal/rawscan"
 )
 
 // Session lifecycle (issue 4) with real mounts and real commands: fork,
 // soft and hard forget, redaction, the event log, checkpoints and diff.
-
-// rawHits lists the files below dir whose raw bytes contain marker.
-func rawHits(t *testing.T, dir, marker string) []string {
-	t.Helper()
-	var hits []string
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil // a file removed while walking (WAL segment)
-			}
-			return err
-		}
-		if !fi.Mode().IsRegular() {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			if os.IsNotExist(err) {
-				return nil
-			}
-			return err
-		}
-		if bytes.Contains(b, []byte(marker)) {
-			hits = append(hits, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hits
-}
 
 // tokenOf finds the confirmation token in a receipt.
 func tokenOf(t *testing.T, receipt string) string {
@@ -391,7 +360,7 @@ for i in range(40000):
 		ln -s "`+inline+`" marker-link
 	`)
 	mustPadfs(t, data, "checkpoint", "--session", sid, "cp1")
-	if len(rawHits(t, data, inline)) == 0 || len(rawHits(t, data, chunked)) == 0 {
+	if len(rawscan.Hits(t, data, inline)) == 0 || len(rawscan.Hits(t, data, chunked)) == 0 {
 		t.Fatal("markers are not on disk before the purge: the test would prove nothing")
 	}
 	// The session's search index exists (built now rather than waiting
@@ -429,17 +398,17 @@ for i in range(40000):
 		t.Fatalf("search index of the purged session: %v", err)
 	}
 	for _, marker := range []string{inline, chunked} {
-		if hits := rawHits(t, data, marker); len(hits) > 0 {
+		if hits := rawscan.Hits(t, data, marker); len(hits) > 0 {
 			t.Fatalf("%s still in %v (mount running)", marker, hits)
 		}
 	}
 	m.stop()
 	for _, marker := range []string{inline, chunked} {
-		if hits := rawHits(t, data, marker); len(hits) > 0 {
+		if hits := rawscan.Hits(t, data, marker); len(hits) > 0 {
 			t.Fatalf("%s still in %v (after unmount)", marker, hits)
 		}
 	}
-	if len(rawHits(t, data, kept)) == 0 {
+	if len(rawscan.Hits(t, data, kept)) == 0 {
 		t.Fatal("the other session's content is gone too")
 	}
 	if r := padfs(t, data, "log", "--session", sid); r.code != 2 {
@@ -504,7 +473,7 @@ for i in range(30000):
 			t.Fatalf("event changed shape:\n%s\n%s", before[i], after[i])
 		}
 	}
-	if hits := rawHits(t, data, needle); len(hits) > 0 {
+	if hits := rawscan.Hits(t, data, needle); len(hits) > 0 {
 		t.Fatalf("needle still in %v", hits)
 	}
 	// The rebuilt index no longer has its words.

@@ -6,11 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
-	"os"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/padfs/padfs/internal/rawscan"
 )
 
 // Tests of the session lifecycle (issue 4) on a real store: bolt in a
@@ -118,30 +118,6 @@ func (e *lcEnv) events(sid SessionID, f LogFilter) []Event {
 		e.t.Fatal(err)
 	}
 	return evs
-}
-
-// rawHits lists the files of the data directory whose raw bytes contain
-// marker (what "no byte of it remains on disk" is checked against).
-func rawHits(t *testing.T, dir string, marker string) []string {
-	t.Helper()
-	var hits []string
-	err := filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err != nil || !fi.Mode().IsRegular() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(marker)) {
-			hits = append(hits, p)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return hits
 }
 
 // bigText is incompressible-looking text of n bytes with marker at the
@@ -442,7 +418,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 	if _, err := e.st.CreateCheckpoint(sid, "cp-"+inline); err != nil {
 		t.Fatal(err)
 	}
-	if len(rawHits(t, e.dir, chunked)) == 0 || len(rawHits(t, e.dir, inline)) == 0 {
+	if len(rawscan.Hits(t, e.dir, chunked)) == 0 || len(rawscan.Hits(t, e.dir, inline)) == 0 {
 		t.Fatal("markers not on disk before the purge: the test proves nothing")
 	}
 
@@ -494,11 +470,11 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 		}
 	}
 	for _, m := range []string{inline, chunked} {
-		if hits := rawHits(t, e.dir, m); len(hits) > 0 {
+		if hits := rawscan.Hits(t, e.dir, m); len(hits) > 0 {
 			t.Fatalf("marker %q still on disk in %v", m, hits)
 		}
 	}
-	if len(rawHits(t, e.dir, other)) == 0 {
+	if len(rawscan.Hits(t, e.dir, other)) == 0 {
 		t.Fatal("the other session's content went too")
 	}
 	if e.mustRead(keep, "shared.bin", Latest) != string(bigText(9, 300<<10, "", 0)) {
@@ -539,7 +515,7 @@ func TestRedactRewritesHistoryInPlace(t *testing.T) {
 	other := e.session("other")
 	e.write(other, "o.txt", []byte("other "+needle+"\n"))
 	logBefore := e.events(sid, LogFilter{})
-	if len(rawHits(t, e.dir, needle)) == 0 {
+	if len(rawscan.Hits(t, e.dir, needle)) == 0 {
 		t.Fatal("needle not on disk before: the test proves nothing")
 	}
 
@@ -611,7 +587,7 @@ func TestRedactRewritesHistoryInPlace(t *testing.T) {
 		t.Fatal("needle in the log")
 	}
 	// The other session keeps its own copy; nothing of this session's does.
-	hits := rawHits(t, e.dir, needle)
+	hits := rawscan.Hits(t, e.dir, needle)
 	if len(hits) != 1 {
 		t.Fatalf("needle on disk in %v; want only the other session's copy", hits)
 	}
@@ -623,7 +599,7 @@ func TestRedactRewritesHistoryInPlace(t *testing.T) {
 	if _, err := e.st.Redact(other, needle, ptr(""), r2.Token, nil); err != nil {
 		t.Fatal(err)
 	}
-	if hits := rawHits(t, e.dir, needle); len(hits) != 0 {
+	if hits := rawscan.Hits(t, e.dir, needle); len(hits) != 0 {
 		t.Fatalf("needle still on disk in %v", hits)
 	}
 	if e.mustRead(other, "o.txt", Latest) != "gone\n" {

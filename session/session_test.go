@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/padfs/padfs/internal/rawscan"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -178,21 +179,6 @@ new file mode 100644
 	}
 }
 
-// rawHits lists the files below dir whose raw bytes contain marker.
-func rawHits(t *testing.T, dir, marker string) []string {
-	t.Helper()
-	var hits []string
-	filepath.Walk(dir, func(p string, fi os.FileInfo, err error) error {
-		if err == nil && fi.Mode().IsRegular() {
-			if b, err := os.ReadFile(p); err == nil && bytes.Contains(b, []byte(marker)) {
-				hits = append(hits, p)
-			}
-		}
-		return nil
-	})
-	return hits
-}
-
 // The index is part of the data directory: purge and redaction leave no
 // byte there either.
 func TestPurgeAndRedactReachTheIndex(t *testing.T) {
@@ -216,7 +202,7 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 	// The index holds the words in compressed form (not findable as raw
 	// bytes), so its part is checked through its directory and its terms.
 	for _, m := range []string{marker, needle} {
-		if len(rawHits(t, dir, m)) == 0 {
+		if len(rawscan.Hits(t, dir, m)) == 0 {
 			t.Fatalf("%s is not on disk: the test would prove nothing", m)
 		}
 	}
@@ -245,7 +231,7 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, m := range []string{marker, needle} {
-		if hits := rawHits(t, dir, m); len(hits) > 0 {
+		if hits := rawscan.Hits(t, dir, m); len(hits) > 0 {
 			t.Fatalf("%s still in %v", m, hits)
 		}
 	}
