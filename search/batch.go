@@ -25,14 +25,18 @@ type batcher struct {
 	b     *bleve.Batch
 	bytes int64
 	docs  int
+	// maxBytes and maxDocs bound one batch.
+	maxBytes int64
+	maxDocs  int
 	slots chan struct{} // one per batch in flight
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 	err   error
 }
 
-func newBatcher(bl bleve.Index, parallel int) *batcher {
-	return &batcher{bl: bl, b: bl.NewBatch(), slots: make(chan struct{}, max(parallel, 1))}
+func newBatcher(bl bleve.Index, parallel int, maxBytes int64, maxDocs int) *batcher {
+	return &batcher{bl: bl, b: bl.NewBatch(), slots: make(chan struct{}, max(parallel, 1)),
+		maxBytes: maxBytes, maxDocs: maxDocs}
 }
 
 // index adds doc (size bytes of content) and commits the batch when full.
@@ -42,7 +46,7 @@ func (bt *batcher) index(doc *document.Document, size int64) error {
 	}
 	bt.bytes += size
 	bt.docs++
-	if bt.bytes < batchBytes && bt.docs < batchDocs {
+	if bt.bytes < bt.maxBytes && bt.docs < bt.maxDocs {
 		return nil
 	}
 	return bt.flush()

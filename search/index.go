@@ -60,9 +60,13 @@ const (
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
 	formatVersion = "padfs-search-5"
-	// batchBytes and batchDocs bound one bleve batch.
-	batchBytes = 32 << 20
-	batchDocs  = 2000
+	// batchBytes and batchDocs bound one bleve batch of a full build
+	// (large batches, fewer segments to merge); catch-up batches are
+	// smaller so that closing never waits long for the one in flight.
+	batchBytes   = 32 << 20
+	batchDocs    = 2000
+	catchUpBytes = 4 << 20
+	catchUpDocs  = 500
 )
 
 var (

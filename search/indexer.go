@@ -154,7 +154,7 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 // applyLocked brings the documents that ch touches to their state as of
 // at and records (seq, at) as covered, in batches that land in order.
 func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) error {
-	bt := newBatcher(si.bl, 1)
+	bt := newBatcher(si.bl, 1, catchUpBytes, catchUpDocs)
 	paths := map[string]bool{}
 	for p := range ch.paths {
 		paths[p] = true
@@ -395,7 +395,7 @@ func (ix *Index) buildLocked(si *sessionIndex, seq uint64, at mvcc.HLC, stop <-c
 	defer close(quit) // runs first: releases the feeder, then workers finish
 	// Two segments built at once use both cores of a small machine; more
 	// would only compete with the readers and analysis.
-	bt := newBatcher(si.bl, min(workers, 2))
+	bt := newBatcher(si.bl, min(workers, 2), batchBytes, batchDocs)
 	defer bt.wait()
 	var done int64
 	for i := range files {
