@@ -16,8 +16,9 @@ var errStopped = errors.New("search index: stopped")
 // batcher feeds documents to bleve in batches of bounded size. Scorch
 // builds one segment per batch on the caller's goroutine, so with
 // parallel > 1 full batches are committed on that many goroutines at once
-// (a build of an empty index: the ids are distinct, so order does not
-// matter). The covered sequence number goes in the last batch, after all
+// and land in any order: fine for documents that all show the same state
+// (a build, a catch-up to one HLC), not for a deletion and a document of
+// the same id (see delete). The covered sequence number goes in the last batch, after all
 // others are in: a crash before it leaves the old number, and the work
 // since is redone.
 type batcher struct {
@@ -52,9 +53,12 @@ func (bt *batcher) index(doc *document.Document, size int64) error {
 	return bt.flush()
 }
 
-// delete removes the document id (in this batch or an earlier one: with
-// deletes, use parallel 1 so that batches land in order).
-func (bt *batcher) delete(id string) { bt.b.Delete(id) }
+// delete removes the document id. Batches in flight at once land in any
+// order: flush and wait before adding documents a deletion must precede.
+func (bt *batcher) delete(id string) {
+	bt.b.Delete(id)
+	bt.docs++
+}
 
 // flush commits the current batch (in the background when parallel > 1).
 func (bt *batcher) flush() error {

@@ -152,9 +152,12 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 }
 
 // applyLocked brings the documents that ch touches to their state as of
-// at and records (seq, at) as covered, in batches that land in order.
+// at and records (seq, at) as covered. Deletions land first, in a batch
+// of their own; the documents then go in batches committed two at a time
+// (each is the file's state as of at, so their order does not matter).
 func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) error {
-	bt := newBatcher(si.bl, 1, catchUpBytes, catchUpDocs)
+	bt := newBatcher(si.bl, 2, catchUpBytes, catchUpDocs)
+	defer bt.wait()
 	paths := map[string]bool{}
 	for p := range ch.paths {
 		paths[p] = true
@@ -206,6 +209,15 @@ func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.
 			files = append(files, fileRef{p, n})
 		default:
 			bt.delete(p)
+		}
+	}
+	if bt.docs > 0 {
+		// The deletions, before any document comes back.
+		if err := bt.flush(); err != nil {
+			return err
+		}
+		if err := bt.wait(); err != nil {
+			return err
 		}
 	}
 	for _, f := range files {
