@@ -29,10 +29,10 @@ type batcher struct {
 	// maxBytes and maxDocs bound one batch.
 	maxBytes int64
 	maxDocs  int
-	slots chan struct{} // one per batch in flight
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	err   error
+	slots    chan struct{} // one per batch in flight
+	wg       sync.WaitGroup
+	mu       sync.Mutex
+	err      error
 }
 
 func newBatcher(bl bleve.Index, parallel int, maxBytes int64, maxDocs int) *batcher {
