@@ -84,12 +84,16 @@ func (s GrepStats) ExitCode(quiet bool) int {
 	return 1
 }
 
-// target is one file to report on, in output order.
+// target is one file to report on, in output order, or an operand that
+// could not be searched (failed: its message, if any, goes to req.Err in
+// its place in the output).
 type target struct {
 	display string
 	path    string
 	n       *mvcc.Inode
 	read    bool // a candidate: read and match it; else it has no match
+	failed  bool
+	diag    string
 }
 
 // Grep runs req against session req.Session. A returned error is fatal
@@ -142,10 +146,7 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		stats.Degraded = false // reading everything is exact and not a lag
 	}
 	needAll := req.Mode == OutCount || req.Mode == OutFilesWithout || cand == nil
-	targets, err := ix.targets(req, at, cand, needAll, &stats)
-	if err != nil {
-		return stats, err
-	}
+	feed := func(emit func(target) bool) { ix.targets(req, at, cand, needAll, emit) }
 	withName := req.Filename > 0
 	if req.Filename == 0 {
 		withName = len(req.Operands) != 1
@@ -161,8 +162,7 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 	case OutFilesWith, OutFilesWithout, OutQuiet:
 		mode = ModeFiles
 	}
-	stats.Files = len(targets)
-	return stats, ix.run(ctx, req, m, mode, withName, targets, &stats)
+	return stats, ix.run(ctx, req, m, mode, withName, feed, &stats)
 }
 
 // candidates returns the paths that may match (nil: search everything)
@@ -255,14 +255,20 @@ func bleveQuery(q *Query) query.Query {
 	return query.NewDisjunctionQuery(subs)
 }
 
-// targets lists the files to report on, in GNU grep's order: operands as
-// given, each walked in readdir (name) order.
-func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all bool, stats *GrepStats) ([]target, error) {
+// targets emits the files to report on, in GNU grep's order: operands as
+// given, each walked in readdir (name) order, until emit returns false.
+func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all bool, emit func(target) bool) {
 	ops := req.Operands
 	if len(ops) == 0 {
 		ops = []Operand{{Display: "", Path: ""}}
 	}
-	var out []target
+	fail := func(display string, err error) bool {
+		t := target{failed: true}
+		if !req.Silent {
+			t.diag = fmt.Sprintf("%s: %s: %s", req.ErrPrefix, display, errText(err))
+		}
+		return emit(t)
+	}
 	for _, op := range ops {
 		// An empty Display is the working directory searched with no PATH:
 		// GNU grep prints its files without a "./" prefix.
@@ -274,15 +280,16 @@ func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all
 			p, n, err = ix.follow(req.Session, p, n, at)
 		}
 		if err != nil {
-			stats.Errors++
-			if !req.Silent {
-				fmt.Fprintf(req.Err, "%s: %s: %s\n", req.ErrPrefix, op.Display, errText(err))
+			if !fail(op.Display, err) {
+				return
 			}
 			continue
 		}
 		switch {
 		case n.IsRegular():
-			out = append(out, target{display: op.Display, path: p, n: n, read: cand == nil || cand[p]})
+			if !emit(target{display: op.Display, path: p, n: n, read: cand == nil || cand[p]}) {
+				return
+			}
 			continue
 		case !n.IsDir():
 			continue // devices, fifos: skipped
@@ -317,17 +324,19 @@ func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all
 			return !matchAny(req.Exclude, name)
 		}
 		if all {
-			var files []target
-			err := ix.walkFiles(req.Session, p, at, req.Dereference, func(fp string, n *mvcc.Inode) {
+			more := true
+			err := ix.walkFiles(req.Session, p, at, req.Dereference, func(fp string, n *mvcc.Inode) bool {
 				if keep(fp) {
-					files = append(files, target{display: join(fp[len(base):]), path: fp, n: n, read: cand == nil || cand[fp]})
+					more = emit(target{display: join(fp[len(base):]), path: fp, n: n, read: cand == nil || cand[fp]})
 				}
+				return more
 			})
 			if err != nil {
-				stats.Errors++
-				fmt.Fprintf(req.Err, "%s: %s: %s\n", req.ErrPrefix, op.Display, errText(err))
+				more = emit(target{failed: true, diag: fmt.Sprintf("%s: %s: %s", req.ErrPrefix, op.Display, errText(err))})
 			}
-			out = append(out, files...)
+			if !more {
+				return
+			}
 			continue
 		}
 		var paths []string
@@ -342,10 +351,11 @@ func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all
 			if err != nil || !n.IsRegular() {
 				continue // gone, or no longer a file, since the index saw it
 			}
-			out = append(out, target{display: join(fp[len(base):]), path: fp, n: n, read: true})
+			if !emit(target{display: join(fp[len(base):]), path: fp, n: n, read: true}) {
+				return
+			}
 		}
 	}
-	return out, nil
 }
 
 // walkLess orders paths as a depth-first walk in name order visits them:
@@ -414,11 +424,15 @@ func (ix *Index) follow(sid mvcc.SessionID, p string, n *mvcc.Inode, at mvcc.HLC
 	return p, n, nil
 }
 
-// walkFiles calls fn for every regular file at or below dir in walk order;
-// with deref, symbolic links are followed (GNU grep -R).
-func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bool, fn func(string, *mvcc.Inode)) error {
+// walkFiles calls fn for every regular file at or below dir in walk order,
+// until fn returns false; with deref, symbolic links are followed (GNU
+// grep -R). Without deref it reads one directory per transaction, so fn
+// may block (grep's pipeline waits for its output) without holding a read
+// transaction open; reads as of one HLC see one state whatever the
+// transaction.
+func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bool, fn func(string, *mvcc.Inode) bool) error {
 	if !deref {
-		return ix.walk(sid, dir, at, func(f fileRef) { fn(f.path, f.n) })
+		return ix.walkStream(sid, dir, at, fn)
 	}
 	type ent struct {
 		path string
@@ -440,14 +454,18 @@ func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bo
 	for _, e := range ents {
 		switch {
 		case e.n.IsRegular():
-			fn(e.path, e.n)
+			if !fn(e.path, e.n) {
+				return nil
+			}
 		case e.n.IsSymlink():
 			_, n, err := ix.follow(sid, e.path, e.n, at)
 			if err != nil {
 				continue
 			}
 			if n.IsRegular() {
-				fn(e.path, n)
+				if !fn(e.path, n) {
+					return nil
+				}
 			} else if n.IsDir() {
 				// Recurse into the link's target under the link's name.
 				var sub []ent
@@ -459,7 +477,9 @@ func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bo
 					})
 				})
 				for _, s := range sub {
-					fn(s.path, s.n)
+					if !fn(s.path, s.n) {
+						return nil
+					}
 				}
 			}
 		}
@@ -467,69 +487,123 @@ func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bo
 	return nil
 }
 
-// run reads and matches the targets in parallel and prints in order.
-func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode, withName bool, targets []target, stats *GrepStats) error {
-	type result struct {
-		res FileResult
-		err error
+// walkStream is walkFiles without deref.
+func (ix *Index) walkStream(sid mvcc.SessionID, dir string, at mvcc.HLC, fn func(string, *mvcc.Inode) bool) error {
+	root, err := ix.st.Walk(sid, dir, at)
+	switch {
+	case err != nil:
+		return err
+	case root.IsRegular():
+		fn(cleanPath(dir), root)
+		return nil
+	case !root.IsDir():
+		return nil
 	}
-	results := make([]chan result, len(targets))
-	for i := range results {
-		results[i] = make(chan result, 1)
+	var rec func(ino mvcc.Ino, prefix string, depth int) (bool, error)
+	rec = func(ino mvcc.Ino, prefix string, depth int) (bool, error) {
+		var ents []dirEntry
+		err := ix.st.View(func(t *mvcc.ReadTx) error {
+			var err error
+			ents, err = readDir(t, sid, ino, prefix, at, depth)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range ents {
+			switch {
+			case e.n.IsRegular():
+				if !fn(prefix+e.name, e.n) {
+					return false, nil
+				}
+			case e.n.IsDir():
+				if more, err := rec(e.n.Ino, prefix+e.name+"/", depth+1); !more || err != nil {
+					return false, err
+				}
+			}
+		}
+		return true, nil
+	}
+	_, err = rec(root.Ino, dirPrefix(dir), 0)
+	return err
+}
+
+// run reads and matches the targets feed emits, in parallel, and prints
+// in order. The feed (the tree walk) runs alongside: files are matched
+// while later directories are still being listed.
+func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode, withName bool, feed func(emit func(target) bool), stats *GrepStats) error {
+	type result struct {
+		res  FileResult
+		err  error
+		data *[]byte // the content read, back to readBufs once printed
+	}
+	type job struct {
+		t   target
+		res chan result
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	next := make(chan int)
-	window := make(chan struct{}, 256)
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel() // runs first: ends the feed and the workers
+	// jobs is the output order and bounds the files read ahead of it.
+	jobs := make(chan *job, 256)
+	work := make(chan *job, 256)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		defer close(work)
+		defer close(jobs)
+		feed(func(t target) bool {
+			j := &job{t: t, res: make(chan result, 1)}
+			select {
+			case jobs <- j:
+			case <-ctx.Done():
+				return false
+			}
+			if t.failed || !t.read {
+				j.res <- result{}
+				return true
+			}
+			select {
+			case work <- j:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		})
+	}()
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for i := range next {
-				t := targets[i]
-				if !t.read {
-					results[i] <- result{}
+			for j := range work {
+				if ctx.Err() != nil {
+					j.res <- result{err: ctx.Err()}
 					continue
 				}
-				data, err := ix.st.ReadAll(t.n)
+				bp, err := ix.readFile(j.t.n)
 				if err != nil {
-					results[i] <- result{err: err}
+					j.res <- result{err: err}
 					continue
 				}
+				data := *bp
 				// A file the line prefilter scans (lineTrigram) skips the
 				// whole-file one.
 				if !m.hasLineTrigram() && !m.MayMatch(data) {
 					// No match possible: GNU grep would read it and print
 					// nothing; only its long lines still matter (see below).
 					_, grown := readModel(data, grepBufSize)
-					results[i] <- result{res: FileResult{Grown: grown}}
+					j.res <- result{res: FileResult{Grown: grown}, data: bp}
 					continue
 				}
 				r, err := m.Grep(data, mode)
-				results[i] <- result{r, err}
+				j.res <- result{r, err, bp}
 			}
 		}()
 	}
-	go func() {
-		defer close(next)
-		for i := range targets {
-			select {
-			case window <- struct{}{}:
-			case <-ctx.Done():
-				return
-			}
-			select {
-			case next <- i:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	defer wg.Wait()
-	defer cancel()
 	bufSize := grepBufSize
-	growth := ix.growth(req.Session, targets)
+	var growth map[string]int // loaded at the first file not read
+	growthLoaded := false
 	var buf bytes.Buffer
 	flush := func() error {
 		if buf.Len() == 0 {
@@ -539,14 +613,25 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 		buf.Reset()
 		return err
 	}
-	for i, t := range targets {
+	for j := range jobs {
+		t := j.t
 		var r result
 		select {
-		case r = <-results[i]:
+		case r = <-j.res:
 		case <-ctx.Done():
 			return ctx.Err()
 		}
-		<-window
+		if t.failed {
+			stats.Errors++
+			if t.diag != "" {
+				if err := flush(); err != nil {
+					return err
+				}
+				fmt.Fprintln(req.Err, t.diag)
+			}
+			continue
+		}
+		stats.Files++
 		if t.read {
 			stats.Candidates++
 		}
@@ -574,8 +659,13 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 		}
 		if t.read {
 			bufSize = max(bufSize, fr.Grown)
-		} else if g := growth[t.path]; g > 0 {
-			bufSize = max(bufSize, g)
+		} else {
+			if !growthLoaded {
+				growth, growthLoaded = ix.growth(req.Session), true
+			}
+			if g := growth[t.path]; g > 0 {
+				bufSize = max(bufSize, g)
+			}
 		}
 		if fr.Count > 0 {
 			stats.Matched = true
@@ -627,24 +717,47 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 				return err
 			}
 		}
+		putReadBuf(r.data) // its lines are copied to buf by now
 	}
 	return flush()
 }
 
+// readBufs recycles the buffers files are read into: a scan reads every
+// file of the tree, and fresh buffers made garbage collection a tenth of
+// its time.
+var readBufs sync.Pool
+
+// readFile reads n's content into a buffer from readBufs.
+func (ix *Index) readFile(n *mvcc.Inode) (*[]byte, error) {
+	bp, _ := readBufs.Get().(*[]byte)
+	if bp == nil || uint64(cap(*bp)) < n.Size {
+		b := make([]byte, n.Size)
+		bp = &b
+	}
+	*bp = (*bp)[:n.Size]
+	c, err := ix.st.ReadAt(n, *bp, 0)
+	if errors.Is(err, io.EOF) && uint64(c) == n.Size {
+		err = nil
+	}
+	if err != nil {
+		putReadBuf(bp)
+		return nil, err
+	}
+	*bp = (*bp)[:c]
+	return bp, nil
+}
+
+// putReadBuf returns a buffer to readBufs (not the very large ones).
+func putReadBuf(bp *[]byte) {
+	if bp != nil && cap(*bp) <= 4<<20 {
+		readBufs.Put(bp)
+	}
+}
+
 // growth returns, for files not read, the GNU grep buffer size their long
-// lines grow to (recorded in the index), when it can matter: some file
-// read has a NUL past the first buffer. Otherwise nil.
-func (ix *Index) growth(sid mvcc.SessionID, targets []target) map[string]int {
-	skipped := false
-	for _, t := range targets {
-		if !t.read {
-			skipped = true
-			break
-		}
-	}
-	if !skipped {
-		return nil
-	}
+// lines grow to (recorded in the index): it matters when a later file read
+// has a NUL past the first buffer.
+func (ix *Index) growth(sid mvcc.SessionID) map[string]int {
 	si, err := ix.session(sid, false)
 	if err != nil || si == nil {
 		return nil

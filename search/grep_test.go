@@ -90,6 +90,10 @@ var grepCases = [][]string{
 	{"-rn", "a\\{1"},
 	{"-rn", "[[:nope:]]"},
 	{"-rn", "-q", "needle"},
+	// Operands, one missing (exit 2, the others still searched in order).
+	{"-rn", "needle", "odd", "no-such-dir", "go"},
+	{"-rc", "func", "no-such-file", "odd"},
+	{"-rl", "-i", "needle", "go", "odd"},
 	{"-rnH", "needle dash", "odd/a-b.txt"},
 	{"-rn", "-i", "[[:upper:]]ELLO"},
 	{"-rn", "-E", "(foo|bar)+baz"},

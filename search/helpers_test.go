@@ -145,13 +145,8 @@ func loadSession(t testing.TB, st *mvcc.Store, files map[string][]byte) mvcc.Ses
 // exit code.
 func gnuGrep(t testing.TB, dir string, args []string) (string, int) {
 	t.Helper()
-	var quoted []string
-	for _, a := range args {
-		quoted = append(quoted, "'"+strings.ReplaceAll(a, "'", `'\''`)+"'")
-	}
 	cmd := exec.Command("bash", "-c", "cd \"$1\" && shift && LC_ALL=C.UTF-8 exec grep \"$@\"", "bash", dir)
 	cmd.Args = append(cmd.Args, args...)
-	_ = quoted
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

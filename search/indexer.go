@@ -315,26 +315,46 @@ func dirPrefix(p string) string {
 // walkDir calls fn for every entry below dir (pre-order, names in byte
 // order, which is the mount's readdir order and so GNU grep's order).
 func walkDir(t *mvcc.ReadTx, sid mvcc.SessionID, dir mvcc.Ino, prefix string, at mvcc.HLC, depth int, fn func(string, *mvcc.Inode)) error {
-	if depth > 4096 {
-		return fmt.Errorf("%w: tree deeper than 4096 at %q", mvcc.ErrCorrupt, prefix)
-	}
-	var ents []mvcc.Dentry
-	if err := t.ReadDir(sid, dir, at, func(d mvcc.Dentry) bool { ents = append(ents, d); return true }); err != nil {
+	ents, err := readDir(t, sid, dir, prefix, at, depth)
+	if err != nil {
 		return err
 	}
-	for _, d := range ents {
-		n, err := t.Inode(sid, d.Ino, at)
-		if err != nil {
-			return fmt.Errorf("%s%s: %w", prefix, d.Name, err)
-		}
-		fn(prefix+d.Name, n)
-		if n.IsDir() {
-			if err := walkDir(t, sid, n.Ino, prefix+d.Name+"/", at, depth+1, fn); err != nil {
+	for _, e := range ents {
+		fn(prefix+e.name, e.n)
+		if e.n.IsDir() {
+			if err := walkDir(t, sid, e.n.Ino, prefix+e.name+"/", at, depth+1, fn); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// dirEntry is a name in a directory and its inode.
+type dirEntry struct {
+	name string
+	n    *mvcc.Inode
+}
+
+// readDir returns the entries of directory dir (at path prefix, depth
+// levels below the walk's root) in name order, with their inodes.
+func readDir(t *mvcc.ReadTx, sid mvcc.SessionID, dir mvcc.Ino, prefix string, at mvcc.HLC, depth int) ([]dirEntry, error) {
+	if depth > 4096 {
+		return nil, fmt.Errorf("%w: tree deeper than 4096 at %q", mvcc.ErrCorrupt, prefix)
+	}
+	var ds []mvcc.Dentry
+	if err := t.ReadDir(sid, dir, at, func(d mvcc.Dentry) bool { ds = append(ds, d); return true }); err != nil {
+		return nil, err
+	}
+	ents := make([]dirEntry, 0, len(ds))
+	for _, d := range ds {
+		n, err := t.Inode(sid, d.Ino, at)
+		if err != nil {
+			return nil, fmt.Errorf("%s%s: %w", prefix, d.Name, err)
+		}
+		ents = append(ents, dirEntry{d.Name, n})
+	}
+	return ents, nil
 }
 
 // doc reads a file and builds its document.
