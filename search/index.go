@@ -11,7 +11,8 @@
 //	tri        distinct trigrams of the folded content   grep (and grep -i)
 //	text       standard analyzer (BM25)                  padfs search
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
-//	unindexed  "y" for files over 16 MiB                 grep (always a candidate)
+//	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
+//	           than maxDocTrigrams distinct trigrams
 //	grow       GNU grep's read buffer after a long line  grep (buffer carry-over)
 //
 // Binary files (a NUL in the first 8 KiB) and files over 1 MiB get
@@ -59,7 +60,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-5"
+	formatVersion = "padfs-search-6"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.
@@ -459,11 +460,15 @@ func fileDoc(path string, n *mvcc.Inode, data []byte) *document.Document {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 		return doc
 	}
-	if _, grown := readModel(data, grepBufSize); grown > grepBufSize {
-		// A line long enough to grow GNU grep's buffer (see run).
-		doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))
+	if tri, ok := contentTrigrams(data); ok {
+		doc.AddField(document.NewTextFieldCustom("tri", nil, nil, trigramOpts, preAnalyzed(tri)))
+		if _, grown := readModel(data, grepBufSize); grown > grepBufSize {
+			// A line long enough to grow GNU grep's buffer (see run).
+			doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))
+		}
+	} else {
+		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 	}
-	doc.AddField(document.NewTextFieldCustom("tri", nil, nil, trigramOpts, preAnalyzed(contentTrigrams(data))))
 	// Binary files get trigrams (grep must still find their matches, and
 	// the trigram argument holds for any bytes) but no words to rank.
 	if !isBinary(data) && len(data) <= MaxTextSize {

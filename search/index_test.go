@@ -3,6 +3,7 @@ package search
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -167,5 +168,43 @@ func TestRebuildAndDropRaceCatchUp(t *testing.T) {
 	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})
 	if out != want || code != 0 || stats.Scanned || stats.Degraded {
 		t.Fatalf("after catching up: exit %d %+v, output differs:\n%s", code, stats, diffLines(out, want))
+	}
+}
+
+// TestHighEntropyFileUnindexedButFound: a file of random bytes has
+// millions of distinct trigrams; the index leaves it out (marked
+// "unindexed") instead of spending seconds on it, and grep still finds a
+// needle in it, since unindexed files are always read.
+func TestHighEntropyFileUnindexedButFound(t *testing.T) {
+	st, data := openStore(t)
+	blob := make([]byte, 2<<20)
+	r := rand.New(rand.NewPCG(3, 4))
+	for i := range blob {
+		blob[i] = byte(r.IntN(256))
+	}
+	copy(blob[1<<20:], "\nneedle in noise\n")
+	sid := loadSession(t, st, map[string][]byte{"noise.bin": blob, "a.txt": []byte("a needle\n")})
+	if _, ok := contentTrigrams(blob); ok {
+		t.Fatalf("%d random bytes are under the cap of %d trigrams", len(blob), maxDocTrigrams)
+	}
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if err := ix.Rebuild(sid, nil); err != nil {
+		t.Fatal(err)
+	}
+	si, err := ix.session(sid, false)
+	if err != nil || si == nil {
+		t.Fatalf("no index: %v", err)
+	}
+	ids, err := searchIDs(si.bl, termQ("unindexed", "y"))
+	if err != nil || len(ids) != 1 || ids[0] != "noise.bin" {
+		t.Fatalf("unindexed documents %v (%v), want [noise.bin]", ids, err)
+	}
+	out, code, stats := padGrep(t, ix, sid, []string{"-rc", "needle"})
+	if code != 0 || out != "a.txt:1\nnoise.bin:1\n" || stats.Scanned {
+		t.Errorf("grep -rc needle: %q exit %d %+v", out, code, stats)
 	}
 }

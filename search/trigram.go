@@ -38,9 +38,17 @@ func (s *trigramSet) reset() {
 	s.codes = s.codes[:0]
 }
 
+// maxDocTrigrams caps the distinct trigrams of one document. Source and
+// text stay far below it (the largest Go file of GOROOT has ~60,000);
+// compressed or random bytes reach millions, which would cost seconds of
+// segment building and bloat the dictionary for no selectivity: such a
+// file is left unindexed and grep always reads it, like a file over
+// MaxIndexedSize. (Codesearch skips such files the same way.)
+const maxDocTrigrams = 1 << 18
+
 // contentTrigrams returns the folded trigrams of data as a bleve token
-// stream.
-func contentTrigrams(data []byte) analysis.TokenStream {
+// stream; ok is false when there are more than maxDocTrigrams.
+func contentTrigrams(data []byte) (ts analysis.TokenStream, ok bool) {
 	set := trigramPool.Get().(*trigramSet)
 	defer func() {
 		set.reset()
@@ -51,10 +59,12 @@ func contentTrigrams(data []byte) analysis.TokenStream {
 		c := uint32(fdata[0])<<8 | uint32(fdata[1])
 		for _, b := range fdata[2:] {
 			c = (c<<8 | uint32(b)) & 0xffffff
-			set.add(c)
+			if set.add(c) && len(set.codes) > maxDocTrigrams {
+				return nil, false
+			}
 		}
 	}
-	return tokens(set.codes)
+	return tokens(set.codes), true
 }
 
 func tokens(codes []uint32) analysis.TokenStream {
