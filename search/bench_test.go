@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -123,6 +125,65 @@ func TestBenchGrepGoSource(t *testing.T) {
 	}
 	fmt.Printf("\ncontent %.1f MB in %d files; index build %.1f MB/s; index/content %.2f\n",
 		float64(content)/1e6, files, float64(content)/1e6/build.Seconds(), float64(size)/float64(content))
+
+	// End to end, as a user runs it: the padfs binary mounts the session;
+	// GNU grep -rn reads that mount; `padfs grep`, run from inside the
+	// mount, goes to the mount's process over its control socket.
+	ix.Close()
+	st.Close()
+	mnt2 := filepath.Join(t.TempDir(), "mnt")
+	if err := os.MkdirAll(mnt2, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	stopMount := startBinaryMount(t, bin, data, sid.String(), mnt2)
+	defer stopMount()
+	fmt.Printf("\n%-26s %12s %16s %9s   (padfs binary mount; padfs grep run in it)\n", "pattern", "grep -rn", "padfs grep", "speedup")
+	for _, p := range patterns {
+		gnu, gnuOut := median(t, 3, func() string { o, _ := gnuGrep(t, mnt2, p.args); return o })
+		script := `cd "$1" && shift && exec "$@"`
+		args := append([]string{"-c", script, "bash", mnt2, bin, "grep"}, p.args...)
+		pad, padOut := median(t, 11, func() string { return runCmd(t, "", "bash", args...) })
+		if padOut != gnuOut {
+			t.Errorf("%s: padfs grep in the mount differs from grep -rn (%d vs %d bytes)", p.name, len(padOut), len(gnuOut))
+		}
+		fmt.Printf("%-26s %12v %16v %8.1fx\n", p.name, gnu.Round(time.Millisecond/10), pad.Round(time.Millisecond/10), gnu.Seconds()/pad.Seconds())
+	}
+}
+
+// startBinaryMount runs `padfs mount` (the binary bin) for session sid of
+// data directory data on mnt, waits until it has mounted, and returns a
+// function that stops it with SIGTERM and waits for it to exit (also run
+// by t.Cleanup, so the mount never outlives the test).
+func startBinaryMount(t *testing.T, bin, data, sid, mnt string) func() {
+	t.Helper()
+	cmd := exec.Command(bin, "--data", data, "mount", "--session", sid, mnt)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	var once sync.Once
+	stop := func() {
+		once.Do(func() {
+			cmd.Process.Signal(syscall.SIGTERM)
+			go io.Copy(io.Discard, out)
+			if err := cmd.Wait(); err != nil {
+				t.Errorf("padfs mount: %v\n%s", err, stderr.String())
+				exec.Command("umount", "-l", mnt).Run()
+			}
+		})
+	}
+	t.Cleanup(stop)
+	if !strings.HasPrefix(line, "padfs: mounted") {
+		stop()
+		t.Fatalf("padfs mount did not mount: %q\n%s", line, stderr.String())
+	}
+	return stop
 }
 
 func median(t *testing.T, n int, fn func() string) (time.Duration, string) {

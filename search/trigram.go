@@ -39,12 +39,14 @@ func (s *trigramSet) reset() {
 }
 
 // maxDocTrigrams caps the distinct trigrams of one document. Source and
-// text stay far below it (the largest Go file of GOROOT has ~60,000);
-// compressed or random bytes reach millions, which would cost seconds of
-// segment building and bloat the dictionary for no selectivity: such a
-// file is left unindexed and grep always reads it, like a file over
-// MaxIndexedSize. (Codesearch skips such files the same way.)
-const maxDocTrigrams = 1 << 18
+// text stay far below it (the largest Go file of GOROOT has ~60,000, its
+// largest object files ~420,000); megabytes of compressed or random bytes
+// reach millions, which cost scorch a minute of segment building and bloat
+// the dictionary for no selectivity: such a file is left unindexed and
+// grep always reads it, like a file over MaxIndexedSize. (Codesearch skips
+// such files the same way.) The cap is high enough that files grep would
+// read on every search stay rare.
+const maxDocTrigrams = 1 << 19
 
 // contentTrigrams returns the folded trigrams of data as a bleve token
 // stream; ok is false when there are more than maxDocTrigrams.
