@@ -18,9 +18,9 @@ var errStopped = errors.New("search index: stopped")
 // parallel > 1 full batches are committed on that many goroutines at once
 // and land in any order: fine for documents that all show the same state
 // (a build, a catch-up to one HLC), not for a deletion and a document of
-// the same id (see delete). The covered sequence number goes in the last batch, after all
-// others are in: a crash before it leaves the old number, and the work
-// since is redone.
+// the same id (see delete). The covered sequence number goes in the last
+// batch, after all others are in: a crash before it leaves the old
+// number, and the work since is redone.
 type batcher struct {
 	bl    bleve.Index
 	b     *bleve.Batch

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -206,5 +207,42 @@ func TestHighEntropyFileUnindexedButFound(t *testing.T) {
 	out, code, stats := padGrep(t, ix, sid, []string{"-rc", "needle"})
 	if code != 0 || out != "a.txt:1\nnoise.bin:1\n" || stats.Scanned {
 		t.Errorf("grep -rc needle: %q exit %d %+v", out, code, stats)
+	}
+}
+
+// TestCutShortBuildStartsOver: a build stopped by Close records no covered
+// sequence number; the next catch-up starts from an empty index, so a
+// document of a file deleted meanwhile does not linger.
+func TestCutShortBuildStartsOver(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"a.txt": []byte("kept needle\n")})
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	// What a cut-short build leaves: documents, no covered seq. One of
+	// them is for a file that no longer exists.
+	si, err := ix.session(sid, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := si.bl.NewBatch()
+	if err := b.IndexAdvanced(fileDoc("ghost.txt", &mvcc.Inode{Ino: 99}, []byte("ghost needle\n"))); err != nil {
+		t.Fatal(err)
+	}
+	if err := si.bl.Batch(b); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	si, err = ix.session(sid, false)
+	if err != nil || si == nil {
+		t.Fatalf("no index after catching up: %v", err)
+	}
+	ids, err := searchIDs(si.bl, query.NewMatchAllQuery())
+	if err != nil || len(ids) != 1 || ids[0] != "a.txt" {
+		t.Fatalf("documents after catching up: %v (%v), want [a.txt]", ids, err)
 	}
 }

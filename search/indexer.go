@@ -116,6 +116,16 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 		return false, nil
 	}
 	if seq == 0 {
+		// Never built, or a build was cut short (Close): start from an
+		// empty index, so that no document of a file deleted since stays.
+		if n, err := si.bl.DocCount(); err != nil || n > 0 {
+			if err := ix.dropLocked(sid); err != nil {
+				return false, err
+			}
+			if si, err = ix.session(sid, true); err != nil {
+				return false, err
+			}
+		}
 		return false, ix.buildLocked(si, lastSeq, lastHLC, stop, nil)
 	}
 	ch := newChanges()
