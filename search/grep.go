@@ -332,7 +332,7 @@ func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all
 				return more
 			})
 			if err != nil {
-				more = emit(target{failed: true, diag: fmt.Sprintf("%s: %s: %s", req.ErrPrefix, op.Display, errText(err))})
+				more = fail(op.Display, err)
 			}
 			if !more {
 				return
