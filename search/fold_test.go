@@ -51,16 +51,16 @@ func TestLineTrigramWithIgnoreCase(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.lineTrigram != "" {
-		t.Errorf("mask: line trigram %q, want none (every trigram holds s or k)", m.lineTrigram)
+	if m.lineNeedle != "" {
+		t.Errorf("mask: line trigram %q, want none (every trigram holds s or k)", m.lineNeedle)
 	}
 	m, err = Compile([]string{"header_kind"}, MatchOptions{IgnoreCase: true}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range m.lineTrigram {
+	for _, c := range m.lineNeedle {
 		if c == 'i' || c == 'k' || c == 's' {
-			t.Fatalf("line trigram %q holds %q", m.lineTrigram, c)
+			t.Fatalf("line trigram %q holds %q", m.lineNeedle, c)
 		}
 	}
 	data := []byte("é\nHEADER_\u212AIND\nheader_kınd\nnothing\nHeader_Kind\n")
@@ -87,4 +87,29 @@ func slicesEqual(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// TestMustLiteral: without a trigram to look for, a literal every match
+// requires still finds the candidate lines.
+func TestMustLiteral(t *testing.T) {
+	for _, c := range []struct {
+		pat  string
+		syn  Syntax
+		want string
+	}{
+		{`[0-9]+\.[0-9]+`, Extended, "."},
+		{`[a-z]+[0-9]+_[a-z]+`, Extended, "_"},
+		{`x[0-9]Q[0-9]`, Extended, "Q"}, // capitals look rarer than x
+		{`(ab|cd)[0-9]`, Extended, ""},  // alternation: neither is required
+		{`a?[0-9]`, Extended, ""},
+		{`(=[0-9])+`, Extended, "="},
+	} {
+		m, err := Compile([]string{c.pat}, MatchOptions{Syntax: c.syn}, nil)
+		if err != nil {
+			t.Fatalf("%q: %v", c.pat, err)
+		}
+		if m.lineNeedle != c.want {
+			t.Errorf("%q: line needle %q, want %q", c.pat, m.lineNeedle, c.want)
+		}
+	}
 }

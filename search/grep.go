@@ -587,9 +587,9 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 					continue
 				}
 				data := *bp
-				// A file the line prefilter scans (lineTrigram) skips the
+				// A file the line prefilter scans (lineNeedle) skips the
 				// whole-file one.
-				if !m.hasLineTrigram() && !m.MayMatch(data) {
+				if !m.hasLineNeedle() && !m.MayMatch(data) {
 					// No match possible: GNU grep would read it and print
 					// nothing; only its long lines still matter (see below).
 					_, grown := readModel(data, grepBufSize)

@@ -47,6 +47,12 @@ var grepCases = [][]string{
 	{"-rn", "needle$"},
 	{"-rn", "^$"},
 	{"-rn", "-c", "^"},
+	// Short required literals (no trigram) as the line prefilter.
+	{"-rn", "-E", "[0-9]+\\.[0-9]+"},
+	{"-rn", "-E", "[a-z]+[0-9]+_[a-z]+"},
+	{"-rn", "-E", "(ab|cd)[0-9]"},
+	{"-rnw", "-E", "[a-z]=[0-9]"},
+	{"-rc", "-E", "é[a-z]"},
 	// Line-start patterns run line by line without (?m).
 	{"-rn", "-E", "^[[:space:]]+[a-z]{2}[0-9]{2}[[:space:]]*$"},
 	{"-rn", "-E", "^[[:space:]]+return [a-z]+$"},

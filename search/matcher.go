@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"sync"
 	"unicode/utf8"
@@ -37,10 +38,10 @@ type Matcher struct {
 	Query *Query
 	// IndexQuery is the query over folded trigrams, for the index.
 	IndexQuery *Query
-	// lineTrigram is a trigram every matching line contains (the query's
-	// top level is an AND of it): lines without it are not run through
-	// the regexp.
-	lineTrigram string
+	// lineNeedle is a string every matching line contains (a trigram the
+	// query's top-level AND requires, else a literal the pattern
+	// requires): lines without it are not run through the regexp.
+	lineNeedle string
 	// Boundary reports that the pattern uses \b \B \< or \>, which Go
 	// evaluates with ASCII word characters.
 	Boundary bool
@@ -91,7 +92,14 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	} else {
 		simple := tree.Simplify()
 		m.Query, m.IndexQuery = plan(simple, o.IgnoreCase), plan(simple, true)
-		m.lineTrigram = lineTrigram(m.Query, o.IgnoreCase)
+		m.lineNeedle = lineTrigram(m.Query, o.IgnoreCase)
+		if m.lineNeedle == "" && !o.IgnoreCase && !m.lineStart {
+			// No trigram (literals of one or two bytes, as in
+			// [0-9]+\.[0-9]+): a shorter required literal still spares
+			// the regexp most lines. (Line-start patterns are fast
+			// line by line already.)
+			m.lineNeedle = mustLiteral(simple)
+		}
 	}
 	return m, nil
 }
@@ -167,6 +175,39 @@ func lineTrigram(q *Query, fold bool) string {
 	return best
 }
 
+// mustLiteral returns the rarest-looking literal that every match of re
+// contains (from the parts of a concatenation, at any depth, and the
+// bodies of repetitions of at least one), or "".
+func mustLiteral(re *syntax.Regexp) string {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 || slices.Contains(re.Rune, utf8.RuneError) {
+			return "" // Go matches invalid bytes as U+FFFD: no bytes to look for
+		}
+		return string(re.Rune)
+	case syntax.OpCapture, syntax.OpPlus:
+		return mustLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return mustLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		best, bestScore := "", 0
+		for _, sub := range re.Sub {
+			lit := mustLiteral(sub)
+			score := 0
+			for i := 0; i < len(lit); i++ {
+				score += rarity(lit[i]) + 1
+			}
+			if score > bestScore {
+				best, bestScore = lit, score
+			}
+		}
+		return best
+	}
+	return ""
+}
+
 // commonBytes lists bytes from the most to the least frequent in source
 // code and prose (a rough order: it only steers lineTrigram's choice).
 const commonBytes = " \te\nt_a.osirn(l),cdh\"upm:f=g*;b/y{}w-v[]k0x1&2!q<>j+z"
@@ -239,9 +280,9 @@ func (m *Matcher) MayMatch(data []byte) bool {
 	return m.Query.Eval(func(t string) bool { return bytes.Contains(data, []byte(t)) })
 }
 
-// hasLineTrigram reports whether eachSelected looks for lines holding a
-// trigram before running the regexp (a prefilter of its own).
-func (m *Matcher) hasLineTrigram() bool { return m.lineTrigram != "" }
+// hasLineNeedle reports whether eachSelected looks for lines holding a
+// needle before running the regexp (a prefilter of its own).
+func (m *Matcher) hasLineNeedle() bool { return m.lineNeedle != "" }
 
 // Mode is what grep reports per file.
 type Mode int
@@ -355,7 +396,7 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 			}
 			return ok
 		}
-	case m.lineStart && (m.lineTrigram == "" || m.opts.Invert):
+	case m.lineStart && (m.lineNeedle == "" || m.opts.Invert):
 		lre, err := m.lineRe(variant)
 		if err != nil {
 			return res, err
@@ -434,17 +475,18 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 		}
 		return
 	}
-	if m.lineTrigram != "" {
-		// Every match lies on a line holding the trigram (the planner's
-		// query holds for the matched text itself): find those lines by
-		// substring search and run the regexp on them only.
+	if m.lineNeedle != "" {
+		// Every match lies on a line holding the needle (the planner's
+		// query, or the required literal, holds for the matched text
+		// itself): find those lines by substring search and run the
+		// regexp on them only.
 		hay := buf
 		if m.opts.IgnoreCase {
 			hay = asciiLower(make([]byte, 0, len(buf)), buf) // same offsets
 		}
-		tri := []byte(m.lineTrigram)
+		needle := []byte(m.lineNeedle)
 		for pos := 0; pos < len(buf); {
-			i := bytes.Index(hay[pos:], tri)
+			i := bytes.Index(hay[pos:], needle)
 			if i < 0 {
 				return
 			}
