@@ -73,6 +73,9 @@ func TestBenchGrepGoSource(t *testing.T) {
 		{"selective regex", []string{"-rn", "-E", `func \(\*Reader\) Read[A-Z][a-z]+\(`}},
 		{"case-insensitive literal", []string{"-rn", "-i", "maxheaderbytes"}},
 		{"no literal", []string{"-rn", "-E", `^[[:space:]]+[a-z]{2}[0-9]{2}[[:space:]]*$`}},
+		// Beyond the issue's four: no trigram and not anchored, only a
+		// one-byte literal to look for.
+		{"no trigram, unanchored", []string{"-rn", "-E", `[a-z]+[0-9]+_[a-z]+`}},
 	}
 
 	// The CLI, opening store and index itself (no mount running).
