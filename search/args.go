@@ -136,8 +136,7 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		case len(arg) > 1 && arg[0] == '-':
 			for j := 1; j < len(arg); j++ {
 				c := arg[j]
-				switch c {
-				case 'e':
+				if c == 'e' {
 					v := arg[j+1:]
 					if v == "" {
 						var ok bool
@@ -146,42 +145,14 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 						}
 					}
 					patterns, havePattern = append(patterns, strings.Split(v, "\n")...), true
-					j = len(arg)
-				case 'r':
-				case 'R':
-					a.Dereference = true
-				case 'i', 'y':
-					a.Match.IgnoreCase = true
-				case 'w':
-					a.Match.Word = true
-				case 'x':
-					a.Match.Line = true
-				case 'v':
-					a.Match.Invert = true
-				case 'F':
-					a.Match.Syntax = Fixed
-				case 'E':
-					a.Match.Syntax = Extended
-				case 'G':
-					a.Match.Syntax = Basic
-				case 'l':
-					a.Mode = OutFilesWith
-				case 'L':
-					a.Mode = OutFilesWithout
-				case 'c':
-					a.Mode = OutCount
-				case 'n':
-					a.LineNumbers = true
-				case 'h':
-					a.Filename = -1
-				case 'H':
-					a.Filename = 1
-				case 'q':
-					a.Mode = OutQuiet
-				case 's':
-					silent = true
-				default:
+					break
+				}
+				name, ok := shortOptions[c]
+				if !ok {
 					return a, fmt.Errorf("invalid option -- '%c'", c)
+				}
+				if err := long(name, "", false, nil); err != nil {
+					return a, err
 				}
 			}
 		default:
@@ -204,6 +175,16 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		a.Operands = append(a.Operands, Operand{Display: o, Path: o})
 	}
 	return a, nil
+}
+
+// shortOptions names the long option each argument-less short option is
+// (-e, which takes a pattern, is parsed apart).
+var shortOptions = map[byte]string{
+	'r': "recursive", 'R': "dereference-recursive", 'i': "ignore-case", 'y': "ignore-case",
+	'w': "word-regexp", 'x': "line-regexp", 'v': "invert-match", 'F': "fixed-strings",
+	'E': "extended-regexp", 'G': "basic-regexp", 'l': "files-with-matches",
+	'L': "files-without-match", 'c': "count", 'n': "line-number", 'h': "no-filename",
+	'H': "with-filename", 'q': "quiet", 's': "no-messages",
 }
 
 // ResolveAsOf parses --asof text (an HLC or RFC 3339 time).
