@@ -426,10 +426,7 @@ func (ix *Index) follow(sid mvcc.SessionID, p string, n *mvcc.Inode, at mvcc.HLC
 
 // walkFiles calls fn for every regular file at or below dir in walk order,
 // until fn returns false; with deref, symbolic links are followed (GNU
-// grep -R). Without deref it reads one directory per transaction, so fn
-// may block (grep's pipeline waits for its output) without holding a read
-// transaction open; reads as of one HLC see one state whatever the
-// transaction.
+// grep -R). Without deref it is walkStream.
 func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bool, fn func(string, *mvcc.Inode) bool) error {
 	if !deref {
 		return ix.walkStream(sid, dir, at, fn)
@@ -485,47 +482,6 @@ func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bo
 		}
 	}
 	return nil
-}
-
-// walkStream is walkFiles without deref.
-func (ix *Index) walkStream(sid mvcc.SessionID, dir string, at mvcc.HLC, fn func(string, *mvcc.Inode) bool) error {
-	root, err := ix.st.Walk(sid, dir, at)
-	switch {
-	case err != nil:
-		return err
-	case root.IsRegular():
-		fn(cleanPath(dir), root)
-		return nil
-	case !root.IsDir():
-		return nil
-	}
-	var rec func(ino mvcc.Ino, prefix string, depth int) (bool, error)
-	rec = func(ino mvcc.Ino, prefix string, depth int) (bool, error) {
-		var ents []dirEntry
-		err := ix.st.View(func(t *mvcc.ReadTx) error {
-			var err error
-			ents, err = readDir(t, sid, ino, prefix, at, depth)
-			return err
-		})
-		if err != nil {
-			return false, err
-		}
-		for _, e := range ents {
-			switch {
-			case e.n.IsRegular():
-				if !fn(prefix+e.name, e.n) {
-					return false, nil
-				}
-			case e.n.IsDir():
-				if more, err := rec(e.n.Ino, prefix+e.name+"/", depth+1); !more || err != nil {
-					return false, err
-				}
-			}
-		}
-		return true, nil
-	}
-	_, err = rec(root.Ino, dirPrefix(dir), 0)
-	return err
 }
 
 // run reads and matches the targets feed emits, in parallel, and prints
@@ -589,7 +545,7 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 				data := *bp
 				// A file the line prefilter scans (lineNeedle) skips the
 				// whole-file one.
-				if !m.hasLineNeedle() && !m.MayMatch(data) {
+				if m.lineNeedle == "" && !m.MayMatch(data) {
 					// No match possible: GNU grep would read it and print
 					// nothing; only its long lines still matter (see below).
 					_, grown := readModel(data, grepBufSize)

@@ -285,26 +285,58 @@ type fileRef struct {
 }
 
 // walk calls fn for every regular file at or below path as of at, in walk
-// order (directories before their contents, names in byte order).
+// order (see walkStream).
 func (ix *Index) walk(sid mvcc.SessionID, path string, at mvcc.HLC, fn func(fileRef)) error {
-	return ix.st.View(func(t *mvcc.ReadTx) error {
-		root, err := t.Walk(sid, path, at)
-		if err != nil {
-			return err
-		}
-		if root.IsRegular() {
-			fn(fileRef{cleanPath(path), root})
-			return nil
-		}
-		if !root.IsDir() {
-			return nil
-		}
-		return walkDir(t, sid, root.Ino, dirPrefix(path), at, 0, func(p string, n *mvcc.Inode) {
-			if n.IsRegular() {
-				fn(fileRef{p, n})
-			}
-		})
+	return ix.walkStream(sid, path, at, func(p string, n *mvcc.Inode) bool {
+		fn(fileRef{p, n})
+		return true
 	})
+}
+
+// walkStream calls fn for every regular file at or below dir as of at, in
+// walk order (directories before their contents, names in byte order),
+// until fn returns false. It reads one directory per transaction, so fn
+// may block (grep's pipeline waits for its output) without holding a read
+// transaction open; reads as of one HLC see one state whatever the
+// transaction.
+func (ix *Index) walkStream(sid mvcc.SessionID, dir string, at mvcc.HLC, fn func(string, *mvcc.Inode) bool) error {
+	root, err := ix.st.Walk(sid, dir, at)
+	switch {
+	case err != nil:
+		return err
+	case root.IsRegular():
+		fn(cleanPath(dir), root)
+		return nil
+	case !root.IsDir():
+		return nil
+	}
+	var rec func(ino mvcc.Ino, prefix string, depth int) (bool, error)
+	rec = func(ino mvcc.Ino, prefix string, depth int) (bool, error) {
+		var ents []dirEntry
+		err := ix.st.View(func(t *mvcc.ReadTx) error {
+			var err error
+			ents, err = readDir(t, sid, ino, prefix, at, depth)
+			return err
+		})
+		if err != nil {
+			return false, err
+		}
+		for _, e := range ents {
+			switch {
+			case e.n.IsRegular():
+				if !fn(prefix+e.name, e.n) {
+					return false, nil
+				}
+			case e.n.IsDir():
+				if more, err := rec(e.n.Ino, prefix+e.name+"/", depth+1); !more || err != nil {
+					return false, err
+				}
+			}
+		}
+		return true, nil
+	}
+	_, err = rec(root.Ino, dirPrefix(dir), 0)
+	return err
 }
 
 func cleanPath(p string) string {

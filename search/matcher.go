@@ -280,10 +280,6 @@ func (m *Matcher) MayMatch(data []byte) bool {
 	return m.Query.Eval(func(t string) bool { return bytes.Contains(data, []byte(t)) })
 }
 
-// hasLineNeedle reports whether eachSelected looks for lines holding a
-// needle before running the regexp (a prefilter of its own).
-func (m *Matcher) hasLineNeedle() bool { return m.lineNeedle != "" }
-
 // Mode is what grep reports per file.
 type Mode int
 
@@ -462,12 +458,7 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 			lineMatch = re.Match
 		}
 		for s := 0; s < len(buf); {
-			e := bytes.IndexByte(buf[s:], '\n')
-			if e < 0 {
-				e = len(buf)
-			} else {
-				e += s
-			}
+			_, e := lineAt(buf, s)
 			if lineMatch(buf[s:e]) != m.opts.Invert && !fn(s, e) {
 				return
 			}
@@ -490,14 +481,7 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 			if i < 0 {
 				return
 			}
-			s := pos + i
-			ls := bytes.LastIndexByte(buf[:s], '\n') + 1
-			le := bytes.IndexByte(buf[s:], '\n')
-			if le < 0 {
-				le = len(buf)
-			} else {
-				le += s
-			}
+			ls, le := lineAt(buf, pos+i)
 			if re.Match(buf[ls:le]) && !fn(ls, le) {
 				return
 			}
@@ -514,16 +498,20 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 		if s == len(buf) && (len(buf) == 0 || buf[len(buf)-1] == '\n') {
 			return // the empty "line" after the final newline
 		}
-		ls := bytes.LastIndexByte(buf[:s], '\n') + 1
-		le := bytes.IndexByte(buf[s:], '\n')
-		if le < 0 {
-			le = len(buf)
-		} else {
-			le += s
-		}
+		ls, le := lineAt(buf, s)
 		if !fn(ls, le) {
 			return
 		}
 		pos = le + 1
 	}
+}
+
+// lineAt returns where the line of buf holding offset i starts and ends
+// (at its newline, or the end of buf).
+func lineAt(buf []byte, i int) (start, end int) {
+	start = bytes.LastIndexByte(buf[:i], '\n') + 1
+	if end = bytes.IndexByte(buf[i:], '\n'); end < 0 {
+		return start, len(buf)
+	}
+	return start, i + end
 }
