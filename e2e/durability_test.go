@@ -32,15 +32,22 @@ with open("big.bin", "wb") as f:
 truncate -s 1M sparse.bin
 `
 
+// mountWithWork mounts a new session and runs writeWork in it.
+func mountWithWork(t *testing.T) (data, mnt, sid string, m *mount) {
+	t.Helper()
+	needFUSE(t)
+	data, mnt = dirs(t)
+	sid = newSession(t, data)
+	tarball := makeTarball(t)
+	m = startMount(t, data, mnt, "--session", sid)
+	sh(t, data, mnt, "export TARBALL="+tarball+"\n"+writeWork)
+	return data, mnt, sid, m
+}
+
 // TestCleanRemountKeepsTree: after SIGTERM and a new mount on the same
 // data directory, the tree is the same, and so is its past.
 func TestCleanRemountKeepsTree(t *testing.T) {
-	needFUSE(t)
-	data, mnt := dirs(t)
-	sid := newSession(t, data)
-	tarball := makeTarball(t)
-	m := startMount(t, data, mnt, "--session", sid)
-	sh(t, data, mnt, "export TARBALL="+tarball+"\n"+writeWork)
+	data, mnt, sid, m := mountWithWork(t)
 	hlc := mustPadfs(t, data, "now")
 	copyDir := filepath.Join(t.TempDir(), "copy")
 	sh(t, data, mnt, "cp -a . "+copyDir)
@@ -62,12 +69,7 @@ func TestCleanRemountKeepsTree(t *testing.T) {
 // intact after a kill -9 of padfs and a new mount on the same data
 // directory; the stale control socket does not get in the way.
 func TestKill9KeepsClosedFiles(t *testing.T) {
-	needFUSE(t)
-	data, mnt := dirs(t)
-	sid := newSession(t, data)
-	tarball := makeTarball(t)
-	m := startMount(t, data, mnt, "--session", sid)
-	sh(t, data, mnt, "export TARBALL="+tarball+"\n"+writeWork)
+	data, mnt, sid, m := mountWithWork(t)
 	copyDir := filepath.Join(t.TempDir(), "copy")
 	sh(t, data, mnt, "cp -a . "+copyDir)
 	// A last burst right before the kill, so that it is still in the
