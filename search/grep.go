@@ -740,7 +740,8 @@ func (ix *Index) growth(sid mvcc.SessionID) map[string]int {
 
 // GrepOutput returns what `padfs grep -rn PATTERN` run at the root of
 // session sid prints (standard output, then any diagnostics), for the
-// mount's read-only .grep/<pattern> files. A bad pattern is an error.
+// mount's read-only .grep/<pattern> files. A bad pattern is an
+// mvcc.ErrInvalid error (EINVAL to the reader).
 func (ix *Index) GrepOutput(sid mvcc.SessionID, pattern string) ([]byte, error) {
 	var out, errb bytes.Buffer
 	_, err := ix.Grep(context.Background(), GrepRequest{
@@ -748,7 +749,7 @@ func (ix *Index) GrepOutput(sid mvcc.SessionID, pattern string) ([]byte, error) 
 		Out: &out, Err: &errb,
 	})
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %v", mvcc.ErrInvalid, err)
 	}
 	out.Write(errb.Bytes())
 	return out.Bytes(), nil

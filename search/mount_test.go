@@ -2,6 +2,7 @@ package search
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"os/exec"
@@ -141,6 +142,26 @@ func TestGrepMatchesGNUOnMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("reopened, caught up", false)
+
+	// A missing operand: its message comes where GNU grep prints it,
+	// between the other operands' lines (stdout and stderr to one place).
+	args := []string{"-rn", "needle", "odd", "no-such-dir", "go"}
+	mixed, _ := shOut(t, mnt, "LC_ALL=C.UTF-8 grep -rn needle odd no-such-dir go 2>&1")
+	req, err := ParseGrepArgs(args)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var both bytes.Buffer
+	req.Session, req.Out, req.Err, req.ErrPrefix = sid, &both, &both, "grep"
+	if _, err := ix.Grep(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	if i := strings.Index(mixed, "grep: no-such-dir: "); i <= 0 || !strings.Contains(mixed[i:], "\ngo/") {
+		t.Fatalf("GNU grep did not print lines before and after the message, as this test needs:\n%s", mixed)
+	}
+	if got := both.String(); got != mixed {
+		t.Errorf("grep %q, stdout and stderr together, differs:\n%s", args, diffLines(got, mixed))
+	}
 
 	// The mount's .grep/ directory: reading .grep/PATTERN is grep -rn.
 	want, _ := gnuGrep(t, mnt, []string{"-rn", "func Index"})

@@ -59,7 +59,7 @@ func indexMountHook(a *App, o *fs.Options) (func(), error) {
 			pattern := grepFileName(name)
 			out, err := ix.GrepOutput(sid, pattern)
 			if err != nil {
-				return nil, fmt.Errorf("%w: .grep/%s: %v", mvcc.ErrInvalid, name, err)
+				return nil, fmt.Errorf(".grep/%s: %w", name, err)
 			}
 			return out, nil
 		},
