@@ -154,11 +154,14 @@ func (s *Store) ReadAt(n *Inode, p []byte, off int64) (int, error) {
 }
 
 // ReadAll returns n's whole content in its own snapshot.
-func (s *Store) ReadAll(n *Inode) ([]byte, error) {
+func (s *Store) ReadAll(n *Inode) ([]byte, error) { return s.ReadAllInto(n, nil) }
+
+// ReadAllInto is ReadAll into buf when it has the capacity.
+func (s *Store) ReadAllInto(n *Inode, buf []byte) ([]byte, error) {
 	var data []byte
 	err := s.View(func(t *ReadTx) error {
 		var err error
-		data, err = t.Content(n)
+		data, err = t.ContentInto(n, buf)
 		return err
 	})
 	return data, err

@@ -102,8 +102,15 @@ func (t *ReadTx) walkDir(sid SessionID, dir Ino, prefix string, at HLC, depth in
 }
 
 // Content returns the whole content of one inode version.
-func (t *ReadTx) Content(n *Inode) ([]byte, error) {
-	buf := make([]byte, n.Size)
+func (t *ReadTx) Content(n *Inode) ([]byte, error) { return t.ContentInto(n, nil) }
+
+// ContentInto is Content reading into buf when it has the capacity (a
+// caller reading many files recycles its buffers).
+func (t *ReadTx) ContentInto(n *Inode, buf []byte) ([]byte, error) {
+	if uint64(cap(buf)) < n.Size {
+		buf = make([]byte, n.Size)
+	}
+	buf = buf[:n.Size]
 	c, err := t.ReadAt(n, buf, 0)
 	if errors.Is(err, io.EOF) && uint64(c) == n.Size {
 		err = nil

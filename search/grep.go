@@ -686,20 +686,15 @@ var readBufs sync.Pool
 // readFile reads n's content into a buffer from readBufs.
 func (ix *Index) readFile(n *mvcc.Inode) (*[]byte, error) {
 	bp, _ := readBufs.Get().(*[]byte)
-	if bp == nil || uint64(cap(*bp)) < n.Size {
-		b := make([]byte, n.Size)
-		bp = &b
+	if bp == nil {
+		bp = new([]byte)
 	}
-	*bp = (*bp)[:n.Size]
-	c, err := ix.st.ReadAt(n, *bp, 0)
-	if errors.Is(err, io.EOF) && uint64(c) == n.Size {
-		err = nil
-	}
+	data, err := ix.st.ReadAllInto(n, *bp)
 	if err != nil {
 		putReadBuf(bp)
 		return nil, err
 	}
-	*bp = (*bp)[:c]
+	*bp = data
 	return bp, nil
 }
 
