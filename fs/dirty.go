@@ -312,9 +312,7 @@ type overlay struct {
 
 // attr reports, while f is dirty, the buffer's size, mtime, an estimate of
 // st_blocks and the pending attribute changes.
-func (f *fileState) attr() (bool, overlay) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (f *fileState) attrLocked() (bool, overlay) {
 	if !f.dirty {
 		return false, overlay{}
 	}
