@@ -12,6 +12,9 @@ import (
 
 func init() { addCommand(newSearchCmd) }
 
+// maxHits bounds -k: each hit is read and snippeted from the store.
+const maxHits = 10000
+
 // hitJSON is a hit of --json; paths and snippets are bytes (internal/jsonbytes).
 type hitJSON struct {
 	search.Hit
@@ -39,6 +42,9 @@ content, but its score is approximate. Exit 1 when nothing matches.`,
 			sessionFlag, _ := cmd.Flags().GetString("session")
 			k, _ := cmd.Flags().GetInt("k")
 			asJSON, _ := cmd.Flags().GetBool("json")
+			if k < 1 || k > maxHits {
+				return fmt.Errorf("-k %d: number of results out of range (1..%d)", k, maxHits)
+			}
 			return withApp(cmd, func(a *App) error {
 				sid, err := pickSession(a, sessionFlag)
 				if err != nil {
