@@ -29,8 +29,8 @@ type ForkOptions struct {
 // session's .asof/ starts at the fork.
 func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, error) {
 	if opt.Name != "" {
-		if err := ValidName(opt.Name); err != nil {
-			return nil, fmt.Errorf("session name: %w", err)
+		if err := ValidSessionName(opt.Name); err != nil {
+			return nil, err
 		}
 	}
 	id := opt.ID

@@ -17,6 +17,12 @@ const FormatVersion = 1
 // Records are CBOR maps with small integer keys (fields can be added without
 // rewriting old records), framed as crc32c(payload)[4] || payload so that a
 // flipped bit is reported as ErrCorrupt naming the key, never decoded.
+//
+// Names, paths and symlink targets are bytes (Linux allows any byte but '/'
+// and NUL in a name), kept in Go strings and written as CBOR text strings
+// that need not be valid UTF-8. The decoder accepts such text: stores
+// written before it did hold it too, and refusing it made a whole session
+// unreadable.
 
 // Hash is a SHA-256 content address.
 type Hash [32]byte
@@ -146,11 +152,14 @@ var (
 	// Deterministic encoding: equal records are equal bytes.
 	encMode = sync.OnceValues(func() (cbor.EncMode, error) { return cbor.CoreDetEncOptions().EncMode() })
 	decMode = sync.OnceValues(func() (cbor.DecMode, error) {
-		return cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20}.DecMode()
+		return cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20,
+			UTF8: cbor.UTF8DecodeInvalid}.DecMode()
 	})
 )
 
-// encode frames v as crc32c || cbor(v).
+// encode frames v as crc32c || cbor(v). It refuses a payload the decoder
+// would not read back (its limits), so that a commit fails before anything
+// is written instead of committing a record that bricks its readers.
 func encode(v any) ([]byte, error) {
 	em, err := encMode()
 	if err != nil {
@@ -159,6 +168,13 @@ func encode(v any) ([]byte, error) {
 	payload, err := em.Marshal(v)
 	if err != nil {
 		return nil, err
+	}
+	dm, err := decMode()
+	if err != nil {
+		return nil, err
+	}
+	if err := dm.Wellformed(payload); err != nil {
+		return nil, fmt.Errorf("record would not decode: %w", err)
 	}
 	return frame(payload), nil
 }

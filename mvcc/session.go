@@ -38,8 +38,8 @@ func ParseSessionID(s string) (SessionID, error) {
 // CreateSession creates an empty live session with a root directory owned
 // by uid:gid.
 func (s *Store) CreateSession(name string, uid, gid uint32) (*SessionHeader, error) {
-	if err := ValidName(name); name != "" && err != nil {
-		return nil, fmt.Errorf("session name: %w", err)
+	if err := ValidSessionName(name); name != "" && err != nil {
+		return nil, err
 	}
 	id, err := NewSessionID()
 	if err != nil {

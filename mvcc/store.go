@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -271,6 +272,9 @@ func (t *ReadTx) Path(sid SessionID, ino Ino, at HLC) (string, error) {
 // Events calls fn for each event of the session with Seq > after, oldest
 // first, until fn returns false.
 func (t *ReadTx) Events(sid SessionID, after uint64, fn func(Event) bool) error {
+	if after == math.MaxUint64 {
+		return nil // no Seq is greater (after+1 would wrap to every event)
+	}
 	prefix := key(pEvent, sid[:])
 	return t.r.Scan(eventKey(sid, after+1), kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
 		var ev Event

@@ -5,6 +5,7 @@
 package timetravel
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/padfs/padfs/mvcc"
@@ -20,6 +21,9 @@ func Resolve(st *mvcc.Store, sid mvcc.SessionID, name string) (mvcc.HLC, error) 
 			return err
 		}
 		at, err = mvcc.ParseHLC(name)
+		if errors.Is(err, mvcc.ErrHLCRange) {
+			return err // a time, but one no HLC stands for: say so
+		}
 		if err != nil {
 			return fmt.Errorf("%w: %q is neither an HLC, an RFC 3339 time nor a checkpoint of session %s",
 				mvcc.ErrNotFound, name, sid)

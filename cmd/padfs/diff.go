@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/padfs/padfs/internal/jsonbytes"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/session"
 	"github.com/padfs/padfs/timetravel"
@@ -18,6 +19,9 @@ type diffRow struct {
 	Path   string `json:"path"`
 	From   string `json:"from,omitempty"` // the older path, when it differs
 	Type   string `json:"type"`           // file, dir, symlink, other
+	// Paths are bytes: see internal/jsonbytes.
+	PathB64 string `json:"path_b64,omitempty"`
+	FromB64 string `json:"from_b64,omitempty"`
 }
 
 func newDiffCmd() *cobra.Command {
@@ -42,7 +46,8 @@ patch -p1 apply it): "diff --git", git's mode/rename headers, "--- a/PATH",
 lines of context, equal to GNU diff -u's hunks for the same two files (the
 headers differ: a/ and b/ prefixes instead of file names and times). Binary
 files (a NUL byte in the first 8000 bytes) are named, not dumped.
---json prints a JSON array of {status, path, from, type}.
+--json prints a JSON array of {status, path, from, type}; a path that is
+not valid UTF-8 also gets path_b64 (from_b64) with its bytes in base64.
 
 Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 2 error.`,
@@ -87,7 +92,8 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 				case asJSON:
 					rows := []diffRow{}
 					for _, c := range changes {
-						rows = append(rows, diffRow{Status: string(c.Status), Path: c.Path, From: c.From, Type: nodeType(c)})
+						rows = append(rows, diffRow{Status: string(c.Status), Path: c.Path, From: c.From, Type: nodeType(c),
+							PathB64: jsonbytes.B64(c.Path), FromB64: jsonbytes.B64(c.From)})
 					}
 					b, _ := json.MarshalIndent(rows, "", "  ")
 					if _, err := fmt.Fprintf(a.Out, "%s\n", b); err != nil {

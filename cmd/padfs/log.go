@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -55,6 +56,11 @@ func logMountHook(a *App, o *fs.Options) (func(), error) {
 	return nil, nil
 }
 
+// maxSeq is the largest --since sequence number: sequence numbers count
+// commits from 1 and stay far below it (a larger value was a typo, and
+// 2^64-1 used to wrap round to every event).
+const maxSeq = math.MaxInt64
+
 // sinceFilter parses a --since value: digits are a sequence number,
 // anything else an HLC, RFC 3339 time or checkpoint name. Both exclusive.
 func sinceFilter(st *mvcc.Store, sid mvcc.SessionID, since string) (mvcc.LogFilter, error) {
@@ -63,12 +69,15 @@ func sinceFilter(st *mvcc.Store, sid mvcc.SessionID, since string) (mvcc.LogFilt
 	}
 	if strings.Trim(since, "0123456789") == "" {
 		n, err := strconv.ParseUint(since, 10, 64)
-		if err != nil {
-			return mvcc.LogFilter{}, fmt.Errorf("--since %s: %v", since, err)
+		if err != nil || n > maxSeq {
+			return mvcc.LogFilter{}, fmt.Errorf("--since %s: sequence number out of range (0..%d)", since, uint64(maxSeq))
 		}
 		return mvcc.LogFilter{AfterSeq: n}, nil
 	}
 	at, err := timetravel.Resolve(st, sid, since)
+	if errors.Is(err, mvcc.ErrHLCRange) {
+		return mvcc.LogFilter{}, fmt.Errorf("--since: %w", err)
+	}
 	if err != nil {
 		return mvcc.LogFilter{}, fmt.Errorf("--since %q is not a sequence number, HLC, RFC 3339 time or checkpoint name", since)
 	}

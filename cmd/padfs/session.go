@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/padfs/padfs/internal/jsonbytes"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/spf13/cobra"
 )
@@ -66,6 +67,7 @@ type sessionRow struct {
 	Parent    string `json:"parent,omitempty"`
 	ForkedAt  string `json:"forked_at,omitempty"`
 	Forgotten string `json:"forgotten,omitempty"` // HLC of the forget
+	NameB64   string `json:"name_b64,omitempty"`  // the name's bytes, if not UTF-8 (internal/jsonbytes)
 }
 
 func newSessionLsCmd() *cobra.Command {
@@ -135,7 +137,8 @@ func listSessions(st *mvcc.Store, all bool) ([]sessionRow, error) {
 		if si.Forgotten && !all {
 			continue
 		}
-		r := sessionRow{ID: si.ID.String(), Name: si.Name, Created: si.Created.String(), Events: si.Events}
+		r := sessionRow{ID: si.ID.String(), Name: si.Name, NameB64: jsonbytes.B64(si.Name),
+			Created: si.Created.String(), Events: si.Events}
 		if si.LastHLC != 0 {
 			r.Last = si.LastHLC.String()
 		}
