@@ -10,8 +10,22 @@ import (
 	"github.com/padfs/padfs/mvcc/kv/wal"
 )
 
-// StoreFile is the bbolt file inside a data directory.
-const StoreFile = "padfs.db"
+// Files and directories inside a data directory.
+const (
+	StoreFile     = "padfs.db"   // bbolt
+	WALDir        = "wal"        // the group-commit log in front of it
+	QuarantineDir = "quarantine" // what fsck --repair moved out of the store or log
+)
+
+// corruptOpen is a store that cannot be opened because of damage: it is
+// ErrCorrupt and says what fsck --repair would do about it.
+type corruptOpen struct {
+	err  error
+	hint string
+}
+
+func (e *corruptOpen) Error() string   { return e.err.Error() + "; " + e.hint }
+func (e *corruptOpen) Unwrap() []error { return []error{e.err, ErrCorrupt} }
 
 // OpenDir opens (creating if needed) the store in data directory dir:
 // dir/padfs.db (bbolt) behind the group-commit log in dir/wal/. A commit is
@@ -26,9 +40,13 @@ func OpenDir(dir string) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := wal.Open(filepath.Join(dir, "wal"), b, wal.Options{})
+	w, err := wal.Open(filepath.Join(dir, WALDir), b, wal.Options{})
 	if err != nil {
 		b.Close()
+		if errors.Is(err, wal.ErrCorrupt) {
+			err = &corruptOpen{err, fmt.Sprintf("`padfs fsck --repair` keeps the log before the damage and moves the rest to %s",
+				filepath.Join(dir, QuarantineDir))}
+		}
 		return nil, err
 	}
 	st, err := New(w)
@@ -56,3 +74,7 @@ func syncDir(dir string) error {
 	}
 	return nil
 }
+
+// ErrCorruptWAL is wrapped by OpenDir when the write-ahead log holds a
+// damaged record that is not a torn tail.
+var ErrCorruptWAL = wal.ErrCorrupt

@@ -148,22 +148,17 @@ func (s *Store) replay() error {
 			if err != nil {
 				return fmt.Errorf("kv/wal: replay: %w", err)
 			}
-			for off := 0; off < len(data); {
-				payload, n, err := nextRecord(data[off:])
-				if err != nil {
-					if i == len(segs)-1 {
-						// A write cut short by the crash.
-						torn = len(data) - off
-						break
-					}
-					return fmt.Errorf("kv/wal: replay %s: record at offset %d: %w", g.path, off, ErrCorrupt)
-				}
+			_, t, err := checkSegment(g.path, data, i == len(segs)-1, func(off int, payload []byte) error {
+				records++
 				if err := applyRecord(tx, payload); err != nil {
 					return fmt.Errorf("kv/wal: replay %s: record at offset %d: %w", g.path, off, err)
 				}
-				off += n
-				records++
+				return nil
+			})
+			if err != nil {
+				return err
 			}
+			torn = t
 		}
 		return nil
 	})
