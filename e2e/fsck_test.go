@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/padfs/padfs/mvcc/kv/bolt"
 )
 
 // TestFsckDamagedWAL: one flipped byte inside a whole record of the log,
@@ -68,4 +71,55 @@ func TestFsckDamagedWAL(t *testing.T) {
 	}
 	startMount(t, data, mnt, "--session", sid)
 	sh(t, data, mnt, `test "$(cat f1)" = "file 1"`)
+}
+
+// TestTruncatedStoreFile: a padfs.db cut to any length is one line
+// ("corrupt store", naming the file) and exit 2 from every command, never
+// bbolt's SIGBUS ("fatal error: fault") on its memory map.
+func TestTruncatedStoreFile(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data)
+	m := startMount(t, data, mnt, "--session", sid)
+	sh(t, data, mnt, `for i in $(seq 1 40); do head -c 100000 /dev/urandom > r$i; done`)
+	m.stop()
+	db := filepath.Join(data, "padfs.db")
+	orig, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	size := len(orig)
+	fi, err := bolt.CheckFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// bbolt grows the file ahead: only the pages in use must be there.
+	cur := fi.Metas[fi.Current]
+	need := int(cur.Pages) * int(cur.PageSize)
+	t.Logf("padfs.db: %d bytes, %d in use", size, need)
+	for _, n := range []int{0, 1, 4095, 4096, 8192, 3 * 4096, need / 2, need - 1} {
+		if err := os.WriteFile(db, orig[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"session", "ls"}, {"log", "--session", sid}} {
+			r := padfs(t, data, args...)
+			what := fmt.Sprintf("%s on padfs.db cut to %d bytes", strings.Join(args, " "), n)
+			wantOneLineFailure(t, what, r, "", db)
+			if r.code != 2 || strings.Contains(r.errout, "fatal error") {
+				t.Errorf("%s: exit %d, want 2: %s", what, r.code, r.errout)
+			}
+			if !strings.Contains(r.errout, "corrupt store") && !strings.Contains(r.errout, "rolled back") {
+				t.Errorf("%s: %q does not say the store is corrupt", what, r.errout)
+			}
+		}
+	}
+	// Cut after the last page in use, nothing is lost.
+	for _, n := range []int{need, size - 1, size} {
+		if err := os.WriteFile(db, orig[:n], 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if ls := mustPadfs(t, data, "session", "ls"); !strings.Contains(ls, sid) {
+			t.Errorf("padfs.db cut to %d bytes (all pages in use) does not list %s", n, sid)
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/padfs/padfs/mvcc/kv"
+	"github.com/padfs/padfs/mvcc/kv/bolt"
 	"github.com/padfs/padfs/mvcc/kv/wal"
 )
 
@@ -569,8 +570,25 @@ func unquoteKey(q string) []byte {
 // DATA/quarantine/. It returns the problems found, each saying what was
 // done and lost; none if the log is intact.
 func RepairDir(dir string) ([]Problem, error) {
-	lost, err := wal.Salvage(filepath.Join(dir, WALDir), filepath.Join(dir, QuarantineDir))
 	var out []Problem
+	walDir := filepath.Join(dir, WALDir)
+	// A store older than the fold record (or a fold record that does not
+	// read) is accepted as it is: the record goes.
+	rerr := checkStoreFile(dir)
+	if rerr == nil {
+		if b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{}); err == nil {
+			rerr = wal.CheckBase(walDir, b)
+			b.Close()
+		}
+	}
+	if errors.Is(rerr, wal.ErrRolledBack) || errors.Is(rerr, wal.ErrCorrupt) {
+		if err := wal.RemoveState(walDir); err != nil {
+			return out, err
+		}
+		out = append(out, Problem{Kind: ProblemStore, Path: filepath.Join(dir, StoreFile), Detail: oneLineErr(rerr),
+			Repaired: "accepted the store as it is (removed " + wal.StatePath(walDir) + "); the commits it no longer holds are lost"})
+	}
+	lost, err := wal.Salvage(walDir, filepath.Join(dir, QuarantineDir))
 	for _, l := range lost {
 		detail := fmt.Sprintf("%d bytes from offset %d", l.Bytes, l.Offset)
 		if l.Reason != "" {
@@ -612,3 +630,5 @@ func lostCommits(ops []wal.Op) []string {
 	}
 	return out
 }
+
+func oneLineErr(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }

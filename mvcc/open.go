@@ -36,6 +36,9 @@ func OpenDir(dir string) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory %s: %w", dir, err)
 	}
+	if err := checkStoreFile(dir); err != nil {
+		return nil, err
+	}
 	b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{})
 	if err != nil {
 		return nil, err
@@ -43,7 +46,10 @@ func OpenDir(dir string) (*Store, error) {
 	w, err := wal.Open(filepath.Join(dir, WALDir), b, wal.Options{})
 	if err != nil {
 		b.Close()
-		if errors.Is(err, wal.ErrCorrupt) {
+		switch {
+		case errors.Is(err, wal.ErrRolledBack):
+			err = &corruptOpen{err, rollbackHint}
+		case errors.Is(err, wal.ErrCorrupt):
 			err = &corruptOpen{err, fmt.Sprintf("`padfs fsck --repair` keeps the log before the damage and moves the rest to %s",
 				filepath.Join(dir, QuarantineDir))}
 		}
@@ -78,3 +84,32 @@ func syncDir(dir string) error {
 // ErrCorruptWAL is wrapped by OpenDir when the write-ahead log holds a
 // damaged record that is not a torn tail.
 var ErrCorruptWAL = wal.ErrCorrupt
+
+const rollbackHint = "`padfs fsck --repair` accepts the store as it is"
+
+// checkStoreFile refuses to let bbolt create an empty store where the log
+// says a store was: a padfs.db deleted or truncated to nothing.
+func checkStoreFile(dir string) error {
+	walDir := filepath.Join(dir, WALDir)
+	st, found, err := wal.ReadState(walDir)
+	if err != nil {
+		return &corruptOpen{err, "`padfs fsck --repair` removes it"}
+	}
+	if !found {
+		return nil
+	}
+	path := filepath.Join(dir, StoreFile)
+	fi, err := os.Stat(path)
+	detail := ""
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		detail = path + " is missing"
+	case err != nil:
+		return fmt.Errorf("%s: %w", path, err)
+	case fi.Size() == 0:
+		detail = path + " is empty"
+	default:
+		return nil
+	}
+	return &corruptOpen{&wal.RollbackError{Path: wal.StatePath(walDir), Record: st, Detail: detail}, rollbackHint}
+}
