@@ -93,7 +93,9 @@ func (s *Store) flush() error {
 		})
 		return err
 	})
+	var seq uint64
 	if err == nil && fr.seg != nil {
+		seq = fr.seg.seq
 		err = removeSegments(s.dir, []*segment{fr.seg})
 	}
 	if err != nil {
@@ -110,6 +112,7 @@ func (s *Store) flush() error {
 	s.flushed.Broadcast()
 	s.mu.Unlock()
 	s.viewMu.Unlock()
+	s.noteFold(seq)
 	return nil
 }
 
@@ -160,5 +163,8 @@ func (s *Store) Compact(progress func(done, total int64)) error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
-	return c.Compact(progress)
+	// The copy is a new file: its transaction ids start again.
+	err := c.Compact(progress)
+	s.noteFold(0)
+	return err
 }
