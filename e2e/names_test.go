@@ -85,11 +85,39 @@ mv $'\xff' $'a\xfeb/\xfb'
 		t.Errorf("padfs log a\\xfeb/f\\xfc = %q", got)
 	}
 
+	// padfs search: raw bytes in text, path_b64 in JSON.
+	if got := sh(t, data, mnt, `padfs search needle`); !strings.Contains(got, "a\xfeb/f\xfc:1: needle") {
+		t.Errorf("padfs search needle = %q", got)
+	}
+	found := base64.StdEncoding.EncodeToString([]byte("a\xfeb/f\xfc"))
+	sh(t, data, mnt, `padfs search --json needle | jq -s -e 'length == 1 and .[0].path_b64 == "`+found+`"' >/dev/null`)
+
 	// The past: .asof/ shows the names and their bytes.
 	if got := sh(t, data, mnt, `ls .asof/`+t1+`/$'a\xfeb'`); got != "f\xfc\n\xfb\n" {
 		t.Errorf("ls .asof/%s/a\\xfeb = %q", t1, got)
 	}
 	if got := sh(t, data, mnt, `readlink .asof/`+t1+`/l`); got != "\xfd\n" {
 		t.Errorf("readlink .asof/%s/l = %q", t1, got)
+	}
+}
+
+// TestSessionNamesAtMountRoot: at the root of a mount of all sessions,
+// mkdir names a session; a name that is not UTF-8 works (session ls shows
+// its bytes, --json adds name_b64), a name with a control character is
+// refused and creates nothing.
+func TestSessionNamesAtMountRoot(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	startMount(t, data, mnt)
+	sh(t, data, mnt, `mkdir $'s\xff' && touch $'s\xff/f\xfe' && ls $'s\xff' | grep -qx $'f\xfe'`)
+	if r := shResult(t, data, mnt, `mkdir $'two\nlines'`); r.code == 0 || !strings.Contains(r.errout, "Invalid argument") {
+		t.Errorf("mkdir of a session name with a newline: exit %d %q, want EINVAL", r.code, r.errout)
+	}
+	if got := mustPadfs(t, data, "session", "ls"); !strings.Contains(got, "s\xff") || strings.Contains(got, "two") {
+		t.Errorf("session ls:\n%s", got)
+	}
+	sh(t, data, mnt, `padfs session ls --json | jq -e 'length == 1 and .[0].name_b64 == "c/8=" and .[0].files == 1' >/dev/null`)
+	if r := padfs(t, data, "session", "new", "--name", "x\x1by"); r.code != 2 || !strings.Contains(r.errout, "control character") {
+		t.Errorf("session new with ESC in the name: exit %d %q", r.code, r.errout)
 	}
 }

@@ -22,7 +22,7 @@ package main
 //	  'O'  bytes for the client's stdout
 //	  'E'  bytes for the client's stderr
 //	  'R'  the command reads stdin: payload = the most bytes it wants, uint32
-//	  'J'  the answer to op "info": JSON MountInfo
+//	  'J'  the answer to op "info": JSON MountInfo (+ mountpoint_b64, data_b64)
 //	  'X'  exit code, uint32; the last frame of every request
 //
 // One request per connection. Stdin is pulled, never pushed: the client
@@ -76,6 +76,36 @@ type ctlRequest struct {
 	Cwd     string   `json:"cwd,omitempty"`
 	ArgvB64 []string `json:"argv_b64,omitempty"`
 	CwdB64  string   `json:"cwd_b64,omitempty"`
+}
+
+// mountInfoJSON is the 'J' payload: paths are bytes (internal/jsonbytes).
+type mountInfoJSON struct {
+	*MountInfo
+	MountpointB64 string `json:"mountpoint_b64,omitempty"`
+	DataB64       string `json:"data_b64,omitempty"`
+}
+
+func encodeMountInfo(m *MountInfo) mountInfoJSON {
+	if m == nil {
+		return mountInfoJSON{}
+	}
+	return mountInfoJSON{MountInfo: m, MountpointB64: jsonbytes.B64(m.Mountpoint), DataB64: jsonbytes.B64(m.Data)}
+}
+
+func decodeMountInfo(p []byte) (MountInfo, error) {
+	j := mountInfoJSON{MountInfo: &MountInfo{}}
+	if err := json.Unmarshal(p, &j); err != nil {
+		return MountInfo{}, err
+	}
+	info := *j.MountInfo
+	var err error
+	if info.Mountpoint, err = jsonbytes.Decode(info.Mountpoint, j.MountpointB64); err != nil {
+		return MountInfo{}, fmt.Errorf("control socket: mountpoint_b64: %w", err)
+	}
+	if info.Data, err = jsonbytes.Decode(info.Data, j.DataB64); err != nil {
+		return MountInfo{}, fmt.Errorf("control socket: data_b64: %w", err)
+	}
+	return info, nil
 }
 
 // encodeRequest is the 'Q' payload running argv in cwd.
@@ -331,7 +361,7 @@ func (s *ctlServer) serve(c *net.UnixConn) error {
 	}
 	switch req.Op {
 	case "info":
-		b, _ := json.Marshal(s.base.Mount)
+		b, _ := json.Marshal(encodeMountInfo(s.base.Mount))
 		if err := fc.send(frameInfo, b); err != nil {
 			return err
 		}
@@ -459,7 +489,7 @@ func queryMount(dir string) (*MountInfo, error) {
 		}
 		switch typ {
 		case frameInfo:
-			if err := json.Unmarshal(p, &info); err != nil {
+			if info, err = decodeMountInfo(p); err != nil {
 				return nil, err
 			}
 		case frameExitCode:

@@ -4,10 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"log/slog"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/padfs/padfs/mvcc"
 )
 
 // Arguments and the working directory are bytes: a path that is not valid
@@ -65,4 +70,26 @@ func FuzzDecodeRequest(f *testing.F) {
 			t.Fatalf("%+v came back as %+v", req, again)
 		}
 	})
+}
+
+// The mount's answer to "info" keeps the bytes of its mountpoint and data
+// directory, which commands use to map a caller's cwd into the session.
+func TestQueryMountNonUTF8(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "d\xfe")
+	st, err := mvcc.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	want := MountInfo{Mountpoint: "/m/\xff", Pid: os.Getpid(), Data: dir}
+	srv, err := listenCtl(App{Dir: dir, Store: st, Mount: &want}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	got, err := queryMount(dir)
+	if err != nil || *got != want {
+		t.Fatalf("queryMount = %+v, %v; want %+v", got, err, want)
+	}
 }
