@@ -20,7 +20,8 @@ import (
 //	before-refactor         a checkpoint name
 //	2026-11-29T14:03:00.123456789Z, any RFC 3339 time: the latest state at or before it
 //
-// A checkpoint named "now" or all digits is shadowed (write its HLC instead).
+// Checkpoint names cannot be "now" or all digits (ValidCheckpointName), so
+// the words never collide.
 
 // maxSeq is the largest sequence number accepted: sequence numbers count
 // commits from 1 and stay far below it (a larger value was a typo, and

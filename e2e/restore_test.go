@@ -1,0 +1,143 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// treeState prints what a tree looks like to tools: per path its type,
+// mode, link count, size, symlink target, content and xattrs, and which
+// paths are one inode.
+const treeState = `python3 - <<'EOF'
+import os, stat
+ino = {}
+for root, dirs, files in os.walk('.'):
+    dirs.sort()
+    for n in sorted(dirs + files):
+        p = os.path.join(root, n)
+        st = os.lstat(p)
+        line = [p, oct(st.st_mode), str(st.st_nlink)]
+        if stat.S_ISLNK(st.st_mode):
+            line.append('-> ' + os.readlink(p))
+        elif stat.S_ISREG(st.st_mode):
+            line.append(repr(open(p, 'rb').read()))
+            line.append('same-as ' + ino.setdefault(st.st_ino, p))
+        if not stat.S_ISLNK(st.st_mode):
+            line.append(repr(sorted((a, os.getxattr(p, a)) for a in os.listxattr(p))))
+        print(' '.join(line))
+EOF
+`
+
+// TestRestoreBesideMount: padfs restore and padfs undo run beside a running
+// mount (through its control socket) and the mount shows the old state at
+// once — content, modes, symlinks, hard links and xattrs — with the kernel's
+// caches primed with the newer state just before.
+func TestRestoreBesideMount(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data)
+	startMount(t, data, mnt, "--session", sid)
+	sh(t, data, mnt, `
+		echo one > a.txt
+		python3 -c 'import os; os.setxattr("a.txt", "user.tag", b"v1")'
+		mkdir -p d/sub
+		echo bee > d/b.txt
+		chmod 755 d/b.txt
+		echo sea > d/sub/c
+		ln -s a.txt link
+		echo hard > h1
+		ln h1 d/h2
+	`)
+	before := sh(t, data, mnt, treeState)
+	if !strings.Contains(before, "user.tag") || !strings.Contains(before, "./d/h2 0o100644 2 b'hard\\n' same-as ./h1") {
+		t.Fatalf("tree state misses the xattr or the hard link:\n%s", before)
+	}
+	at := mustPadfs(t, data, "now")
+	sh(t, data, mnt, `
+		echo changed > a.txt
+		chmod 600 a.txt
+		python3 -c 'import os; os.removexattr("a.txt", "user.tag")'
+		rm -r d/sub
+		mv h1 moved
+		ln -sfn elsewhere link
+		echo new > new.txt
+		mkdir newdir && echo x > newdir/x
+	`)
+	messed := sh(t, data, mnt, treeState) // primes the kernel's caches
+	if messed == before {
+		t.Fatal("the changes changed nothing")
+	}
+
+	// --dry-run lists the changes and changes nothing.
+	dry := mustPadfs(t, data, "restore", "--dry-run", "--asof", at)
+	want := "M\ta.txt\nA\td/sub/\nA\td/sub/c\nR\tmoved\th1\nM\tlink\nD\tnew.txt\nD\tnewdir/\nD\tnewdir/x"
+	if dry != want {
+		t.Errorf("restore --dry-run:\n%s\nwant:\n%s", dry, want)
+	}
+	if got := sh(t, data, mnt, treeState); got != messed {
+		t.Errorf("restore --dry-run changed the tree:\n%s", got)
+	}
+
+	// The whole tree, back at once.
+	if out := mustPadfs(t, data, "restore", "--asof", at); out != want {
+		t.Errorf("restore printed:\n%s\nwant:\n%s", out, want)
+	}
+	if got := sh(t, data, mnt, treeState); got != before {
+		t.Errorf("mount after restore:\n%s\nwant (as of %s):\n%s", got, at, before)
+	}
+	log := mustPadfs(t, data, "log", "--since", at)
+	if lines := strings.Split(log, "\n"); !strings.Contains(lines[len(lines)-1], " restore . (as of "+at) {
+		t.Errorf("padfs log does not end with the restore:\n%s", log)
+	}
+
+	// Undo the restore: the messed-up tree is back.
+	out := mustPadfs(t, data, "undo")
+	if !strings.HasPrefix(out, "reverted: ") || !strings.Contains(out, " restore . ") || !strings.Contains(out, "\nD\td/sub/\n") {
+		t.Errorf("undo printed:\n%s", out)
+	}
+	if got := sh(t, data, mnt, treeState); got != messed {
+		t.Errorf("mount after undoing the restore:\n%s\nwant:\n%s", got, messed)
+	}
+
+	// One path only: a.txt comes back, the rest stays.
+	if out := mustPadfs(t, data, "restore", "--asof", at, "a.txt", "d"); out != "M\ta.txt\nA\td/sub/\nA\td/sub/c" {
+		t.Errorf("restore a.txt d printed:\n%s", out)
+	}
+	got := sh(t, data, mnt, `cat a.txt d/sub/c new.txt; readlink link; stat -c %a a.txt; test ! -e h1`)
+	if got != "one\nsea\nnew\nelsewhere\n644\n" {
+		t.Errorf("after restoring a.txt and d: %q", got)
+	}
+	// Relative paths from inside the mount name paths in the session.
+	sh(t, data, mnt, `echo again > d/b.txt`)
+	sh(t, data, mnt+"/d", `padfs restore --asof `+at+` b.txt >/dev/null`)
+	if got := sh(t, data, mnt, `cat d/b.txt`); got != "bee\n" {
+		t.Errorf("restore b.txt from inside d/: d/b.txt is %q", got)
+	}
+
+	// Nothing to restore: exit 1, no commit.
+	n := len(strings.Split(mustPadfs(t, data, "log"), "\n"))
+	if r := padfs(t, data, "restore", "--asof", "now", "a.txt"); r.code != 1 || r.out != "" {
+		t.Errorf("restore of an unchanged path: exit %d %q %q", r.code, r.out, r.errout)
+	}
+	if m := len(strings.Split(mustPadfs(t, data, "log"), "\n")); m != n {
+		t.Errorf("restore with nothing to do logged %d events", m-n)
+	}
+
+	// undo N counts tree commits; undo CHECKPOINT goes back to it.
+	mustPadfs(t, data, "checkpoint", "--session", sid, "cp")
+	sh(t, data, mnt, `mkdir u1; mkdir u2; mkdir u3`)
+	out = mustPadfs(t, data, "undo", "2")
+	if strings.Count(out, "reverted: ") != 2 || !strings.Contains(out, "mkdir u3") {
+		t.Errorf("undo 2 printed:\n%s", out)
+	}
+	if got := sh(t, data, mnt, `ls -d u*`); got != "u1\n" {
+		t.Errorf("after undo 2: %q, want u1 only", got)
+	}
+	mustPadfs(t, data, "undo", "cp")
+	if r := shResult(t, data, mnt, `ls -d u*`); r.code == 0 {
+		t.Errorf("after undo cp: %q still there", r.out)
+	}
+	if r := padfs(t, data, "undo", "100000"); r.code != 2 || !strings.Contains(r.errout, "commits to undo") {
+		t.Errorf("undo 100000: exit %d %q", r.code, r.errout)
+	}
+}
