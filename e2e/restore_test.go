@@ -141,3 +141,44 @@ func TestRestoreBesideMount(t *testing.T) {
 		t.Errorf("undo 100000: exit %d %q", r.code, r.errout)
 	}
 }
+
+// A second live session of a name is refused (exit 2, naming the first);
+// session rename frees a name; forgetting the session a mount serves
+// read-write is refused unless --force.
+func TestSessionNamesAndForgetGuard(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	first := newSession(t, data, "work")
+	r := padfs(t, data, "session", "new", "--name", "work")
+	if r.code != 2 || r.out != "" || !strings.Contains(r.errout, first) || strings.Count(r.errout, "\n") != 1 {
+		t.Errorf("second session named work: exit %d %q %q, want exit 2 naming %s", r.code, r.out, r.errout, first)
+	}
+	if r := padfs(t, data, "session", "fork", first, "--name", "work"); r.code != 2 || !strings.Contains(r.errout, first) {
+		t.Errorf("fork named work: exit %d %q", r.code, r.errout)
+	}
+	mustPadfs(t, data, "session", "rename", "work", "work-old")
+	second := newSession(t, data, "work")
+	rows := sessionsJSON(t, data)
+	if rows[first].Name != "work-old" || rows[second].Name != "work" {
+		t.Errorf("after rename: %+v", rows)
+	}
+	if log := mustPadfs(t, data, "log", "--session", first); !strings.Contains(log, "session.rename . (work -> work-old)") {
+		t.Errorf("log lacks the rename:\n%s", log)
+	}
+
+	startMount(t, data, mnt, "--session", "work")
+	sh(t, data, mnt, "echo kept > f")
+	r = padfs(t, data, "session", "forget", "work")
+	if r.code != 2 || !strings.Contains(r.errout, "mounted read-write at "+mnt) || !strings.Contains(r.errout, "--force") {
+		t.Errorf("forget of the mounted session: exit %d %q", r.code, r.errout)
+	}
+	if got := sh(t, data, mnt, "cat f"); got != "kept\n" {
+		t.Errorf("the mount after a refused forget: %q", got)
+	}
+	// Another session of the same data directory is not mounted.
+	mustPadfs(t, data, "session", "forget", first)
+	mustPadfs(t, data, "session", "forget", "--force", second)
+	if r := shResult(t, data, mnt, "echo more > g"); r.code == 0 {
+		t.Errorf("a write to the forgotten session succeeded")
+	}
+}

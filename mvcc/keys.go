@@ -5,7 +5,7 @@ package mvcc
 // the bitwise NOT of the HLC so that the NEWEST version sorts FIRST.
 //
 //	"M" name                                   -> store meta: format, HLC high-water, next inode
-//	"H" sid[16]                                -> session header (immutable: created, name, parent)
+//	"H" sid[16]                                -> session header (created, name, parent; only the name changes, by RenameSession)
 //	"Z" sid[16] ^hlc[8]                        -> session state versions (live / forgotten)
 //	"N" sid[16]                                -> session counters (next event seq; derived)
 //	"K" sid[16] name                           -> checkpoint name -> HLC

@@ -110,7 +110,8 @@ type Dentry struct {
 	HLC  HLC    `cbor:"-"` // from the key
 }
 
-// SessionHeader is written once when a session is created and never changed.
+// SessionHeader is written when a session is created; only RenameSession
+// changes it (the name).
 type SessionHeader struct {
 	ID      SessionID `cbor:"1,keyasint"`
 	Name    string    `cbor:"2,keyasint,omitempty"`

@@ -179,6 +179,9 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if sid != nil {
 		info.Session = sid.String()
 	}
+	if asof != nil {
+		info.AsOf = asof.String()
+	}
 	ctl, err := listenCtl(App{Dir: dir, Store: st, Changed: m.InvalidateSession, Flush: m.Flush, Mount: info}, log)
 	if err != nil {
 		if uerr := m.Unmount(); uerr != nil {
