@@ -18,7 +18,8 @@ type RestoreOptions struct {
 	// Paths to restore, relative to the session root; none (or ".") is the
 	// whole tree. A directory is restored with everything below it.
 	Paths []string
-	// DryRun computes the changes and commits nothing.
+	// DryRun computes the changes and commits nothing (the commit is
+	// built and rolled back, so the session must be live).
 	DryRun bool
 }
 
@@ -30,10 +31,17 @@ type RestoreResult struct {
 	// HLC of the restore commit; 0 for a dry run or when nothing differed
 	// (then nothing was committed).
 	HLC HLC
+	// Changed: the restore changed (a dry run: would change) something,
+	// if only times, owners or xattrs, which Changes does not list.
+	Changed bool
 }
 
-// errNothingToRestore aborts a restore commit that would write nothing.
-var errNothingToRestore = errors.New("nothing to restore")
+// errNothingToRestore aborts a restore commit that would write nothing;
+// errDryRun rolls a dry run's commit back.
+var (
+	errNothingToRestore = errors.New("nothing to restore")
+	errDryRun           = errors.New("dry run")
+)
 
 // Restore brings the named paths of session sid (default: the whole tree)
 // back to their state as of at, as ONE commit: names created after at are
@@ -55,17 +63,7 @@ func (s *Store) Restore(sid SessionID, at HLC, opt RestoreOptions) (*RestoreResu
 		return nil, err
 	}
 	res := &RestoreResult{}
-	if opt.DryRun {
-		err := s.View(func(t *ReadTx) error {
-			p, err := t.planRestore(sid, at, roots)
-			if err == nil {
-				res.Changes = p.changes
-			}
-			return err
-		})
-		return res, err
-	}
-	res.HLC, err = s.Update(sid, func(t *WriteTx) error {
+	hlc, err := s.Update(sid, func(t *WriteTx) error {
 		if at >= t.hlc {
 			return errNothingToRestore // the state as of at is the current one
 		}
@@ -74,14 +72,26 @@ func (s *Store) Restore(sid SessionID, at HLC, opt RestoreOptions) (*RestoreResu
 			return err
 		}
 		res.Changes = p.changes
-		return t.applyRestore(p, at, roots)
+		if err := t.applyRestore(p, at, roots); err != nil {
+			return err
+		}
+		res.Changed = true
+		if opt.DryRun {
+			// The very commit, rolled back: a dry run says exactly what
+			// the restore would do.
+			return errDryRun
+		}
+		return nil
 	})
-	if errors.Is(err, errNothingToRestore) {
+	switch {
+	case errors.Is(err, errNothingToRestore):
 		return &RestoreResult{}, nil
-	}
-	if err != nil {
+	case errors.Is(err, errDryRun):
+		return res, nil
+	case err != nil:
 		return nil, err
 	}
+	res.HLC = hlc
 	return res, nil
 }
 

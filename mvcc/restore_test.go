@@ -215,6 +215,23 @@ func TestRestoreWholeTree(t *testing.T) {
 	if res.HLC != 0 || len(res.Changes) != 0 || e.seq(sid) != n {
 		t.Errorf("restore to the current state: %+v, seq %d -> %d; want no commit", res, n, e.seq(sid))
 	}
+
+	// A change diff does not list (a time) is still restored, and a dry
+	// run says so.
+	mt := int64(12345)
+	_, err = e.st.SetAttr(sid, e.ino(sid, "a.txt"), SetAttr{Mtime: &mt})
+	must(t, err)
+	n = e.seq(sid)
+	dry, err = e.st.Restore(sid, messed, RestoreOptions{DryRun: true})
+	must(t, err)
+	if !dry.Changed || len(dry.Changes) != 0 || e.seq(sid) != n {
+		t.Errorf("dry run of an mtime restore: %+v, seq %d -> %d", dry, n, e.seq(sid))
+	}
+	res, err = e.st.Restore(sid, messed, RestoreOptions{})
+	must(t, err)
+	if img, _ := treeImage(t, e.st, sid, Latest); !res.Changed || img != messedImg {
+		t.Errorf("mtime restore: %+v\n%s\nwant:\n%s", res, img, messedImg)
+	}
 }
 
 func TestRestorePaths(t *testing.T) {

@@ -87,7 +87,7 @@ func runRestore(a *App, sid mvcc.SessionID, at mvcc.HLC, paths []string, dry boo
 	if err := writeChanges(a.Out, res.Changes); err != nil {
 		return err
 	}
-	if res.HLC == 0 && (!dry || len(res.Changes) == 0) {
+	if !res.Changed {
 		return exitError{1}
 	}
 	return nil
