@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"os"
 	"strings"
 	"testing"
 )
@@ -180,5 +181,61 @@ func TestSessionNamesAndForgetGuard(t *testing.T) {
 	mustPadfs(t, data, "session", "forget", "--force", second)
 	if r := shResult(t, data, mnt, "echo more > g"); r.code == 0 {
 		t.Errorf("a write to the forgotten session succeeded")
+	}
+}
+
+// The patch of padfs diff -u, applied by git apply in a copy of the older
+// .asof/ view, gives the newer view: text, binary, mode, symlink, new and
+// deleted files, a renamed directory.
+func TestDiffPatchAppliesWithGitApply(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data)
+	startMount(t, data, mnt, "--session", sid)
+	sh(t, data, mnt, `
+		mkdir -p src lib
+		seq 1 50 > src/n.txt
+		head -c 3000 /dev/urandom > blob.bin
+		printf 'x\000y' > small.bin
+		echo run > run.sh
+		echo bye > gone.txt
+		echo lib > lib/l.txt
+		ln -s src/n.txt link
+	`)
+	t1 := mustPadfs(t, data, "now")
+	sh(t, data, mnt, `
+		sed -i 's/^25$/twenty-five/' src/n.txt
+		head -c 2000 /dev/urandom >> blob.bin
+		printf 'x\000z' > small.bin
+		chmod +x run.sh
+		rm gone.txt
+		mv lib library
+		ln -sfn run.sh link
+		head -c 100 /dev/urandom > new.bin
+		echo new > src/new.txt
+	`)
+	t2 := mustPadfs(t, data, "now")
+	r := padfs(t, data, "diff", "-u", t1, t2)
+	if r.code != 0 || r.errout != "" || !strings.Contains(r.out, "GIT binary patch") {
+		t.Fatalf("diff -u: exit %d stderr %q\n%s", r.code, r.errout, r.out)
+	}
+	work := t.TempDir()
+	if err := os.WriteFile(work+"/p.patch", []byte(r.out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh(t, data, mnt, `
+		cp -a .asof/`+t1+`/. `+work+`/tree
+		chmod -R u+w `+work+`/tree
+		cd `+work+`/tree && git apply ../p.patch
+		diff -r --no-dereference `+work+`/tree `+mnt+`/.asof/`+t2+`
+		test -x `+work+`/tree/run.sh
+		test "$(readlink `+work+`/tree/link)" = run.sh
+		test ! -e `+work+`/tree/gone.txt
+	`)
+	// What a patch cannot carry is named on stderr.
+	sh(t, data, mnt, `mkdir empty`)
+	r = padfs(t, data, "diff", "-u", t2)
+	if r.code != 0 || !strings.Contains(r.errout, "padfs: diff -u cannot express: new empty directory empty/") {
+		t.Errorf("diff -u of a new empty directory: exit %d stderr %q", r.code, r.errout)
 	}
 }
