@@ -145,7 +145,9 @@ func (s *Store) LiveHeader(sid SessionID) (*SessionHeader, error) {
 }
 
 // ResolveSession finds a session by id (any session, forgotten or not) or
-// else by name (the newest live session with that name).
+// else by name (the live session with that name: names are unique among
+// live sessions; a store written before they were may hold several, and
+// then the newest wins).
 func (s *Store) ResolveSession(idOrName string) (*SessionHeader, error) {
 	if id, err := ParseSessionID(idOrName); err == nil {
 		return s.Header(id)

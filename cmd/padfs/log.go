@@ -77,8 +77,9 @@ func newLogCmd() *cobra.Command {
 		Long: `Print the event log of a session, oldest first: one event per commit, with
 its per-session sequence number (no gaps), HLC, operation, path(s), and for
 content changes the size and SHA-256. Session-level events are logged too:
-session.create, session.fork, session.checkpoint, session.forget,
-session.redact.
+session.create, session.fork, session.checkpoint, session.rename,
+session.forget, session.redact. A padfs restore (or undo) is one event,
+"restore PATH (as of T)".
 
 --since skips everything up to and including the given point (exclusive): a
 sequence number, or an HLC / RFC 3339 time / checkpoint name / now (the
