@@ -53,6 +53,13 @@ func TestDiskFull(t *testing.T) {
 	t.Logf("small write on a full disk: exit %d %s", r.code, r.errout)
 	sh(t, data, mnt, `test "$(cat a.txt)" = hello && test "$(cat d/b.txt)" = deep && ls -la . d >/dev/null`)
 
+	// The store's failures were out of space, never EIO.
+	for _, l := range strings.Split(m.stderr.String(), "\n") {
+		if strings.Contains(l, `msg="padfs: system error"`) || strings.Contains(l, `msg="padfs: internal error"`) {
+			t.Errorf("a full disk became EIO: %s", l)
+		}
+	}
+
 	// Delete, then write again.
 	sh(t, data, mnt, `rm -f big more`)
 	sh(t, data, mnt, `echo again > c.txt && test "$(cat c.txt)" = again && head -c 1000000 /dev/urandom > mid && test $(stat -c %s mid) = 1000000`)
