@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -71,6 +72,16 @@ func TestFsckDamagedWAL(t *testing.T) {
 	}
 	startMount(t, data, mnt, "--session", sid)
 	sh(t, data, mnt, `test "$(cat f1)" = "file 1"`)
+	// Beside the mount, fsck runs in the mount's process (the store is
+	// locked) and checks the live store.
+	r = padfs(t, data, "fsck", "--json")
+	var rep struct {
+		Keys     int64             `json:"keys"`
+		Problems []json.RawMessage `json:"problems"`
+	}
+	if err := json.Unmarshal([]byte(r.out), &rep); r.code != 0 || err != nil || rep.Keys == 0 || len(rep.Problems) != 0 {
+		t.Errorf("fsck --json beside the mount: exit %d, %v: %s%s", r.code, err, r.out, r.errout)
+	}
 }
 
 // TestTruncatedStoreFile: a padfs.db cut to any length is one line
@@ -111,6 +122,10 @@ func TestTruncatedStoreFile(t *testing.T) {
 			if !strings.Contains(r.errout, "corrupt store") && !strings.Contains(r.errout, "rolled back") {
 				t.Errorf("%s: %q does not say the store is corrupt", what, r.errout)
 			}
+		}
+		// fsck reports it as a problem (exit 1), not as its own failure.
+		if r := padfs(t, data, "fsck"); r.code != 1 || !strings.HasPrefix(r.out, "store: ") {
+			t.Errorf("fsck on padfs.db cut to %d bytes: exit %d, want 1 and a store problem: %s%s", n, r.code, r.out, r.errout)
 		}
 	}
 	// Cut after the last page in use, nothing is lost.

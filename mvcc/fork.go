@@ -130,7 +130,18 @@ func (t *WriteTx) copyTree(src SessionID, srcRoot Ino, at HLC, h *SessionHeader)
 		c := *n
 		c.Ino = newIno[n.Ino]
 		c.ContentHLC = t.hlc
-		c.Xattrs = n.Xattrs
+		// The attribute set as of at, inline (format 1) or keyed, becomes
+		// keyed versions of the new inode.
+		xs, err := t.xattrsOf(src, n, at)
+		if err != nil {
+			return err
+		}
+		c.Xattrs = nil
+		for _, name := range sortedNames(xs) {
+			if err := t.putXattr(c.Ino, name, xs[name]); err != nil {
+				return err
+			}
+		}
 		if n.IsDir() {
 			c.Nlink = 2 + subdirs[n.Ino]
 		} else {

@@ -349,13 +349,14 @@ func (st *fsckState) crossCheck(t *ReadTx) {
 			st.add(Problem{Kind: ProblemManifest, Key: fmt.Sprintf("%q", chunkKey(u.h)), Session: u.sid.String(),
 				Path: path(ref.sid, ref.ino), Detail: fmt.Sprintf("content names chunk %x, which is not stored (that part of the file is lost)", u.h[:8])})
 		}
-		if !st.refs[u] {
+		if _, stored := st.chunks[u.h]; stored && !st.refs[u] {
 			st.add(Problem{Kind: ProblemChunkRef, Key: fmt.Sprintf("%q", chunkRefKey(u.h, u.sid)), Session: u.sid.String(),
 				Path: path(ref.sid, ref.ino), Detail: "missing reference from the session to a chunk it uses"})
 		}
 	}
 	for u := range st.refs {
-		if _, ok := st.chunks[u.h]; !ok {
+		// A chunk still used but gone is reported above, as lost content.
+		if _, ok := st.chunks[u.h]; !ok && st.uses[u] == (inoRef{}) {
 			st.add(Problem{Kind: ProblemChunkRef, Key: fmt.Sprintf("%q", chunkRefKey(u.h, u.sid)), Session: u.sid.String(),
 				Detail: "reference to a chunk that is not stored"})
 		}

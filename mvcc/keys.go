@@ -11,7 +11,8 @@ package mvcc
 //	"K" sid[16] name                           -> checkpoint name -> HLC
 //	"E" sid[16] seq[8]                         -> commit log: one event per commit, no gaps
 //	"D" sid[16] parent[8] name 0x00 ^hlc[8]    -> directory entry versions (ino + type, or tombstone)
-//	"I" sid[16] ino[8] ^hlc[8]                 -> inode versions (attrs, xattrs, content manifest)
+//	"I" sid[16] ino[8] ^hlc[8]                 -> inode versions (attrs, content manifest)
+//	"X" sid[16] ino[8] name 0x00 ^hlc[8]       -> xattr versions (value, or removed; xattr.go)
 //	"C" sha256[32]                             -> content chunk, shared by every version and session
 //	"R" sha256[32] sid[16]                     -> "session sid references chunk" (for purge)
 //
@@ -47,6 +48,7 @@ const (
 	pEvent      = 'E'
 	pDentry     = 'D'
 	pInode      = 'I'
+	pXattr      = 'X'
 	pChunk      = 'C'
 	pChunkRef   = 'R'
 )
@@ -107,7 +109,7 @@ func chunkRefKey(h Hash, sid SessionID) []byte { return key(pChunkRef, h[:], sid
 // sessionPrefixes lists the key prefixes that hold a session's own keys.
 func sessionPrefixes(sid SessionID) [][]byte {
 	var out [][]byte
-	for _, p := range []byte{pHeader, pState, pCounters, pCheckpoint, pEvent, pDentry, pInode} {
+	for _, p := range []byte{pHeader, pState, pCounters, pCheckpoint, pEvent, pDentry, pInode, pXattr} {
 		out = append(out, key(p, sid[:]))
 	}
 	return out

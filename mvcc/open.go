@@ -40,6 +40,9 @@ func OpenDir(dir string) (*Store, error) {
 		return nil, err
 	}
 	b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{})
+	if errors.Is(err, bolt.ErrCorrupt) {
+		return nil, &corruptOpen{err, "padfs cannot rebuild it: restore " + StoreFile + " from a backup"}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -4,15 +4,15 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"sort"
 	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
 
-// FormatVersion is the on-disk format this build writes and reads. A store
-// with a newer format is refused at open with ErrFormat.
-const FormatVersion = 1
+// FormatVersion is the newest on-disk format this build reads; a store with
+// a newer one is refused at open with ErrFormat. New stores start at format
+// 1 and move to 2 with their first keyed xattr (xattr.go).
+const FormatVersion = formatXattrChains
 
 // Records are CBOR maps with small integer keys (fields can be added without
 // rewriting old records), framed as crc32c(payload)[4] || payload so that a
@@ -48,8 +48,10 @@ type Inode struct {
 	Target string `cbor:"11,keyasint,omitempty"` // symlink target
 	// Parent and Name locate the inode's most recent link, so that the commit
 	// log can name paths without the caller spelling them out.
-	Parent Ino               `cbor:"12,keyasint,omitempty"`
-	Name   string            `cbor:"13,keyasint,omitempty"`
+	Parent Ino    `cbor:"12,keyasint,omitempty"`
+	Name   string `cbor:"13,keyasint,omitempty"`
+	// Xattrs is the inline attribute set of format 1 stores, read but no
+	// longer written: attributes have chains of their own (xattr.go).
 	Xattrs map[string][]byte `cbor:"14,keyasint,omitempty"`
 	// Content: Inline for small files, else Extents in file order.
 	Inline  []byte   `cbor:"15,keyasint,omitempty"`
@@ -89,16 +91,6 @@ func (n *Inode) Blocks() uint64 {
 		b = uint64(len(n.Target))
 	}
 	return (b + 511) / 512
-}
-
-// XattrNames returns the extended attribute names in sorted order.
-func (n *Inode) XattrNames() []string {
-	names := make([]string, 0, len(n.Xattrs))
-	for k := range n.Xattrs {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
 }
 
 // Dentry is one version of a directory entry; Ino 0 is a tombstone.

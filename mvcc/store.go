@@ -37,7 +37,7 @@ func New(kvs kv.Store) (*Store, error) {
 		}
 		switch {
 		case v == nil:
-			if err := tx.Put(metaKey("format"), u64(FormatVersion)); err != nil {
+			if err := tx.Put(metaKey("format"), u64(formatInline)); err != nil {
 				return err
 			}
 			if err := tx.Put(metaKey("ino"), u64(1)); err != nil {

@@ -562,50 +562,6 @@ func (s *Store) WriteContent(sid SessionID, ino Ino, r io.Reader, mtime int64) (
 	return s.WriteContentAttr(sid, ino, r, mtime, SetAttr{})
 }
 
-// Xattr flags, as setxattr(2).
-const (
-	XattrCreate  = 1
-	XattrReplace = 2
-)
-
-// SetXattr sets (value != nil) or removes (value == nil) an extended
-// attribute.
-func (s *Store) SetXattr(sid SessionID, ino Ino, name string, value []byte, flags uint32) error {
-	_, err := s.Update(sid, func(t *WriteTx) error {
-		n, err := t.Latest(ino)
-		if err != nil {
-			return err
-		}
-		_, has := n.Xattrs[name]
-		switch {
-		case value == nil && !has:
-			return fmt.Errorf("%w: %q", ErrNoAttr, name)
-		case flags&XattrCreate != 0 && has:
-			return fmt.Errorf("%w: xattr %q", ErrExist, name)
-		case flags&XattrReplace != 0 && !has:
-			return fmt.Errorf("%w: %q", ErrNoAttr, name)
-		}
-		xs := make(map[string][]byte, len(n.Xattrs)+1)
-		for k, v := range n.Xattrs {
-			xs[k] = v
-		}
-		op := "setxattr"
-		if value == nil {
-			delete(xs, name)
-			op = "removexattr"
-		} else {
-			xs[name] = append([]byte{}, value...)
-		}
-		n.Xattrs, n.Ctime = xs, nowNs()
-		if err := t.PutInode(n); err != nil {
-			return err
-		}
-		t.SetEvent(Event{Op: op, Path: t.pathOf(n.Parent, n.Name), Ino: ino, Detail: name})
-		return nil
-	})
-	return err
-}
-
 // LatestInode reads the current version of ino.
 func (s *Store) LatestInode(sid SessionID, ino Ino) (*Inode, error) {
 	return s.InodeAt(sid, ino, Latest)

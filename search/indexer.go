@@ -354,24 +354,6 @@ func dirPrefix(p string) string {
 	return p + "/"
 }
 
-// walkDir calls fn for every entry below dir (pre-order, names in byte
-// order, which is the mount's readdir order and so GNU grep's order).
-func walkDir(t *mvcc.ReadTx, sid mvcc.SessionID, dir mvcc.Ino, prefix string, at mvcc.HLC, depth int, fn func(string, *mvcc.Inode)) error {
-	ents, err := readDir(t, sid, dir, prefix, at, depth)
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		fn(prefix+e.name, e.n)
-		if e.n.IsDir() {
-			if err := walkDir(t, sid, e.n.Ino, prefix+e.name+"/", at, depth+1, fn); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // dirEntry is a name in a directory and its inode.
 type dirEntry struct {
 	name string

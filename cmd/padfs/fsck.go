@@ -159,6 +159,10 @@ func printFsck(w interface{ Write([]byte) (int, error) }, r *mvcc.FsckReport, as
 			repaired++
 		}
 	}
+	if r.Keys == 0 && len(r.Problems) > 0 {
+		fmt.Fprintf(w, "the store does not open, nothing else was checked: %d problems, %d repaired\n", len(r.Problems), repaired)
+		return
+	}
 	fmt.Fprintf(w, "%d keys, %d chunks checked: %d problems, %d repaired\n", r.Keys, r.Chunks, len(r.Problems), repaired)
 }
 

@@ -18,6 +18,7 @@ import (
 	"os"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -240,6 +241,10 @@ func (s *Store) txError(op string, err, fnErr error) error {
 		return err
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return kv.ErrClosed
+	case !errors.Is(err, syscall.ENOSPC) && strings.Contains(err.Error(), syscall.ENOSPC.Error()):
+		// bbolt formats a failed grow with %s: put the errno back, so that
+		// a full disk is ENOSPC and not EIO.
+		return fmt.Errorf("kv/bolt %s: %s: %w (%v)", s.path, op, syscall.ENOSPC, err)
 	}
 	return fmt.Errorf("kv/bolt %s: %s: %w", s.path, op, err)
 }

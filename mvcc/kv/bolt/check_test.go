@@ -15,7 +15,7 @@ import (
 )
 
 // fillStore writes n keys of 1 KiB to a new store at path and closes it.
-func fillStore(t *testing.T, path string, n int) {
+func fillStore(t testing.TB, path string, n int) {
 	t.Helper()
 	s, err := Open(path, Options{})
 	if err != nil {

@@ -94,9 +94,14 @@ func (s *Store) flush() error {
 		return err
 	})
 	var seq uint64
-	if err == nil && fr.seg != nil {
-		seq = fr.seg.seq
-		err = removeSegments(s.dir, []*segment{fr.seg})
+	if done := append(fr.kept[:len(fr.kept):len(fr.kept)], fr.seg); err == nil {
+		if fr.seg == nil {
+			done = fr.kept
+		}
+		if len(done) > 0 {
+			seq = done[len(done)-1].seq
+		}
+		err = removeSegments(s.dir, done)
 	}
 	if err != nil {
 		err = fmt.Errorf("kv/wal %s: flush: %w", s.dir, err)
@@ -113,6 +118,7 @@ func (s *Store) flush() error {
 	s.mu.Unlock()
 	s.viewMu.Unlock()
 	s.noteFold(seq)
+	s.keepReserve()
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -131,6 +132,7 @@ func Open(dir string, base kv.Store, opts Options) (*Store, error) {
 		_ = lock.Close()
 		return nil, err
 	}
+	s.keepReserve()
 	if _, found, _ := ReadState(dir); !found {
 		s.noteFold(0) // a store from before the record, or just accepted by fsck
 	}
@@ -169,6 +171,12 @@ func (s *Store) replay() error {
 		}
 		return nil
 	})
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// The base cannot grow: serve the log from memory and keep it.
+		s.log.Warn("kv/wal: no space to fold the log into the base; keeping it in memory until a flush succeeds",
+			"dir", s.dir, "err", err)
+		return s.replayInMemory(segs)
+	}
 	if err != nil {
 		return err
 	}
@@ -266,6 +274,11 @@ func (s *Store) appendLocked(rec []byte) error {
 		s.mu.Unlock()
 	}
 	cutFailed, err := s.seg.append(rec)
+	if err != nil && !cutFailed && len(rec) <= reserveUse && isNoSpace(err) && s.useReserve() {
+		// A small commit (an unlink that frees space, say) may use the
+		// space held back for it.
+		cutFailed, err = s.seg.append(rec)
+	}
 	if cutFailed {
 		s.markBroken(err)
 	}

@@ -593,3 +593,50 @@ func TestMidLogDamage(t *testing.T) {
 		})
 	}
 }
+
+// TestSalvageOlderSegment: damage in an older segment cuts it there and
+// moves every newer segment to quarantine whole; Open then works.
+func TestSalvageOlderSegment(t *testing.T) {
+	dir := t.TempDir()
+	walDir := filepath.Join(dir, "wal")
+	if err := os.MkdirAll(walDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(i int) []byte {
+		w := newTree()
+		w.Set(&entry{key: key(i), val: value(i)})
+		r, err := encodeRecord(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	bad := rec(1)
+	bad[headerSize+2] ^= 1
+	if err := os.WriteFile(segmentPath(walDir, 1), slicesConcat(rec(0), bad, rec(2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segmentPath(walDir, 2), slicesConcat(rec(3), rec(4)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openDir(dir, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open: %v", err)
+	}
+	lost, err := Salvage(walDir, filepath.Join(dir, "quarantine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 2 || lost[0].Records != 1 || lost[1].Offset != 0 || lost[1].Records != 2 || lost[1].Reason != "" {
+		t.Fatalf("lost %+v", lost)
+	}
+	if segs := segmentFiles(t, dir); len(segs) != 1 {
+		t.Errorf("segments after salvage: %v", segs)
+	}
+	s, _ := mustOpen(t, dir, Options{})
+	defer s.Close()
+	checkN(t, s, 1)
+	// Nothing left to salvage.
+	if lost, err := Salvage(walDir, filepath.Join(dir, "quarantine")); err == nil || len(lost) != 0 {
+		t.Errorf("second Salvage beside an open store: %+v, %v (want the lock error)", lost, err)
+	}
+}
