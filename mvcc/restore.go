@@ -379,7 +379,11 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 		} else {
 			n.ContentHLC = t.hlc
 		}
-		t.restoreXattrs(&n, old)
+		xw, err := t.restoreXattrs(&n, old, cur, at)
+		if err != nil {
+			return err
+		}
+		writes += xw
 		outside := p.outsideNow[ino]
 		switch {
 		case ino == p.root:
@@ -463,10 +467,69 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 	return nil
 }
 
-// restoreXattrs gives n the extended attributes old had. They live in the
-// inode record today, so copying the record copied them; this is the one
-// place to change if they get version chains of their own.
-func (t *WriteTx) restoreXattrs(n, old *Inode) { n.Xattrs = old.Xattrs }
+// restoreXattrs gives n (to be written as ino's next version; cur is its
+// latest version, nil for a fresh number) the extended attributes that
+// old, ino's version as of at (of the old number for a fresh copy), had
+// then. Only the attributes that differ get a version in their chain; an
+// unchanged set stays as it is (inline in a format 1 store). It returns
+// the number of versions written.
+func (t *WriteTx) restoreXattrs(n, old, cur *Inode, at HLC) (int, error) {
+	want, err := t.xattrsOf(t.sid, old, at)
+	if err != nil {
+		return 0, err
+	}
+	if cur != nil {
+		have, err := t.xattrsOf(t.sid, cur, Latest)
+		if err != nil {
+			return 0, err
+		}
+		if sameXattrs(want, have) {
+			n.Xattrs = cur.Xattrs
+			return 0, nil
+		}
+	}
+	// The new version has no inline set: what its chains say is its set.
+	n.Xattrs = nil
+	chains, err := t.xattrsOf(t.sid, &Inode{Ino: n.Ino}, Latest)
+	if err != nil {
+		return 0, err
+	}
+	writes := 0
+	for _, name := range sortedNames(want) {
+		if v, ok := chains[name]; ok && bytes.Equal(v, want[name]) {
+			continue
+		}
+		val := want[name]
+		if val == nil {
+			val = []byte{} // nil removes
+		}
+		if err := t.putXattr(n.Ino, name, bytes.Clone(val)); err != nil {
+			return writes, err
+		}
+		writes++
+	}
+	for _, name := range sortedNames(chains) {
+		if _, ok := want[name]; !ok {
+			if err := t.putXattr(n.Ino, name, nil); err != nil {
+				return writes, err
+			}
+			writes++
+		}
+	}
+	return writes, nil
+}
+
+func sameXattrs(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
 
 // primaryLink picks the name an inode's record points at: its name as of T
 // if it has that name again, else its current one, else its first.

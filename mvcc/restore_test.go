@@ -22,12 +22,20 @@ func treeImage(t *testing.T, st *Store, sid SessionID, at HLC) (string, map[stri
 		if err != nil {
 			return err
 		}
-		lines = append(lines, fmt.Sprintf(". %o %v", root.Mode, root.Xattrs))
+		xs, err := tx.Xattrs(sid, h.Root, at)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, fmt.Sprintf(". %o %q", root.Mode, xs))
 		return tx.WalkTree(sid, at, func(e TreeEntry) error {
 			n := e.Node
 			inos[e.Path] = n.Ino
-			lines = append(lines, fmt.Sprintf("%s %o %d:%d size=%d sha=%x target=%q xattrs=%v mtime=%d",
-				e.Path, n.Mode, n.Uid, n.Gid, n.Size, n.ContentHash, n.Target, n.Xattrs, n.Mtime))
+			xs, err := tx.Xattrs(sid, n.Ino, at)
+			if err != nil {
+				return err
+			}
+			lines = append(lines, fmt.Sprintf("%s %o %d:%d size=%d sha=%x target=%q xattrs=%q mtime=%d",
+				e.Path, n.Mode, n.Uid, n.Gid, n.Size, n.ContentHash, n.Target, xs, n.Mtime))
 			return nil
 		})
 	})
@@ -151,6 +159,9 @@ func TestRestoreWholeTree(t *testing.T) {
 	e.buildTree(sid)
 	at := e.now()
 	want, wantInos := treeImage(t, e.st, sid, at)
+	if !strings.Contains(want, `"user.tag":"v1"`) {
+		t.Fatalf("the tree image misses the xattr:\n%s", want)
+	}
 	e.messUp(sid)
 	messed := e.now()
 	messedImg, _ := treeImage(t, e.st, sid, messed)
