@@ -1,0 +1,133 @@
+package search
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// lastSeq is the session's last event.
+func lastSeq(t testing.TB, st *mvcc.Store, sid mvcc.SessionID) uint64 {
+	t.Helper()
+	var last uint64
+	if err := st.View(func(tx *mvcc.ReadTx) error {
+		var err error
+		last, _, err = tx.LastEvent(sid)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return last
+}
+
+// waitCovered waits until the background index covers the session's last
+// commit (a guard against hanging, not a time limit on the index).
+func waitCovered(t testing.TB, ix *Index, st *mvcc.Store, sid mvcc.SessionID) {
+	t.Helper()
+	last := lastSeq(t, st, sid)
+	for i := 0; ; i++ {
+		seq, _, err := ix.Covered(sid)
+		if err == nil && seq == last {
+			return
+		}
+		if i > 12000 {
+			t.Fatalf("index stuck at seq %d of %d (%v)", seq, last, err)
+		}
+		waitABit()
+	}
+}
+
+// workerPid waits for the index worker to run and returns its pid.
+func workerPid(t testing.TB, ix *Index) int {
+	t.Helper()
+	for i := 0; ; i++ {
+		if pid := ix.be.stats().Pid; pid != 0 {
+			return pid
+		}
+		if i > 12000 {
+			t.Fatal("no index worker")
+		}
+		waitABit()
+	}
+}
+
+// TestWorkerRunsAtSchedIdle: every thread of the index worker has the
+// SCHED_IDLE policy (5), so bleve only gets CPU the foreground leaves.
+func TestWorkerRunsAtSchedIdle(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"a": []byte("hello\n")})
+	ix, err := Open(data, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	waitCovered(t, ix, st, sid)
+	pid := workerPid(t, ix)
+	tasks, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/sched", pid))
+	if err != nil || len(tasks) == 0 {
+		t.Fatalf("no threads of worker %d: %v", pid, err)
+	}
+	for _, f := range tasks {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		policy := ""
+		for _, line := range strings.Split(string(b), "\n") {
+			if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "policy" {
+				policy = strings.TrimSpace(v)
+			}
+		}
+		if policy != "5" {
+			t.Errorf("%s: policy %q, want 5 (SCHED_IDLE)", f, policy)
+		}
+	}
+	if os.Getpid() == pid {
+		t.Fatal("the index runs in the test's own process")
+	}
+}
+
+// TestWorkerKilledGrepStaysExact: kill -9 of the index worker costs
+// nothing but time: grep stays exact meanwhile (reading files), a new
+// worker starts by itself, and the index catches up with what was
+// committed while none ran.
+func TestWorkerKilledGrepStaysExact(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"f000": []byte("needle 0\n")})
+	ix, err := Open(data, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	waitCovered(t, ix, st, sid)
+	pid := workerPid(t, ix)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	want := "f000:1:needle 0\n"
+	for i := 1; i <= 20; i++ {
+		name := fmt.Sprintf("f%03d", i)
+		putFile(t, st, sid, name, []byte(fmt.Sprintf("hay\nneedle %d\n", i)))
+		want += fmt.Sprintf("%s:2:needle %d\n", name, i)
+		out, code, _ := padGrep(t, ix, sid, []string{"-rn", "needle"})
+		if out != want || code != 0 {
+			t.Fatalf("after %d writes: exit %d, output differs:\n%s", i, code, diffLines(out, want))
+		}
+	}
+	waitCovered(t, ix, st, sid)
+	if p := workerPid(t, ix); p == pid {
+		t.Fatalf("worker %d still the one killed", p)
+	}
+	if n := ix.be.stats().Restarts; n != 1 {
+		t.Errorf("%d restarts, want 1", n)
+	}
+	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})
+	if out != want || code != 0 || stats.Scanned || stats.Degraded {
+		t.Fatalf("after catching up: exit %d %+v, output differs:\n%s", code, stats, diffLines(out, want))
+	}
+}
