@@ -205,6 +205,12 @@ func (lb *localBackend) sessionLocked(sid mvcc.SessionID, create bool) (*session
 		return nil, nil
 	}
 	dir := filepath.Join(lb.dir, sid.String())
+	if err := verifyIndex(dir); err != nil {
+		lb.log.Warn("search: index damaged; rebuilding it", "session", sid.String(), "err", err)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
 	bl, err := bleve.OpenUsing(dir, scorchConfig())
 	if err != nil {
 		bl = nil // bleve returns a typed nil
