@@ -27,6 +27,7 @@
 package search
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -86,6 +87,9 @@ type Options struct {
 	// Background.
 	InProcess bool
 	Logger    *slog.Logger
+
+	// settleQuiet and settleMax override the defaults (tests).
+	settleQuiet, settleMax time.Duration
 }
 
 // Index is the search index of one store. It is safe for concurrent use.
@@ -107,6 +111,8 @@ type Index struct {
 	failed     map[mvcc.SessionID]string
 	retryDelay time.Duration
 	retrying   bool
+	// settleQuiet and settleMax: see settle.
+	settleQuiet, settleMax time.Duration
 
 	wake chan struct{}
 	stop chan struct{}
@@ -144,6 +150,7 @@ func OpenWith(dataDir string, st *mvcc.Store, o Options) (*Index, error) {
 	ix := &Index{dir: dir, st: st, log: log.With("component", "search"),
 		dirty: map[mvcc.SessionID]bool{}, writers: map[mvcc.SessionID]*sync.Mutex{},
 		failed: map[mvcc.SessionID]string{}, retryDelay: minRetry,
+		settleQuiet: cmp.Or(o.settleQuiet, settleQuiet), settleMax: cmp.Or(o.settleMax, settleMax),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if !o.Background {
 		ix.be = newLocalBackend(dir, ix.log)
@@ -174,6 +181,12 @@ func OpenWith(dataDir string, st *mvcc.Store, o Options) (*Index, error) {
 }
 
 const (
+	// settleQuiet is how long the log must stay quiet before the
+	// background indexer catches up, so that a file saved many times in a
+	// burst (sed -i in a loop, an editor's autosave) is indexed once;
+	// settleMax bounds the wait while commits keep coming (tar -x).
+	settleQuiet = 500 * time.Millisecond
+	settleMax   = 5 * time.Second
 	// minRetry and maxRetry bound the wait before a failed catch-up is
 	// tried again.
 	minRetry = 500 * time.Millisecond
@@ -304,15 +317,25 @@ func (ix *Index) background() {
 	}
 }
 
-// settle lets a burst of commits (tar -x) settle into one batch; false
-// when the index is closing.
+// settle waits until no commit came for settleQuiet, or settleMax after
+// the first; false when the index is closing.
 func (ix *Index) settle() bool {
-	select {
-	case <-ix.stop:
-		return false
-	case <-time.After(50 * time.Millisecond):
+	quiet := time.NewTimer(ix.settleQuiet)
+	defer quiet.Stop()
+	limit := time.NewTimer(ix.settleMax)
+	defer limit.Stop()
+	for {
+		select {
+		case <-ix.stop:
+			return false
+		case <-quiet.C:
+			return true
+		case <-limit.C:
+			return true
+		case <-ix.wake:
+			quiet.Reset(ix.settleQuiet)
+		}
 	}
-	return true
 }
 
 // Close stops the background indexer and closes every session index. A

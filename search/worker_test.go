@@ -7,6 +7,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/padfs/padfs/mvcc"
 )
@@ -129,5 +130,36 @@ func TestWorkerKilledGrepStaysExact(t *testing.T) {
 	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})
 	if out != want || code != 0 || stats.Scanned || stats.Degraded {
 		t.Fatalf("after catching up: exit %d %+v, output differs:\n%s", code, stats, diffLines(out, want))
+	}
+}
+
+// TestBurstOfSavesIndexedOnce: a file saved 300 times in a row (sed -i in
+// a loop) is indexed once, after the log went quiet, not once per save.
+func TestBurstOfSavesIndexedOnce(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"other.txt": []byte("x\n")})
+	// A quiet window no scheduling hiccup between two saves reaches.
+	ix, err := OpenWith(data, st, Options{Background: true, settleQuiet: 3 * time.Second, settleMax: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	waitCovered(t, ix, st, sid)
+	workerPid(t, ix)
+	before := ix.be.stats().Indexed
+	if before != 1 {
+		t.Fatalf("%d documents indexed for a tree of one file", before)
+	}
+	body := strings.Repeat("some text of a file being edited\n", 3000)
+	for i := range 300 {
+		putFile(t, st, sid, "edited.txt", []byte(fmt.Sprintf("%sversion %d\n", body, i)))
+	}
+	waitCovered(t, ix, st, sid)
+	if n := ix.be.stats().Indexed - before; n != 1 {
+		t.Errorf("edited.txt indexed %d times for 300 saves, want 1", n)
+	}
+	out, code, stats := padGrep(t, ix, sid, []string{"-c", "version 299", "edited.txt"})
+	if out != "1\n" || code != 0 || stats.Scanned || stats.Degraded {
+		t.Errorf("grep -c 'version 299': %q exit %d %+v", out, code, stats)
 	}
 }
