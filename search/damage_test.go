@@ -156,3 +156,69 @@ func TestDamagedIndexRebuilt(t *testing.T) {
 		})
 	}
 }
+
+// TestDiskFullPausesIndexing: with less free space than the index's
+// reserve, indexing pauses (the worker never starts a persist that could
+// fail half-way), grep stays exact, nothing crashes, and indexing resumes
+// by itself once space returns. Needs root (a small tmpfs).
+func TestDiskFullPausesIndexing(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to mount a small tmpfs")
+	}
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, "size=64m"); err != nil {
+		t.Skipf("mount tmpfs: %v", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	t.Setenv("PADFS_INDEX_RESERVE", fmt.Sprint(16<<20))
+	st, err := mvcc.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	sid := loadSession(t, st, map[string][]byte{"a.txt": []byte("first needle\n")})
+	ix, err := Open(dir, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	waitCovered(t, ix, st, sid)
+	// Leave 8 MiB free: under the reserve.
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	filler := filepath.Join(dir, "filler")
+	if err := os.WriteFile(filler, make([]byte, int64(fs.Bavail)*fs.Bsize-8<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, sid, "b.txt", []byte("second needle\n"))
+	want := "a.txt:1:first needle\nb.txt:1:second needle\n"
+	for i := 0; ; i++ {
+		s, err := ix.Status()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(s.Sessions[0].Error, "disk almost full") {
+			break
+		}
+		if i > 12000 {
+			t.Fatalf("indexing did not pause: %+v", s)
+		}
+		waitABit()
+	}
+	if seq, _, _ := ix.Covered(sid); seq == lastSeq(t, st, sid) {
+		t.Fatal("the index covers the last commit on a full disk")
+	}
+	if out, code, _ := padGrep(t, ix, sid, []string{"-rn", "needle"}); out != want || code != 0 {
+		t.Fatalf("disk full: exit %d, output differs:\n%s", code, diffLines(out, want))
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	waitCovered(t, ix, st, sid)
+	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})
+	if out != want || code != 0 || stats.Scanned || stats.Degraded {
+		t.Fatalf("space back: exit %d %+v, output differs:\n%s", code, stats, diffLines(out, want))
+	}
+}

@@ -298,7 +298,7 @@ func (cl *client) call(m *msg) (*msg, error) {
 	}
 	if r.Err != "" {
 		if r.N3 == 1 {
-			return r, fmt.Errorf("%w: %s", errDiskFull, strings.TrimPrefix(r.Err, errDiskFull.Error()))
+			return r, fmt.Errorf("%w%s", errDiskFull, strings.TrimPrefix(r.Err, errDiskFull.Error()))
 		}
 		return r, errors.New(r.Err)
 	}
