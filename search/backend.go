@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/index/scorch"
@@ -28,9 +29,10 @@ import (
 // Writes to one session's index (begin ... finish, abort, drop) come from
 // one goroutine at a time (Index.writer); reads come from anywhere.
 type backend interface {
-	// covered is the position recorded in sid's index (0: no index).
-	covered(sid mvcc.SessionID) (uint64, mvcc.HLC, error)
-	// ids lists the documents matching q (none without an index).
+	// position is what sid's index covers (zero: no index).
+	position(sid mvcc.SessionID) (position, error)
+	// ids lists the documents matching q (none without an index); with
+	// q.Gen set, only from that generation of the index.
 	ids(sid mvcc.SessionID, q idQuery) ([]string, error)
 	// grow is the "grow" field of every document that has one.
 	grow(sid mvcc.SessionID) (map[string]int, error)
@@ -38,8 +40,9 @@ type backend interface {
 	search(sid mvcc.SessionID, q string, size int) ([]scored, error)
 
 	// begin starts a run of writes to sid's index (creating it),
-	// discarding what an earlier run left unfinished.
-	begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) error
+	// discarding what an earlier run left unfinished, and returns the
+	// generation of the index written.
+	begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) (uint64, error)
 	del(sid mvcc.SessionID, id string) error
 	// doc indexes a file's content (data nil: too large, unindexed).
 	doc(sid mvcc.SessionID, path string, ino mvcc.Ino, data []byte) error
@@ -73,7 +76,24 @@ type idQuery struct {
 	Field, Term string
 	Prefix      bool
 	Tri         *Query
+	// Gen, if not 0, is the index generation (position.Gen) the caller
+	// read the covered sequence number from: a query must not mix one
+	// index's position with another's documents (a rebuild in between).
+	Gen uint64
 }
+
+// position is the event sequence and HLC an index reflects, and which
+// index that is: Gen changes whenever the session's index is replaced
+// (dropped, rebuilt, reopened).
+type position struct {
+	Seq uint64
+	HLC mvcc.HLC
+	Gen uint64
+}
+
+// errIndexChanged is a query for a generation of an index that was
+// replaced since.
+var errIndexChanged = errors.New("search index replaced during the query")
 
 func (q idQuery) bleve() query.Query {
 	switch {
@@ -124,6 +144,7 @@ type localBackend struct {
 	dropping map[mvcc.SessionID]bool
 	closed   bool
 	indexed  atomic.Uint64
+	gens     atomic.Uint64
 }
 
 // sessionIndex is the bleve index of one session.
@@ -131,12 +152,17 @@ type sessionIndex struct {
 	sid mvcc.SessionID
 	dir string
 	bl  bleve.Index
+	gen uint64
 }
 
 func newLocalBackend(dir string, log *slog.Logger) *localBackend {
-	return &localBackend{dir: dir, log: log, reserve: diskReserve(),
+	lb := &localBackend{dir: dir, log: log, reserve: diskReserve(),
 		sessions: map[mvcc.SessionID]*sessionIndex{}, runs: map[mvcc.SessionID]*batcher{},
 		dropping: map[mvcc.SessionID]bool{}}
+	// Generations stay unique across workers (a restart between a
+	// position and a query).
+	lb.gens.Store(uint64(time.Now().UnixNano()))
+	return lb
 }
 
 // diskReserve is the free space the index leaves ($PADFS_INDEX_RESERVE
@@ -245,16 +271,18 @@ func (lb *localBackend) sessionLocked(sid mvcc.SessionID, create bool) (*session
 			return nil, err
 		}
 	}
-	si := &sessionIndex{sid: sid, dir: dir, bl: bl}
+	si := &sessionIndex{sid: sid, dir: dir, bl: bl, gen: lb.gens.Add(1)}
 	lb.sessions[sid] = si
 	return si, nil
 }
 
-func (lb *localBackend) covered(sid mvcc.SessionID) (seq uint64, at mvcc.HLC, err error) {
+func (lb *localBackend) position(sid mvcc.SessionID) (position, error) {
 	si, err := lb.session(sid, false)
 	if err != nil || si == nil {
-		return 0, 0, err
+		return position{}, err
 	}
+	var seq uint64
+	var at mvcc.HLC
 	err = lb.guard(sid, "read covered seq", func() error {
 		s, err := si.bl.GetInternal(keySeq)
 		if err != nil {
@@ -272,13 +300,19 @@ func (lb *localBackend) covered(sid mvcc.SessionID) (seq uint64, at mvcc.HLC, er
 		}
 		return nil
 	})
-	return seq, at, err
+	return position{seq, at, si.gen}, err
 }
 
 func (lb *localBackend) ids(sid mvcc.SessionID, q idQuery) (ids []string, err error) {
 	si, err := lb.session(sid, false)
 	if err != nil || si == nil {
+		if err == nil && q.Gen != 0 {
+			err = errIndexChanged
+		}
 		return nil, err
+	}
+	if q.Gen != 0 && q.Gen != si.gen {
+		return nil, errIndexChanged
 	}
 	err = lb.guard(sid, "query", func() error {
 		ids, err = searchIDs(si.bl, q.bleve())
@@ -347,13 +381,13 @@ func (lb *localBackend) run(sid mvcc.SessionID) (*batcher, error) {
 	return bt, nil
 }
 
-func (lb *localBackend) begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) error {
+func (lb *localBackend) begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) (uint64, error) {
 	lb.abort(sid)
 	si, err := lb.session(sid, true)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return lb.guard(sid, "new batch", func() error {
+	return si.gen, lb.guard(sid, "new batch", func() error {
 		bt := newBatcher(si.bl, parallel, maxBytes, maxDocs)
 		bt.room = lb.room
 		lb.mu.Lock()

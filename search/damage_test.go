@@ -57,16 +57,23 @@ func flipBytes(t *testing.T, p string, off, n int) {
 	}
 }
 
-// indexFiles returns a session index's root.bolt and its zap segments.
+// indexFiles returns a session index's root.bolt and its zap segments,
+// waiting for scorch to persist them (it does in the background).
 func indexFiles(t *testing.T, data string, sid mvcc.SessionID) (string, []string) {
 	t.Helper()
 	store := filepath.Join(data, "index", sid.String(), "store")
-	segs, _ := filepath.Glob(filepath.Join(store, "*.zap"))
 	root := filepath.Join(store, "root.bolt")
-	if _, err := os.Stat(root); err != nil || len(segs) == 0 {
-		t.Fatalf("index of %s: root.bolt %v, %d segments", sid, err, len(segs))
+	for i := 0; ; i++ {
+		segs, _ := filepath.Glob(filepath.Join(store, "*.zap"))
+		_, err := os.Stat(root)
+		if err == nil && len(segs) > 0 {
+			return root, segs
+		}
+		if i > 12000 {
+			t.Fatalf("index of %s: root.bolt %v, %d segments", sid, err, len(segs))
+		}
+		waitABit()
 	}
-	return root, segs
 }
 
 func damageCorpus() (map[string][]byte, string) {
@@ -117,11 +124,13 @@ func TestDamagedIndexRebuilt(t *testing.T) {
 			}
 			ix := open()
 			waitCovered(t, ix, st, sid)
-			root, segs := indexFiles(t, data, sid)
 			if !c.mounted {
 				if err := ix.Close(); err != nil {
 					t.Fatal(err)
 				}
+			}
+			root, segs := indexFiles(t, data, sid)
+			if !c.mounted {
 				if err := verifyIndex(filepath.Dir(filepath.Dir(root))); err != nil {
 					t.Fatalf("intact index fails verification: %v", err)
 				}

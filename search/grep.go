@@ -135,7 +135,7 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 			// under this reader; its worker may be restarting, which was
 			// logged once): read everything instead, which is exact.
 			level := slog.LevelWarn
-			if errors.Is(err, bleve.ErrorIndexClosed) || errors.Is(err, errWorkerDown) {
+			if errors.Is(err, bleve.ErrorIndexClosed) || errors.Is(err, errWorkerDown) || errors.Is(err, errIndexChanged) {
 				level = slog.LevelDebug
 			}
 			ix.log.Log(ctx, level, "search: index unusable; scanning", "session", req.Session.String(), "err", err)
@@ -169,7 +169,8 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 // candidates returns the paths that may match (nil: search everything)
 // and whether the index lagged behind the log.
 func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at mvcc.HLC) (map[string]bool, bool, error) {
-	seq, _, err := ix.be.covered(sid)
+	pos, err := ix.be.position(sid)
+	seq := pos.Seq
 	if err != nil || seq == 0 || seq > lastSeq {
 		return nil, true, err
 	}
@@ -191,7 +192,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at m
 	if ch.full || n > maxTailEvents {
 		return nil, true, nil // too far behind: read everything
 	}
-	ids, err := ix.be.ids(sid, idQuery{Tri: m.IndexQuery})
+	ids, err := ix.be.ids(sid, idQuery{Tri: m.IndexQuery, Gen: pos.Gen})
 	if err != nil {
 		return nil, true, err
 	}
@@ -207,7 +208,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at m
 		if p != "" {
 			cand[p] = true
 		}
-		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10)})
+		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10), Gen: pos.Gen})
 		if err != nil {
 			return nil, true, err
 		}

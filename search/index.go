@@ -284,35 +284,32 @@ func (ix *Index) background() {
 		if !ix.settle() {
 			return
 		}
-		for {
-			ix.mu.Lock()
-			var sid mvcc.SessionID
-			found := false
-			for s := range ix.dirty {
-				sid, found = s, true
-				delete(ix.dirty, s)
-				break
+		// The sessions dirty now; those dirtied during this pass wait for
+		// the next settle (a save during a catch-up must not start another
+		// one at once).
+		ix.mu.Lock()
+		pass := ix.dirty
+		ix.dirty = map[mvcc.SessionID]bool{}
+		ix.mu.Unlock()
+		for len(pass) > 0 {
+			more := map[mvcc.SessionID]bool{}
+			for sid := range pass {
+				again, err := ix.catchUp(sid, ix.stop)
+				switch {
+				case errors.Is(err, errStopped):
+				case err != nil:
+					ix.catchUpFailed(sid, err)
+				default:
+					ix.caughtUp(sid)
+				}
+				if again && err == nil {
+					more[sid] = true // a long log: go on without settling
+				}
+				if stopped(ix.stop) {
+					return
+				}
 			}
-			ix.mu.Unlock()
-			if !found {
-				break
-			}
-			more, err := ix.catchUp(sid, ix.stop)
-			switch {
-			case errors.Is(err, errStopped):
-			case err != nil:
-				ix.catchUpFailed(sid, err)
-			default:
-				ix.caughtUp(sid)
-			}
-			if more && err == nil {
-				ix.markDirty(sid)
-			}
-			select {
-			case <-ix.stop:
-				return
-			default:
-			}
+			pass = more
 		}
 	}
 }
@@ -386,9 +383,14 @@ func scorchConfig() map[string]interface{} {
 }
 
 // Covered returns the event sequence number (and its HLC) up to which the
-// index of session sid reflects the store; 0 if it has no index yet.
+// index of session sid reflects the store; 0 if it has no index yet, or
+// while its worker is not running (or not answering).
 func (ix *Index) Covered(sid mvcc.SessionID) (uint64, mvcc.HLC, error) {
-	return ix.be.covered(sid)
+	pos, err := ix.be.position(sid)
+	if errors.Is(err, errWorkerDown) {
+		return 0, 0, nil
+	}
+	return pos.Seq, pos.HLC, err
 }
 
 // DropSession deletes the index of session sid (hard forget, redaction):

@@ -218,7 +218,7 @@ func TestCutShortBuildStartsOver(t *testing.T) {
 	defer ix.Close()
 	// What a cut-short build leaves: documents, no covered seq. One of
 	// them is for a file that no longer exists.
-	if err := ix.be.begin(sid, 1, batchBytes, batchDocs); err != nil {
+	if _, err := ix.be.begin(sid, 1, batchBytes, batchDocs); err != nil {
 		t.Fatal(err)
 	}
 	if err := ix.be.doc(sid, "ghost.txt", 99, []byte("ghost needle\n")); err != nil {

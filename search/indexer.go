@@ -103,7 +103,8 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 	if err != nil || forgotten {
 		return false, err
 	}
-	seq, _, err := ix.be.covered(sid)
+	pos, err := ix.be.position(sid)
+	seq := pos.Seq
 	if err != nil {
 		return false, err
 	}
@@ -144,14 +145,14 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 		}
 		return false, ix.buildLocked(sid, lastSeq, lastHLC, stop, nil)
 	}
-	return endSeq < lastSeq, ix.applyLocked(sid, ch, endSeq, endHLC, stop)
+	return endSeq < lastSeq, ix.applyLocked(sid, pos, ch, endSeq, endHLC, stop)
 }
 
 // applyLocked brings the documents that ch touches to their state as of
 // at and records (seq, at) as covered. Deletions land first, in a batch
 // of their own; the documents then go in batches committed two at a time
 // (each is the file's state as of at, so their order does not matter).
-func (ix *Index) applyLocked(sid mvcc.SessionID, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) (err error) {
+func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) (err error) {
 	paths := map[string]bool{}
 	for p := range ch.paths {
 		paths[p] = true
@@ -200,8 +201,15 @@ func (ix *Index) applyLocked(sid mvcc.SessionID, ch *changes, seq uint64, at mvc
 			dels = append(dels, p)
 		}
 	}
-	if err := ix.be.begin(sid, 2, catchUpBytes, catchUpDocs); err != nil {
+	gen, err := ix.be.begin(sid, 2, catchUpBytes, catchUpDocs)
+	if err != nil {
 		return err
+	}
+	if gen != pos.Gen {
+		// The index read at the start is gone (dropped after a panic):
+		// the tail alone would leave the new one incomplete.
+		ix.be.abort(sid)
+		return errIndexChanged
 	}
 	defer ix.endRun(sid, &err)
 	if len(dels) > 0 {
@@ -454,7 +462,7 @@ func (ix *Index) buildLocked(sid mvcc.SessionID, seq uint64, at mvcc.HLC, stop <
 	defer close(quit) // runs first: releases the feeder, then workers finish
 	// Two segments built at once use both cores of a small machine; more
 	// would only compete with the readers and analysis.
-	if err := ix.be.begin(sid, 2, batchBytes, batchDocs); err != nil {
+	if _, err := ix.be.begin(sid, 2, batchBytes, batchDocs); err != nil {
 		return err
 	}
 	defer ix.endRun(sid, &err)

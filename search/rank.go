@@ -48,7 +48,8 @@ func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
 	}
 	// Without a usable index (worker down, damaged index) every file is
 	// read and scored roughly: degraded, not failed.
-	seq, _, err := ix.be.covered(sid)
+	pos, err := ix.be.position(sid)
+	seq := pos.Seq
 	if err != nil {
 		ix.log.Warn("search: index unusable; scoring by reading files", "session", sid.String(), "err", err)
 		seq = 0

@@ -39,7 +39,7 @@ func (ix *Index) Status() (Status, error) {
 			return err
 		})
 		var cerr error
-		if ss.Covered, _, cerr = ix.be.covered(si.ID); cerr != nil {
+		if ss.Covered, _, cerr = ix.Covered(si.ID); cerr != nil {
 			ss.Error = cerr.Error()
 		}
 		ix.mu.Lock()

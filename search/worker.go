@@ -115,11 +115,11 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 	var err error
 	switch m.Op {
 	case opCovered:
-		var at mvcc.HLC
-		out.Seq, at, err = lb.covered(m.Sid)
-		out.HLC = uint64(at)
+		var pos position
+		pos, err = lb.position(m.Sid)
+		out.Seq, out.HLC, out.N = pos.Seq, uint64(pos.HLC), pos.Gen
 	case opIDs:
-		out.Strs, err = lb.ids(m.Sid, idQuery{Field: m.Field, Term: m.Path, Prefix: m.N != 0, Tri: m.Q})
+		out.Strs, err = lb.ids(m.Sid, idQuery{Field: m.Field, Term: m.Path, Prefix: m.N != 0, Tri: m.Q, Gen: m.N2})
 	case opGrow:
 		var g map[string]int
 		g, err = lb.grow(m.Sid)
@@ -138,7 +138,7 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 		out.N = lb.stats().Indexed
 	case opBegin:
 		sv.setErr(m.Sid, nil, true)
-		err = lb.begin(m.Sid, int(m.N), int64(m.N2), int(m.N3))
+		out.N, err = lb.begin(m.Sid, int(m.N), int64(m.N2), int(m.N3))
 	case opDel:
 		sv.setErr(m.Sid, lb.del(m.Sid, m.Path), false)
 	case opDoc:
@@ -167,8 +167,11 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 	}
 	if err != nil {
 		out.Err = err.Error()
-		if errors.Is(err, errDiskFull) {
+		switch {
+		case errors.Is(err, errDiskFull):
 			out.N3 = 1
+		case errors.Is(err, errIndexChanged):
+			out.N3 = 2
 		}
 	}
 	if m.ID != 0 {
@@ -273,8 +276,14 @@ func (cl *client) send(m *msg) error {
 	return cl.write(m, false)
 }
 
-// call sends a request and waits for its reply.
-func (cl *client) call(m *msg) (*msg, error) {
+// queryTimeout bounds the wait for a query's answer: a worker that is
+// stuck (or starved at SCHED_IDLE on a machine kept busy) must not hang
+// grep, which then reads the files instead.
+const queryTimeout = 20 * time.Second
+
+// call sends a request and waits for its reply (at most timeout, if not
+// zero).
+func (cl *client) call(m *msg, timeout time.Duration) (*msg, error) {
 	ch := make(chan *msg, 1)
 	cl.mu.Lock()
 	if cl.err != nil {
@@ -289,7 +298,22 @@ func (cl *client) call(m *msg) (*msg, error) {
 	if err := cl.write(m, true); err != nil {
 		return nil, err
 	}
-	r, ok := <-ch
+	var expired <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		expired = t.C
+	}
+	var r *msg
+	var ok bool
+	select {
+	case r, ok = <-ch:
+	case <-expired:
+		cl.mu.Lock()
+		delete(cl.pending, m.ID)
+		cl.mu.Unlock()
+		return nil, fmt.Errorf("%w: no answer within %s", errWorkerDown, timeout)
+	}
 	if !ok {
 		cl.mu.Lock()
 		err := cl.err
@@ -297,8 +321,11 @@ func (cl *client) call(m *msg) (*msg, error) {
 		return nil, err
 	}
 	if r.Err != "" {
-		if r.N3 == 1 {
+		switch r.N3 {
+		case 1:
 			return r, fmt.Errorf("%w%s", errDiskFull, strings.TrimPrefix(r.Err, errDiskFull.Error()))
+		case 2:
+			return r, errIndexChanged
 		}
 		return r, errors.New(r.Err)
 	}
@@ -315,6 +342,28 @@ type worker struct {
 
 	mu      sync.Mutex
 	touched map[mvcc.SessionID]bool
+	// pos caches what this worker's indexes cover, kept from the replies
+	// to the mount's own writes (it is the only writer), so that
+	// positions need no round trip to a worker that may be starved.
+	pos    map[mvcc.SessionID]position
+	runGen map[mvcc.SessionID]uint64
+}
+
+func (w *worker) cached(sid mvcc.SessionID) (position, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	p, ok := w.pos[sid]
+	return p, ok
+}
+
+func (w *worker) setPos(sid mvcc.SessionID, p *position) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if p == nil {
+		delete(w.pos, sid)
+	} else {
+		w.pos[sid] = *p
+	}
 }
 
 func (w *worker) touch(sid mvcc.SessionID) {
@@ -416,6 +465,7 @@ func (rb *remoteBackend) start() (*worker, error) {
 		conns[i] = c
 	}
 	w := &worker{cmd: cmd, started: time.Now(), exited: make(chan struct{}), touched: map[mvcc.SessionID]bool{},
+		pos: map[mvcc.SessionID]position{}, runGen: map[mvcc.SessionID]uint64{},
 		ingest: newClient(conns[0]), query: newClient(conns[1])}
 	if err := startIdle(cmd, func() { rb.exited(w) }); err != nil {
 		w.ingest.fail(err)
@@ -507,7 +557,11 @@ func (rb *remoteBackend) query(m *msg) (*msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return w.query.call(m)
+	r, err := w.query.call(m, queryTimeout)
+	if err != nil {
+		w.setPos(m.Sid, nil)
+	}
+	return r, err
 }
 
 func (rb *remoteBackend) ingestCall(m *msg) (*msg, error) {
@@ -515,7 +569,23 @@ func (rb *remoteBackend) ingestCall(m *msg) (*msg, error) {
 	if err != nil {
 		return nil, err
 	}
-	return w.ingest.call(m)
+	r, err := w.ingest.call(m, 0)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case err != nil || m.Op == opAbort:
+		delete(w.pos, m.Sid)
+	case m.Op == opBegin:
+		w.runGen[m.Sid] = r.N
+		if p, ok := w.pos[m.Sid]; ok && p.Gen != r.N {
+			delete(w.pos, m.Sid)
+		}
+	case m.Op == opFinish:
+		w.pos[m.Sid] = position{m.Seq, mvcc.HLC(m.HLC), w.runGen[m.Sid]}
+	case m.Op == opDrop:
+		w.pos[m.Sid] = position{}
+	}
+	return r, err
 }
 
 func (rb *remoteBackend) ingestSend(m *msg) error {
@@ -526,16 +596,25 @@ func (rb *remoteBackend) ingestSend(m *msg) error {
 	return w.ingest.send(m)
 }
 
-func (rb *remoteBackend) covered(sid mvcc.SessionID) (uint64, mvcc.HLC, error) {
-	r, err := rb.query(&msg{Op: opCovered, Sid: sid})
+func (rb *remoteBackend) position(sid mvcc.SessionID) (position, error) {
+	w, err := rb.get(sid)
 	if err != nil {
-		return 0, 0, err
+		return position{}, err
 	}
-	return r.Seq, mvcc.HLC(r.HLC), nil
+	if p, ok := w.cached(sid); ok {
+		return p, nil
+	}
+	r, err := w.query.call(&msg{Op: opCovered, Sid: sid}, queryTimeout)
+	if err != nil {
+		return position{}, err
+	}
+	p := position{r.Seq, mvcc.HLC(r.HLC), r.N}
+	w.setPos(sid, &p)
+	return p, nil
 }
 
 func (rb *remoteBackend) ids(sid mvcc.SessionID, q idQuery) ([]string, error) {
-	m := &msg{Op: opIDs, Sid: sid, Field: q.Field, Path: q.Term, Q: q.Tri}
+	m := &msg{Op: opIDs, Sid: sid, Field: q.Field, Path: q.Term, Q: q.Tri, N2: q.Gen}
 	if q.Prefix {
 		m.N = 1
 	}
@@ -576,9 +655,12 @@ func (rb *remoteBackend) search(sid mvcc.SessionID, q string, size int) ([]score
 	return hits, nil
 }
 
-func (rb *remoteBackend) begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) error {
-	_, err := rb.ingestCall(&msg{Op: opBegin, Sid: sid, N: uint64(parallel), N2: uint64(maxBytes), N3: uint64(maxDocs)})
-	return err
+func (rb *remoteBackend) begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) (uint64, error) {
+	r, err := rb.ingestCall(&msg{Op: opBegin, Sid: sid, N: uint64(parallel), N2: uint64(maxBytes), N3: uint64(maxDocs)})
+	if err != nil {
+		return 0, err
+	}
+	return r.N, nil
 }
 
 func (rb *remoteBackend) del(sid mvcc.SessionID, id string) error {
@@ -620,7 +702,7 @@ func (rb *remoteBackend) stats() BackendStats {
 		return s
 	}
 	s.Pid = w.cmd.Process.Pid
-	if r, err := w.query.call(&msg{Op: opStats}); err == nil {
+	if r, err := w.query.call(&msg{Op: opStats}, queryTimeout); err == nil {
 		s.Indexed = r.N
 	}
 	return s

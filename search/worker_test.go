@@ -110,6 +110,10 @@ func TestWorkerKilledGrepStaysExact(t *testing.T) {
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
+	// Ranked search without its worker: degraded (files read), not failed.
+	if hits, err := ix.Search(sid, "needle", 5); err != nil || len(hits) != 1 || hits[0].Path != "f000" {
+		t.Errorf("search with the worker killed: %+v, %v", hits, err)
+	}
 	want := "f000:1:needle 0\n"
 	for i := 1; i <= 20; i++ {
 		name := fmt.Sprintf("f%03d", i)
