@@ -167,3 +167,39 @@ func TestBurstOfSavesIndexedOnce(t *testing.T) {
 		t.Errorf("grep -c 'version 299': %q exit %d %+v", out, code, stats)
 	}
 }
+
+// TestWorkerKilledUnderMount: the same through a FUSE mount: kill -9 of
+// the worker leaves the mount serving, .grep/ answers stay exact, files
+// written meanwhile are found, and the index catches up with a new
+// worker.
+func TestWorkerKilledUnderMount(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"a.txt": []byte("first needle\n")})
+	ix, err := Open(data, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	mnt := mountSession(t, st, sid, &ix)
+	waitCovered(t, ix, st, sid)
+	pid := workerPid(t, ix)
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	bash(t, mnt, `mkdir -p d && for i in 1 2 3; do echo "needle $i" > d/f$i.txt; done`)
+	want := "a.txt:1:first needle\nd/f1.txt:1:needle 1\nd/f2.txt:1:needle 2\nd/f3.txt:1:needle 3\n"
+	if out, code := shOut(t, mnt, `cat .grep/needle`); out != want || code != 0 {
+		t.Fatalf("worker killed: .grep/needle exit %d, output differs:\n%s", code, diffLines(out, want))
+	}
+	waitCovered(t, ix, st, sid)
+	if p := workerPid(t, ix); p == pid {
+		t.Fatalf("worker %d still the one killed", p)
+	}
+	if out, code := shOut(t, mnt, `cat .grep/needle`); out != want || code != 0 {
+		t.Fatalf("caught up: .grep/needle exit %d, output differs:\n%s", code, diffLines(out, want))
+	}
+	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})
+	if out != want || code != 0 || stats.Scanned || stats.Degraded {
+		t.Fatalf("caught up: exit %d %+v, output differs:\n%s", code, stats, diffLines(out, want))
+	}
+}
