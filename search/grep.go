@@ -135,9 +135,10 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
 		if err != nil {
 			// The index is derived data (and may be mid-rebuild: closed
-			// under this reader): read everything instead, which is exact.
+			// under this reader; its worker may be restarting, which was
+			// logged once): read everything instead, which is exact.
 			level := slog.LevelWarn
-			if errors.Is(err, bleve.ErrorIndexClosed) {
+			if errors.Is(err, bleve.ErrorIndexClosed) || errors.Is(err, errWorkerDown) || errors.Is(err, errIndexChanged) {
 				level = slog.LevelDebug
 			}
 			ix.log.Log(ctx, level, "search: index unusable; scanning", "session", req.Session.String(), "err", err)
@@ -172,11 +173,8 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 // candidates returns the paths that may match (nil: search everything)
 // and whether the index lagged behind the log.
 func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at mvcc.HLC) (map[string]bool, bool, error) {
-	si, err := ix.session(sid, false)
-	if err != nil || si == nil {
-		return nil, true, err
-	}
-	seq, _, err := si.covered()
+	pos, err := ix.be.position(sid)
+	seq := pos.Seq
 	if err != nil || seq == 0 || seq > lastSeq {
 		return nil, true, err
 	}
@@ -198,8 +196,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at m
 	if ch.full || n > maxTailEvents {
 		return nil, true, nil // too far behind: read everything
 	}
-	q := query.NewDisjunctionQuery([]query.Query{bleveQuery(m.IndexQuery), termQ("unindexed", "y")})
-	ids, err := searchIDs(si.bl, q)
+	ids, err := ix.be.ids(sid, idQuery{Tri: m.IndexQuery, Gen: pos.Gen})
 	if err != nil {
 		return nil, true, err
 	}
@@ -215,7 +212,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at m
 		if p != "" {
 			cand[p] = true
 		}
-		ids, err := searchIDs(si.bl, termQ("ino", strconv.FormatUint(uint64(ino), 10)))
+		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10), Gen: pos.Gen})
 		if err != nil {
 			return nil, true, err
 		}
@@ -811,26 +808,9 @@ func putReadBuf(bp *[]byte) {
 // lines grow to (recorded in the index): it matters when a later file read
 // has a NUL past the first buffer.
 func (ix *Index) growth(sid mvcc.SessionID) map[string]int {
-	si, err := ix.session(sid, false)
-	if err != nil || si == nil {
-		return nil
-	}
-	q := query.NewWildcardQuery("*")
-	q.SetField("grow")
-	req := bleve.NewSearchRequestOptions(q, 1<<16, 0, false)
-	req.Fields = []string{"grow"}
-	req.Score = "none"
-	res, err := si.bl.Search(req)
+	out, err := ix.be.grow(sid)
 	if err != nil {
 		return nil
-	}
-	out := map[string]int{}
-	for _, h := range res.Hits {
-		if v, ok := h.Fields["grow"].(string); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				out[h.ID] = n
-			}
-		}
 	}
 	return out
 }
