@@ -67,6 +67,9 @@ type BackendStats struct {
 	Pid int `json:"pid"`
 	// Restarts counts index workers restarted after they died.
 	Restarts int `json:"restarts"`
+	// QueryPolicy is the scheduling policy the worker answers queries at
+	// (0: SCHED_OTHER; 5: SCHED_IDLE, when it may not leave it).
+	QueryPolicy int `json:"query_policy"`
 }
 
 // idQuery selects documents: every document (zero value), the term Term

@@ -102,7 +102,15 @@ func (sv *server) serve(c net.Conn, concurrent bool) {
 			return
 		}
 		if concurrent {
-			go sv.handle(m, reply)
+			go func() {
+				// A query is a few milliseconds of work that a grep waits
+				// for: it runs at normal priority, not at the worker's
+				// SCHED_IDLE, so a busy foreground cannot starve it. The
+				// thread is idle again before the answer leaves.
+				back := sync.OnceFunc(foreground())
+				defer back()
+				sv.handle(m, func(out *msg) { back(); reply(out) })
+			}()
 		} else {
 			sv.handle(m, reply)
 		}
@@ -136,6 +144,7 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 		}
 	case opStats:
 		out.N = lb.stats().Indexed
+		out.N2 = uint64(schedPolicy())
 	case opBegin:
 		sv.setErr(m.Sid, nil, true)
 		out.N, err = lb.begin(m.Sid, int(m.N), int64(m.N2), int(m.N3))
@@ -503,6 +512,37 @@ func startIdle(cmd *exec.Cmd, done func()) error {
 	return <-errc
 }
 
+// foreground runs the calling goroutine, until the returned function is
+// called, on a thread of normal priority (SCHED_OTHER). Without the
+// privilege to leave SCHED_IDLE it stays there: queries then wait for idle
+// CPU, bounded by queryTimeout.
+func foreground() func() {
+	runtime.LockOSThread()
+	attr := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_NORMAL}
+	if err := unix.SchedSetAttr(0, attr, 0); err != nil {
+		runtime.UnlockOSThread()
+		return func() {}
+	}
+	return func() {
+		idle := &unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+		if unix.SchedSetAttr(0, idle, 0) == nil {
+			runtime.UnlockOSThread()
+		}
+		// else: keep the thread locked; it exits with the goroutine
+		// rather than run indexing at normal priority.
+	}
+}
+
+// schedPolicy is the scheduling policy of the calling thread (-1 if
+// unknown).
+func schedPolicy() int {
+	a, err := unix.SchedGetAttr(0, 0)
+	if err != nil {
+		return -1
+	}
+	return int(a.Policy)
+}
+
 // exited handles the end of worker w.
 func (rb *remoteBackend) exited(w *worker) {
 	close(w.exited)
@@ -704,6 +744,7 @@ func (rb *remoteBackend) stats() BackendStats {
 	s.Pid = w.cmd.Process.Pid
 	if r, err := w.query.call(&msg{Op: opStats}, queryTimeout); err == nil {
 		s.Indexed = r.N
+		s.QueryPolicy = int(r.N2)
 	}
 	return s
 }
