@@ -183,6 +183,9 @@ type Server struct {
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
 	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
+	// bg counts commits that went on without the killed caller they
+	// were for (interrupt.go); shutdown waits for them.
+	bg sync.WaitGroup
 
 	negMu     sync.Mutex
 	negs      map[negKey]negEntry // negative entries the kernel may hold
@@ -304,6 +307,7 @@ func (m *Server) shutdown() {
 	m.stopOnce.Do(func() {
 		close(m.stop)
 		<-m.tickDone
+		m.bg.Wait()
 		if err := m.Flush(); err != nil {
 			slog.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
 		}
