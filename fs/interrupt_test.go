@@ -106,3 +106,13 @@ func waitFUSE(t *testing.T, pid int) {
 	}
 	t.Errorf("process %d never waited for padfs", pid)
 }
+
+// Programs started after a mount do not inherit its /dev/fuse descriptor
+// (which would keep the connection alive, and its users waiting, if padfs
+// died).
+func TestFUSEDescriptorNotInherited(t *testing.T) {
+	mnt, _, _ := mountTest(t)
+	if out := sh(t, mnt, "ls -l /proc/self/fd/"); strings.Contains(out, "/dev/fuse") {
+		t.Errorf("a child process holds /dev/fuse:\n%s", out)
+	}
+}
