@@ -133,6 +133,13 @@ func callerKilled(ctx context.Context) bool {
 	return pidKilled(c.Pid)
 }
 
+// procMounted reports whether /proc shows this process (without it no
+// caller can be seen, and none counts as killed).
+var procMounted = sync.OnceValue(func() bool {
+	_, err := os.Stat("/proc/self/stat")
+	return err == nil
+})
+
 var procStatBufs = sync.Pool{New: func() any { return new([1024]byte) }}
 
 // pidKilled reads /proc/PID/stat (PID a thread, as FUSE names callers): a
@@ -143,7 +150,7 @@ var procStatBufs = sync.Pool{New: func() any { return new([1024]byte) }}
 func pidKilled(pid uint32) bool {
 	f, err := os.Open("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/stat")
 	if err != nil {
-		return errors.Is(err, os.ErrNotExist)
+		return errors.Is(err, os.ErrNotExist) && procMounted()
 	}
 	defer f.Close()
 	buf := procStatBufs.Get().(*[1024]byte)

@@ -45,8 +45,10 @@ func TestKilledCallerIsNotPinned(t *testing.T) {
 	block.Store(true)
 
 	start := func(script string) *exec.Cmd {
-		cmd := exec.Command("bash", "-c", script)
-		cmd.Dir = mnt
+		// bash changes into the mount, not the forked child (whose
+		// chdir, if it met a garbage collection of this process,
+		// would wait for a FUSE reply this process cannot give).
+		cmd := exec.Command("bash", "-c", "cd \"$0\" && "+script, mnt)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
