@@ -303,7 +303,7 @@ type overlay struct {
 	pending      mvcc.SetAttr
 }
 
-// attr reports, while f is dirty, the buffer's size, mtime, an estimate of
+// attrLocked reports (f.mu held), while f is dirty, the buffer's size, mtime, an estimate of
 // st_blocks and the pending attribute changes.
 func (f *fileState) attrLocked() (bool, overlay) {
 	if !f.dirty {
