@@ -72,6 +72,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -183,6 +184,9 @@ type Server struct {
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
 	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
+	// bg counts commits that went on without the killed caller they
+	// were for (interrupt.go); shutdown waits for them.
+	bg sync.WaitGroup
 
 	negMu     sync.Mutex
 	negs      map[negKey]negEntry // negative entries the kernel may hold
@@ -271,6 +275,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
+	closeFUSEOnExec()
 	go server.Serve()
 	if err := server.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
@@ -279,6 +284,28 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	m.root = root.EmbeddedInode()
 	go m.ticker()
 	return m, nil
+}
+
+// closeFUSEOnExec marks this process's /dev/fuse descriptors close-on-exec.
+// go-fuse's direct mount (padfs as root) leaves its descriptor inheritable,
+// so every program padfs (or a test) starts would hold the server's end of
+// the mount: were padfs to die, the connection would live on in the child,
+// and every process touching the mount (that child too) would wait for a
+// reply forever instead of failing with ENOTCONN.
+func closeFUSEOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && t == "/dev/fuse" {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // Wait blocks until the file system is unmounted (by Unmount or from
@@ -304,6 +331,7 @@ func (m *Server) shutdown() {
 	m.stopOnce.Do(func() {
 		close(m.stop)
 		<-m.tickDone
+		m.bg.Wait()
 		if err := m.Flush(); err != nil {
 			slog.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
 		}

@@ -47,7 +47,10 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		// Atomic O_TRUNC (Linux truncates even with O_RDONLY): the
 		// truncation joins the writes that follow in one version
 		// (nothing at all for an empty clean file).
-		f.mu.Lock()
+		if !f.lockFor(ctx, false) {
+			n.m.releaseLater(f)
+			return nil, 0, toErrno("open", errKilled)
+		}
 		var err error
 		if f.size != 0 || f.dirty {
 			if err = f.truncateLocked(0); err == nil {
@@ -67,7 +70,12 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 			n.NotifyContent(-1, 0) // the OPEN reply carries no mode
 		}
 	}
-	fl := n.keepCache(f.contentHLC())
+	if !f.lockFor(ctx, true) {
+		n.m.releaseLater(f)
+		return nil, 0, toErrno("open", errKilled)
+	}
+	fl := n.keepCache(f.base.ContentHLC)
+	f.mu.RUnlock()
 	if !writable && flags&syscall.O_TRUNC == 0 {
 		// A read-only descriptor changed nothing, so its close(2) need
 		// not wait for a FLUSH (one round trip less per file for grep,
@@ -95,7 +103,7 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 	var c int
 	var err error
 	if h.f != nil {
-		c, err = h.f.readAt(dest, off)
+		c, err = h.f.readAt(ctx, dest, off)
 	} else {
 		c, err = n.m.st.ReadAt(h.snap, dest, off)
 	}
@@ -131,7 +139,7 @@ func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	if !ok || h.f == nil {
 		return 0
 	}
-	return toErrno("flush", n.m.commit(h.f))
+	return toErrno("flush", n.m.commitFor(ctx, h.f))
 }
 
 // Release drops a handle; the last one commits and frees the buffer.
@@ -146,11 +154,11 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 // Fsync commits the inode and returns when the store is durable.
 func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
 	if h, ok := fh.(*handle); ok && h.f != nil {
-		if err := n.m.commit(h.f); err != nil {
+		if err := n.m.commitFor(ctx, h.f); err != nil {
 			return toErrno("fsync", err)
 		}
 	} else if f := n.m.file(n.s.id, n.ino); f != nil && n.view == nil {
-		if err := n.m.commit(f); err != nil {
+		if err := n.m.commitFor(ctx, f); err != nil {
 			return toErrno("fsync", err)
 		}
 	}
