@@ -50,8 +50,16 @@ func (c *changes) add(ev mvcc.Event) {
 		}
 	case "link":
 		c.paths[ev.Path2] = true
+	case mvcc.OpRestore:
+		// One restored root is its subtree; several are named in Detail,
+		// which does not split unambiguously: re-walk everything.
+		if strings.Contains(ev.Detail, "; also ") || ev.Path == "" {
+			c.full = true
+		} else {
+			c.subtrees[ev.Path] = true
+		}
 	case "chmod", "chown", "utimens", "setattr", "setxattr", "removexattr",
-		mvcc.OpCheckpoint, mvcc.OpSessionCreate, mvcc.OpForget:
+		mvcc.OpCheckpoint, mvcc.OpSessionCreate, mvcc.OpForget, mvcc.OpRename:
 		// No content or name changed.
 	default: // session.fork, session.redact, and anything unknown
 		c.full = true
