@@ -390,6 +390,14 @@ func (m *Server) InvalidateSession(sid mvcc.SessionID) {
 	go m.invalidate(sid)
 }
 
+// InvalidateSessionWait is InvalidateSession that returns when the
+// kernel's caches are dropped, so a command that changed the session
+// (restore, undo, fork...) exits only once the mount shows the change. It
+// must not be called from inside a FUSE request of this mount.
+func (m *Server) InvalidateSessionWait(sid mvcc.SessionID) {
+	m.invalidate(sid)
+}
+
 func (m *Server) invalidate(sid mvcc.SessionID) {
 	// Names that did not exist may now: drop the negative entries first.
 	for _, k := range m.takeNegatives(sid) {
