@@ -192,6 +192,7 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 	}
 	pr := &pruner{sid: sid, r: r, points: points, unlinkedBefore: opt.UnlinkedBefore, unknown: map[Hash]bool{}}
 	if opt.DryRun {
+		opt.Before = min(opt.Before, s.clock.Last())
 		err := s.View(func(t *ReadTx) error {
 			if err := plan(t.r, t); err != nil {
 				return err
@@ -214,6 +215,13 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 	}
 
 	err := s.kv.Update(func(tx kv.Txn) error {
+		// T is never later than now: every commit after this one is later
+		// than T, so the state as of T is settled.
+		now := s.clock.Tick()
+		if err := tx.Put(metaKey("hlc"), u64(uint64(now))); err != nil {
+			return err
+		}
+		opt.Before = min(opt.Before, now)
 		if err := plan(tx, &ReadTx{s: s, r: tx}); err != nil {
 			return err
 		}

@@ -122,6 +122,9 @@ token: %s
 }
 
 func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
+	// A full disk must not stop a purge: it writes before it frees.
+	releaseReserve(a.Dir)
+	defer restoreReserve(a.Dir)
 	if err := a.FlushMount(); err != nil {
 		return fmt.Errorf("commit the mount's open writes: %w", err)
 	}
