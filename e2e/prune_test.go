@@ -3,9 +3,11 @@ package e2e
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 type pruneJSON struct {
@@ -158,5 +160,88 @@ func TestPruneWithoutMount(t *testing.T) {
 	startMount(t, data, mnt, "--session", sid)
 	if got := sh(t, data, mnt, "cat f.txt"); got != "v3\n" {
 		t.Fatalf("f.txt after prune: %q", got)
+	}
+}
+
+// TestDiskFullIsRecoverable: on a full 32 MiB tmpfs data directory, padfs
+// prune and padfs session forget --hard still run (the DATA/reserve file
+// gives them room), small writes work again after the prune, and after the
+// hard forget (which compacts) the space is back and the reserve too.
+func TestDiskFullIsRecoverable(t *testing.T) {
+	needFUSE(t)
+	base := t.TempDir()
+	tm := filepath.Join(base, "tmpfs")
+	if err := os.Mkdir(tm, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", tm).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs (%v: %s)", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", tm).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v %s", tm, err, out)
+		}
+	})
+	data, mnt := filepath.Join(tm, "data"), filepath.Join(base, "mnt")
+	if err := os.Mkdir(mnt, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	a := newSession(t, data, "a")
+	b := newSession(t, data, "b")
+	startMount(t, data, mnt)
+	if fi, err := os.Stat(filepath.Join(data, "reserve")); err != nil || fi.Size() == 0 {
+		t.Fatalf("no disk-full reserve in %s: %v", data, err)
+	}
+	// History in a, then b fills the disk, slowly enough that the log is
+	// folded into padfs.db as it goes (as it is for any writer that does
+	// not write 32 MiB within a second).
+	sh(t, data, filepath.Join(mnt, a), `
+echo keep > keep.txt
+for i in 1 2 3 4 5 6; do head -c 1000000 /dev/urandom > big.bin; done
+sha256sum big.bin keep.txt > /dev/null`)
+	want := sh(t, data, filepath.Join(mnt, a), "sha256sum big.bin keep.txt")
+	full := shResult(t, data, filepath.Join(mnt, b), `
+for i in $(seq 1 100); do head -c 1000000 /dev/urandom > f$i.bin || { echo "full at $i"; exit 0; }; sleep 0.3; done
+echo never full`)
+	if !strings.Contains(full.out, "full at") {
+		t.Fatalf("the disk never filled: %q %q", full.out, full.errout)
+	}
+	t.Logf("%s; df: %s", strings.TrimSpace(full.out), strings.TrimSpace(sh(t, data, tm, "df -k . | tail -1")))
+
+	// prune on the full disk.
+	before := time.Now().UTC().Format(time.RFC3339Nano)
+	r := padfs(t, data, "prune", "--session", a, "--before", before, "--json")
+	if r.code != 0 {
+		t.Fatalf("prune on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
+	}
+	if p := parsePrune(t, r.out); p.Versions == 0 || p.Chunks == 0 {
+		t.Fatalf("prune on a full disk freed nothing: %+v", p)
+	}
+	t.Logf("after the prune, df: %s", strings.TrimSpace(sh(t, data, tm, "df -k . | tail -1")))
+	// Small writes work again: they reuse the pages the prune freed.
+	if r := shResult(t, data, filepath.Join(mnt, a), "echo after prune > small.txt && cat small.txt"); r.code != 0 || r.out != "after prune\n" {
+		t.Errorf("a small write after the prune: exit %d %q %q (needs writers that recover from ENOSPC)", r.code, r.out, r.errout)
+	}
+
+	// forget --hard on the full disk: receipt, then the purge, which
+	// compacts and so gives the space back.
+	rec := padfs(t, data, "session", "forget", "--hard", b, "--json")
+	if rec.code != 0 {
+		t.Fatalf("forget --hard receipt on a full disk: exit %d\n%s%s", rec.code, rec.out, rec.errout)
+	}
+	var receipt struct{ Token string }
+	if err := json.Unmarshal([]byte(rec.out), &receipt); err != nil || receipt.Token == "" {
+		t.Fatalf("receipt: %v %q", err, rec.out)
+	}
+	if r := padfs(t, data, "session", "forget", "--hard", b, "--confirm", receipt.Token); r.code != 0 {
+		t.Fatalf("forget --hard on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
+	}
+	t.Logf("after the hard forget, df: %s", strings.TrimSpace(sh(t, data, tm, "df -k . | tail -1")))
+	if fi, err := os.Stat(filepath.Join(data, "reserve")); err != nil || fi.Size() == 0 {
+		t.Errorf("the reserve was not restored once there was room: %v", err)
+	}
+	// Back to normal: a large write, and a's files as they were.
+	if got := sh(t, data, filepath.Join(mnt, a), "head -c 4000000 /dev/urandom > new.bin && stat -c %s new.bin && sha256sum big.bin keep.txt"); got != "4000000\n"+want {
+		t.Errorf("after recovery: %q, want size 4000000 and %q", got, want)
 	}
 }

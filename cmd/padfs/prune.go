@@ -106,9 +106,7 @@ go. --json prints one object per session.`,
 					}
 					sids = append(sids, sid)
 				}
-				if err := a.FlushMount(); err != nil {
-					return fmt.Errorf("commit the mount's open writes: %w", err)
-				}
+				flushBeforeFreeing(a)
 				if !dry {
 					// A full disk must not stop a prune: it writes before it frees.
 					releaseReserve(a.Dir)

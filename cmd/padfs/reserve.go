@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 
@@ -12,7 +13,7 @@ import (
 // commands that free space: a prune or a hard forget writes (log records
 // of its deletions, bbolt's copy-on-write pages) before it frees anything.
 // So the data directory keeps DATA/reserve, a preallocated file of
-// reserveMax bytes (at most a sixteenth of the filesystem), which those
+// reserveMax bytes (at most an eighth of the filesystem), which those
 // commands delete before they run and put back after, when there is room
 // again.
 
@@ -35,7 +36,7 @@ func restoreReserve(dir string) {
 	if err := unix.Statfs(dir, &fs); err != nil {
 		return
 	}
-	size := min(int64(reserveMax), int64(fs.Blocks)*int64(fs.Bsize)/16)
+	size := min(int64(reserveMax), int64(fs.Blocks)*int64(fs.Bsize)/8)
 	if uint64(size)*2 > fs.Bavail*uint64(fs.Bsize) {
 		return // too little room: do not take the last of it
 	}
@@ -69,3 +70,13 @@ func writeZeros(f *os.File, size int64) error {
 // releaseReserve deletes the reserve, giving its room to a command that
 // frees space.
 func releaseReserve(dir string) { _ = os.Remove(reservePath(dir)) }
+
+// flushBeforeFreeing commits the running mount's buffered writes before a
+// command that frees space. On a full disk that commit may be what fails:
+// the command then goes on with what is committed, saying so, since
+// freeing space is the way out.
+func flushBeforeFreeing(a *App) {
+	if err := a.FlushMount(); err != nil {
+		fmt.Fprintf(a.Err, "padfs: warning: the mount's open writes could not be committed (%v); going on with what is committed\n", oneLine(err.Error()))
+	}
+}
