@@ -25,8 +25,10 @@ import (
 // versions to look at, so pruning a day reads that day's records. Sessions
 // written by a padfs without records are scanned chain by chain, once, for
 // the history before their first record. Work is done in short write
-// transactions of at most pruneBatch versions, so writers wait at most one
-// batch. Chunks whose last referencing version goes are deleted.
+// transactions of at most pruneBatch versions, each followed by a pause as
+// long as itself (pace), so writers wait at most one batch and keep about
+// half of the write lock's time. Chunks whose last referencing version
+// goes are deleted.
 
 // pruneState is the session's "P" record.
 type pruneState struct {
@@ -149,7 +151,12 @@ type PruneReceipt struct {
 }
 
 // pruneBatch bounds the versions one write transaction of a prune handles.
-const pruneBatch = 512
+const pruneBatch = 256
+
+// pace waits, after a batch that began at t0, as long as the batch held
+// the write lock (at most 10 ms): the writers waiting for the lock get it
+// in between, instead of racing a prune that asks for it again at once.
+func pace(t0 time.Time) { time.Sleep(min(time.Since(t0), 10*time.Millisecond)) }
 
 // Prune deletes the history of sid before opt.Before (see the top of this
 // file) and returns what it freed. Writers keep committing meanwhile.
@@ -253,6 +260,7 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 	}
 	for {
 		n := 0
+		t0 := time.Now()
 		if err := s.kv.Update(func(tx kv.Txn) error {
 			pr.io = &pruneIO{r: tx, w: tx}
 			n = 0
@@ -263,6 +271,7 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 		if n == 0 {
 			break
 		}
+		pace(t0)
 	}
 	if len(pr.unknown) > 0 {
 		if err := s.kv.Update(func(tx kv.Txn) error {
@@ -602,6 +611,7 @@ func (p *pruner) scanChains(rd kv.Reader, s *Store, progress Progress) error {
 					return err
 				}
 				if len(page) > 0 {
+					t0 := time.Now()
 					if err := s.kv.Update(func(tx kv.Txn) error {
 						p.io = &pruneIO{r: tx, w: tx}
 						for _, k := range page {
@@ -613,6 +623,7 @@ func (p *pruner) scanChains(rd kv.Reader, s *Store, progress Progress) error {
 					}); err != nil {
 						return err
 					}
+					pace(t0)
 				}
 			}
 			progress.report("scan", int64(p.r.Scanned), 0)

@@ -43,7 +43,7 @@ After a prune, .asof/ of a point before T that is no kept checkpoint shows
 the state as of T (the prune point); ls .asof/ still lists every commit
 point, since the log (padfs log) keeps every event. Checkpoint names stay.
 
-It runs in short write transactions (at most 512 versions each), so writers
+It runs in short write transactions (at most 256 versions each), so writers
 of a running mount wait at most a few milliseconds at a time. It reads the
 records of the commits before T, not the whole store; a session written by
 an older padfs is scanned chain by chain once instead (the receipt's
