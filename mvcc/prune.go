@@ -66,8 +66,9 @@ func writePruneState(tx kv.Txn, sid SessionID, ps pruneState) error {
 
 // pruneFloor is the cached part of a session's prune state that reads need.
 type pruneFloor struct {
-	to   HLC
-	kept []HLC
+	to      HLC
+	kept    []HLC
+	created HLC // reads before the session existed find nothing, as before
 }
 
 // clampAt returns the point a read as of at really reads: at itself, or
@@ -84,10 +85,21 @@ func (t *ReadTx) clampAt(sid SessionID, at HLC) (HLC, error) {
 		if err != nil {
 			return at, err
 		}
-		f = pruneFloor{ps.PrunedTo, ps.Kept}
-		t.s.floors.Store(sid, f)
+		f = pruneFloor{to: ps.PrunedTo, kept: ps.Kept}
+		if ps.PrunedTo != 0 {
+			h, err := t.Header(sid)
+			if err != nil {
+				return at, err
+			}
+			f.created = h.Created
+		}
+		// LoadOrStore: a prune that raised the floor meanwhile wins over
+		// what this (older) snapshot says.
+		if v, loaded := t.s.floors.LoadOrStore(sid, f); loaded {
+			f = v.(pruneFloor)
+		}
 	}
-	if at >= f.to || slices.Contains(f.kept, at) {
+	if at >= f.to || at < f.created || slices.Contains(f.kept, at) {
 		return at, nil
 	}
 	return f.to, nil
@@ -236,10 +248,17 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 		if err := writePruneState(tx, sid, ps); err != nil {
 			return err
 		}
-		s.floors.Store(sid, pruneFloor{ps.PrunedTo, ps.Kept})
+		h, err := (&ReadTx{s: s, r: tx}).Header(sid)
+		if err != nil {
+			return err
+		}
+		// Before any version goes: from now on reads of pruned history
+		// read the state as of T, which this prune keeps.
+		s.floors.Store(sid, pruneFloor{to: ps.PrunedTo, kept: ps.Kept, created: h.Created})
 		return nil
 	})
 	if err != nil {
+		s.floors.Delete(sid) // the floor may not have reached the store
 		return nil, err
 	}
 	pr.points = points

@@ -45,12 +45,7 @@ func TestMeasurePrune(t *testing.T) {
 	if err := e.st.Sync(); err != nil {
 		t.Fatal(err)
 	}
-	e.st.Close()
-	st, err := OpenDir(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.st = st
+	st := e.reopen()
 	fi, _ := os.Stat(filepath.Join(e.dir, "padfs.db"))
 	evs := len(e.events(sid, LogFilter{}))
 	t.Logf("built %d commits, padfs.db %d MB, in %s", evs, fi.Size()>>20, time.Since(start).Round(time.Millisecond))

@@ -328,18 +328,27 @@ func TestPruneKeepsStateAsOfT(t *testing.T) {
 	if n := versionsBefore(t, e.st, p.sid, p.cp+1); n > len(p.dumps[1])*2+1+3 {
 		t.Fatalf("%d versions from before the checkpoint remain after dropping it", n)
 	}
+	// The name removed before T is gone from the keyspace, its tombstone
+	// too now that the checkpoint that read it is dropped: listing the
+	// directory no longer visits it.
+	dir, err := e.st.Walk(p.sid, "dir", Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	e.st.View(func(tx *ReadTx) error {
+		return scanKeys(tx.r, dentryChain(p.sid, dir.Ino, "gone.txt"), func(_, _ []byte) error { n++; return nil })
+	})
+	if n != 0 {
+		t.Errorf("%d versions of the name removed before T remain", n)
+	}
 	// The fork's chunk, which only the checkpoint's state of the parent
 	// still named, is now the fork's alone.
 	if !hasKey(t, e.st, chunkKey(p.forkChunk)) || hasKey(t, e.st, chunkRefKey(p.forkChunk, p.sid)) {
 		t.Fatal("fork chunk: want stored, no longer referenced by the parent")
 	}
 	// The store reopens with the floor (it is on disk, not only cached).
-	e.st.Close()
-	st, err := OpenDir(e.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.st = st
+	st := e.reopen()
 	if got := treeDump(t, st, p.sid, p.before); !reflect.DeepEqual(got, p.dumps[1]) {
 		t.Fatalf("after reopening, a pruned point reads %v", got)
 	}
@@ -363,10 +372,7 @@ func TestPruneWithoutRecordsScansChains(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.st.Close()
-	if e.st, err = OpenDir(e.dir); err != nil {
-		t.Fatal(err)
-	}
+	e.reopen()
 	before := storedBytes(t, e.st)
 	dry, err := e.st.Prune(p.sid, PruneOptions{Before: p.t, UnlinkedBefore: p.t, DryRun: true})
 	if err != nil {
@@ -485,12 +491,7 @@ func TestWritePruneCycleReusesSpace(t *testing.T) {
 		if _, err := e.st.Prune(sid, PruneOptions{Before: at, UnlinkedBefore: at}); err != nil {
 			t.Fatal(err)
 		}
-		e.st.Close() // folds the log into padfs.db
-		st, err := OpenDir(e.dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.st = st
+		e.reopen() // folds the log into padfs.db
 		fi, err := os.Stat(filepath.Join(e.dir, "padfs.db"))
 		if err != nil {
 			t.Fatal(err)
@@ -504,4 +505,18 @@ func TestWritePruneCycleReusesSpace(t *testing.T) {
 	if got := e.mustRead(sid, "f.bin", Latest); got != string(bigText(int64(cycles*perCycle-1), size, "", 0)) {
 		t.Fatal("f.bin lost its latest content")
 	}
+}
+
+// reopen closes the store (folding its log into padfs.db) and opens it
+// again.
+func (e *lcEnv) reopen() *Store {
+	e.t.Helper()
+	e.st.Close()
+	st, err := OpenDir(e.dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(func() { st.Close() })
+	e.st = st
+	return st
 }
