@@ -245,3 +245,28 @@ echo never full`)
 		t.Errorf("after recovery: %q, want size 4000000 and %q", got, want)
 	}
 }
+
+// TestPolicyPrunesInTheBackground: DATA/policy.json is applied by a
+// running mount, and by padfs prune --policy.
+func TestPolicyPrunesInTheBackground(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data, "policy")
+	if err := os.WriteFile(filepath.Join(data, "policy.json"), []byte(`{"keep": "0s", "every": "1s"}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if r := padfs(t, data, "prune", "--help-policy"); r.code != 0 || !strings.Contains(r.out, "keep_checkpoints") {
+		t.Fatalf("prune --help-policy: %d %q", r.code, r.out)
+	}
+	m := startMount(t, data, mnt, "--session", sid)
+	early := strings.TrimSpace(sh(t, data, mnt, `echo v1 > f.txt; t=$(padfs now); echo v2 > f.txt; echo v3 > f.txt; echo $t`))
+	waitFor(t, "the policy to prune", func() bool { return strings.Contains(m.stderr.String(), "policy pruned") })
+	if got := sh(t, data, mnt, "cat f.txt; cat .asof/"+early+"/f.txt"); got != "v3\nv3\n" {
+		t.Fatalf("after the policy pruned: f.txt now and as of %s: %q, want v3 twice", early, got)
+	}
+	sh(t, data, mnt, `echo v4 > f.txt; echo v5 > f.txt`)
+	r := parsePrune(t, mustPadfs(t, data, "prune", "--policy", "--session", sid, "--json"))
+	if r.Session != sid {
+		t.Fatalf("prune --policy: %+v", r)
+	}
+}
