@@ -99,6 +99,17 @@ wait $w`)
 	if got := sh(t, data, filepath.Join(mnt, ".asof", early), treeListing); got != atT {
 		t.Errorf(".asof/%s (pruned) does not show the state as of T:\n%s\nwant\n%s", early, got, atT)
 	}
+	// ls .asof/ starts at the prune point: the points before it all show
+	// its state.
+	pts := strings.Fields(sh(t, data, mnt, "ls .asof/"))
+	if len(pts) == 0 || pts[0] != r.Before {
+		t.Errorf("ls .asof/ after the prune: %v, want %s first", pts, r.Before)
+	}
+	for _, p := range pts {
+		if p < r.Before {
+			t.Errorf("ls .asof/ lists %s, before the prune point %s", p, r.Before)
+		}
+	}
 	if n := strings.Count(mustPadfs(t, data, "log", "--session", sid), "\n"); n < events {
 		t.Errorf("log has %d events after the prune, %d before", n, events)
 	}

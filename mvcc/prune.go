@@ -117,6 +117,12 @@ func (s *Store) PrunedTo(sid SessionID) (HLC, []HLC, error) {
 	return ps.PrunedTo, ps.Kept, err
 }
 
+// SeqAtOrBefore returns the sequence number of the session's last event
+// at or before at (0: none), by binary search of the log.
+func (t *ReadTx) SeqAtOrBefore(sid SessionID, at HLC) (uint64, error) {
+	return t.seqAfterHLC(sid, at)
+}
+
 func (s *Store) dropPruneCache(sid SessionID) {
 	s.floors.Delete(sid)
 	s.recorded.Delete(sid)
