@@ -290,6 +290,15 @@ func (st *fsckState) check(k, v []byte) {
 		if err != nil {
 			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
 		}
+	case pXattr:
+		var x xattrVersion
+		_, _, err := splitXattrKey(k)
+		if err == nil {
+			err = decode(k, v, &x)
+		}
+		if err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
 	case pSuperseded, pPrune:
 		var err error
 		if k[0] == pSuperseded && len(k) != 1+16+8 || k[0] == pPrune && len(k) != 1+16 {
