@@ -224,6 +224,13 @@ func (p *pruneScenario) check(t *testing.T) {
 	if n, want := versionsBefore(t, st, p.sid, p.cp+1), len(p.dumps[0])*2+1+3; n > want {
 		t.Errorf("%d versions before the checkpoint remain, want at most %d", n, want)
 	}
+	if r, err := st.Fsck(FsckOptions{}); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, pr := range r.Problems {
+			t.Errorf("fsck after the prune: %+v", pr)
+		}
+	}
 	// The log and the checkpoint stay.
 	if n := len(p.e.events(p.sid, LogFilter{})); n < p.eventsBefore {
 		t.Errorf("log lost events: %d", n)
