@@ -157,12 +157,35 @@ func TestPruneWithoutMount(t *testing.T) {
 	m := startMount(t, data, mnt, "--session", sid)
 	sh(t, data, mnt, `for i in 1 2 3; do echo "v$i" > f.txt; done`)
 	m.stop()
+	type du struct {
+		Sessions []struct {
+			Session         string `json:"session"`
+			Files           int    `json:"files"`
+			HistoryVersions int    `json:"history_versions"`
+			HistoryBytes    int64  `json:"history_bytes"`
+			PrunedTo        string `json:"pruned_to"`
+		} `json:"sessions"`
+		Files map[string]int64 `json:"files"`
+	}
+	duOf := func() du {
+		var d du
+		if err := json.Unmarshal([]byte(mustPadfs(t, data, "du", "--json")), &d); err != nil || len(d.Sessions) != 1 {
+			t.Fatalf("du --json: %v %+v", err, d)
+		}
+		return d
+	}
+	if d := duOf(); d.Sessions[0].Files != 1 || d.Sessions[0].HistoryVersions == 0 || d.Sessions[0].PrunedTo != "" || d.Files["padfs.db"] == 0 {
+		t.Fatalf("du before the prune: %+v", d)
+	}
 	var rows []pruneJSON
 	if err := json.Unmarshal([]byte(mustPadfs(t, data, "prune", "--all", "--before", "0s", "--json")), &rows); err != nil {
 		t.Fatal(err)
 	}
 	if len(rows) != 1 || rows[0].Session != sid || rows[0].Versions == 0 {
 		t.Fatalf("prune --all --before 0s: %+v", rows)
+	}
+	if d := duOf(); d.Sessions[0].HistoryVersions != 0 || d.Sessions[0].PrunedTo != rows[0].Before {
+		t.Fatalf("du after the prune: %+v, want no history, pruned to %s", d, rows[0].Before)
 	}
 	r := padfs(t, data, "prune", "--session", sid, "--before", "not-a-time")
 	if r.code != 2 || !strings.Contains(r.errout, "not-a-time") {
