@@ -527,3 +527,77 @@ func (e *lcEnv) reopen() *Store {
 	e.st = st
 	return st
 }
+
+// Prunes race with writers and as-of readers: every read as of a kept
+// point sees exactly what it saw before, whatever the prune has done yet.
+func TestPruneBesideWritersAndReaders(t *testing.T) {
+	e := lcOpen(t)
+	sid := e.session("race")
+	for i := 0; i < 300; i++ {
+		e.write(sid, fmt.Sprintf("f%02d", i%30), []byte(fmt.Sprintf("before %d", i)))
+	}
+	tT := e.now()
+	want := treeDump(t, e.st, sid, tT)
+	stop := make(chan struct{})
+	errs := make(chan error, 2)
+	go func() { // writer
+		defer func() { errs <- nil }()
+		h, _ := e.st.Header(sid)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := e.st.Lookup(sid, h.Root, fmt.Sprintf("f%02d", i%30), Latest)
+			if err == nil {
+				_, err = e.st.WriteContent(sid, n.Ino, strings.NewReader(fmt.Sprintf("after %d", i)), nowNs())
+			}
+			if err != nil {
+				errs <- err
+				return
+			}
+		}
+	}()
+	readerErr := make(chan string, 1)
+	go func() { // reader of the state as of T and of a pruned point
+		for {
+			select {
+			case <-stop:
+				readerErr <- ""
+				return
+			default:
+			}
+			var got map[string]string
+			err := e.st.View(func(tx *ReadTx) error {
+				got = map[string]string{}
+				return tx.WalkTree(sid, tT, func(en TreeEntry) error {
+					c, err := tx.Content(en.Node)
+					got[en.Path] = fmt.Sprintf("%x", sha256.Sum256(c))
+					return err
+				})
+			})
+			if err != nil || len(got) != len(want) {
+				readerErr <- fmt.Sprintf("read as of T during the prune: %v, %d names, want %d", err, len(got), len(want))
+				return
+			}
+		}
+	}()
+	r, err := e.st.Prune(sid, PruneOptions{Before: tT, UnlinkedBefore: tT})
+	close(stop)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errs; err != nil {
+		t.Fatal(err)
+	}
+	if msg := <-readerErr; msg != "" {
+		t.Fatal(msg)
+	}
+	if r.Versions < 270 { // 270 file versions superseded before T, and the root's
+		t.Fatalf("receipt %+v", r)
+	}
+	if got := treeDump(t, e.st, sid, tT); !reflect.DeepEqual(got, want) {
+		t.Fatalf("state as of T after a prune beside a writer:\n got %v\nwant %v", got, want)
+	}
+}
