@@ -39,9 +39,15 @@ of T, as of every named checkpoint before T (unless --keep-checkpoints=false)
 and every state after T stay exactly as they were. T is an HLC, an RFC 3339
 time, a checkpoint name, or a duration ago (90m, 36h, 7d, 2w).
 
+Files and directories unlinked before T go entirely (their last version
+too) once unlinked for more than an hour, since a process may still hold
+them open; names removed before T leave the keyspace, so listings no longer
+visit them.
+
 After a prune, .asof/ of a point before T that is no kept checkpoint shows
-the state as of T (the prune point); ls .asof/ still lists every commit
-point, since the log (padfs log) keeps every event. Checkpoint names stay.
+the state as of T (the prune point), and ls .asof/ lists T first, then
+the commits after it, and the checkpoint names (which stay). The log
+(padfs log, .log/) keeps every event.
 
 It runs in short write transactions (at most 256 versions each), so writers
 of a running mount wait at most a few milliseconds at a time. It reads the
@@ -52,7 +58,7 @@ space back to the filesystem (writers wait while the store is copied).
 
 --policy runs the data directory's policy (DATA/policy.json, see padfs
 prune --help-policy) once. --dry-run changes nothing and prints what would
-go. --json prints one object per session.`,
+go. --json prints an object (an array of them with --all or --policy).`,
 		Example: `  padfs prune --before 7d --dry-run
   padfs prune --all --before 2026-11-01T00:00:00Z --compact
   padfs prune --session refactor --before before-refactor --json`,
