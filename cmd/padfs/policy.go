@@ -96,9 +96,12 @@ func applyPolicy(a *App, p *policy) error {
 }
 
 // policyMountHook puts the disk-full reserve in place and applies the
-// policy in the background while the mount runs.
-func policyMountHook(a *App, _ *padfs.Options) (func(), error) {
+// policy in the background while the mount runs (not in a mount --asof).
+func policyMountHook(a *App, o *padfs.Options) (func(), error) {
 	restoreReserve(a.Dir)
+	if o.AsOf != nil {
+		return nil, nil // a read-only view of the past: leave its history alone
+	}
 	stop, done := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(done)
