@@ -108,6 +108,10 @@ func (s *Store) notify(sid SessionID, ev Event) {
 type ReadTx struct {
 	s *Store
 	r kv.Reader
+	// heads, in a commit, remembers the newest key of each chain read as
+	// of Latest ("" for none), so that writing the chain's next version
+	// needs no second seek to learn what it supersedes (versionPut).
+	heads map[string]string
 }
 
 // View runs fn against a consistent snapshot.
@@ -125,6 +129,9 @@ func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
 		}
 		return false, nil
 	})
+	if err == nil && at == Latest && t.heads != nil {
+		t.heads[string(chain)] = string(k)
+	}
 	return k, v, err
 }
 

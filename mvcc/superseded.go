@@ -41,19 +41,25 @@ type supersession struct {
 // nil.
 func (t *WriteTx) versionPut(chain, k []byte, tomb bool) ([]byte, error) {
 	var prev, prevV []byte
-	err := t.w.Scan(chain, kv.PrefixEnd(chain), func(kk, vv []byte) (bool, error) {
-		if len(kk) == len(chain)+8 {
-			prev = append([]byte(nil), kk...)
-			if bytes.Equal(kk, k) {
-				prevV = append([]byte(nil), vv...)
-			}
+	if h, ok := t.heads[string(chain)]; ok {
+		if h != "" {
+			prev = []byte(h)
 		}
-		return false, nil
-	})
-	if err != nil {
-		return nil, err
+	} else {
+		var err error
+		if prev, _, err = t.seekChain(chain, Latest); err != nil {
+			return nil, err
+		}
 	}
+	t.heads[string(chain)] = string(k)
 	same := prev != nil && bytes.Equal(prev, k)
+	if same {
+		var err error
+		if prevV, err = t.w.Get(k); err != nil {
+			return nil, err
+		}
+		prevV = append([]byte(nil), prevV...)
+	}
 	if prev != nil && !same {
 		t.sup.Superseded = append(t.sup.Superseded, prev)
 	}

@@ -53,7 +53,7 @@ const (
 func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) (Event, error) {
 	var ev Event
 	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
+		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx, heads: map[string]string{}}, w: tx, sid: sid}
 		if err := t.checkSessionLocked(kind); err != nil {
 			return err
 		}
