@@ -170,7 +170,7 @@ go. --json prints an object (an array of them with --all or --policy).`,
 		},
 	}
 	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
-	c.Flags().Bool("all", false, "prune every session")
+	c.Flags().Bool("all", false, "prune every session (soft-forgotten ones too)")
 	c.Flags().String("before", "", "T: an HLC, RFC 3339 time, checkpoint name or duration ago (7d)")
 	c.Flags().Bool("policy", false, "prune as the data directory's policy says (every session unless --session)")
 	c.Flags().Bool("help-policy", false, "describe DATA/policy.json")
