@@ -104,9 +104,7 @@ func softForget(a *App, sid mvcc.SessionID, asJSON bool) error {
 }
 
 func purgeReceipt(a *App, sid mvcc.SessionID, asJSON bool) error {
-	if err := a.FlushMount(); err != nil {
-		return fmt.Errorf("commit the mount's open writes: %w", err)
-	}
+	flushBeforeFreeing(a)
 	r, err := a.Store.PlanPurge(sid)
 	if err != nil {
 		return err
@@ -133,9 +131,10 @@ token: %s
 }
 
 func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
-	if err := a.FlushMount(); err != nil {
-		return fmt.Errorf("commit the mount's open writes: %w", err)
-	}
+	// A full disk must not stop a purge: it writes before it frees.
+	releaseReserve(a.Dir)
+	defer restoreReserve(a.Dir)
+	flushBeforeFreeing(a)
 	r, err := lifecycle(a, sid, func(st *session.Store, progress mvcc.Progress) (*mvcc.PurgeReceipt, error) {
 		return st.Purge(sid.String(), token, progress)
 	})
