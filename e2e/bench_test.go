@@ -172,6 +172,7 @@ func runBench(t *testing.T, c benchConfig) {
 	goModCache := strings.TrimSpace(sh(t, "", base, "go env GOMODCACHE"))
 	rnd := filepath.Join(base, "random")
 
+	loadStart := loadAvg()
 	samples := map[string]map[string][]benchSample{}
 	var lags, lagCPU, idxRatio []float64
 	var content int64 // bytes of the untarred tree's files
@@ -245,7 +246,7 @@ func runBench(t *testing.T, c benchConfig) {
 	lbRSS := procStatusKB(lbPid, "VmHWM")
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "machine: %s\n\n", machine(base))
+	fmt.Fprintf(&b, "machine: %s\nload average (1, 5, 15 min): %s at the start, %s at the end\n\n", machine(base), loadStart, loadAvg())
 	fmt.Fprintf(&b, "tree: %s of %s (%.1f MB, %d rounds, medians)\n\n", strings.Join(c.tree, ","), goRootSrc, float64(content)/1e6, c.rounds)
 	fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s |")
 	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|")
@@ -535,6 +536,17 @@ func machine(dir string) string {
 		kernel = "Linux " + string(k) + ", "
 	}
 	return fmt.Sprintf("%s%d CPUs (%s), %s on %s, %s", kernel, runtime.NumCPU(), model, dir, fsType, runtime.Version())
+}
+
+// loadAvg is the first three fields of /proc/loadavg: the machine may be
+// shared, and the numbers mean little if it was busy.
+func loadAvg() string {
+	b, _ := os.ReadFile("/proc/loadavg")
+	f := strings.Fields(string(b))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
 
 func median(v []float64) float64 {
