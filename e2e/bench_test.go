@@ -72,9 +72,9 @@ for i in $(seq "$NSMALL"); do echo "small file $i" > small/f$i; done
 cat small/* | sha256sum
 rm small/*
 rmdir small`},
-	{name: "sed -i loop", run: `files=$(find src/go -name '*.go' | sort | sed -n "1,${NSED}p")
+	{name: "sed -i loop", run: `files=$(find src/go -type f -name '*.go' | sort | sed -n "1,${NSED}p")
 for f in $files; do sed -i 's/Copyright/COPYRIGHT/' "$f"; done`,
-		check: `files=$(find src/go -name '*.go' | sort | sed -n "1,${NSED}p"); echo $files | wc -w; cat $files | sha256sum`},
+		check: `files=$(find src/go -type f -name '*.go' | sort | sed -n "1,${NSED}p"); echo $files | wc -w; cat $files | sha256sum`},
 	{name: "write + fsync", run: `dd if="$RAND" of=big bs=1M count="$BIG_MB" conv=fsync status=none`},
 	{name: "read back", run: `dd if=big of=/dev/null bs=1M status=none`,
 		check: `sha256sum < big`},
