@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -235,5 +236,58 @@ func TestAllSessionsByName(t *testing.T) {
 	startMount(t, data, d["past"], "--session", "gamma", "--asof", t1)
 	if got := readFile(t, filepath.Join(d["past"], "f")); got != "hi\n" {
 		t.Errorf("past/f = %q", got)
+	}
+}
+
+// TestServedMountBusy: a busy further mount behaves as a busy first
+// mount: SIGTERM to its client says so (on the client's stderr) and keeps
+// serving, a second one detaches lazily, and the client exits 0 once the
+// last file there is closed. The first mount is untouched.
+func TestServedMountBusy(t *testing.T) {
+	needFUSE(t)
+	data, _ := dirs(t)
+	d := mountDirs(t, "a", "b")
+	s1 := newSession(t, data, "one")
+	s2 := newSession(t, data, "two")
+	a := startMount(t, data, d["a"], "--session", s1)
+	b := startMount(t, data, d["b"], "--session", s2)
+	sh(t, data, d["b"], "echo kept > kept.txt")
+
+	holder := exec.Command("bash", "-c", "exec 3<kept.txt; read -r line; echo \"$line\"")
+	holder.Dir = d["b"]
+	stdin, err := holder.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { holder.Process.Kill(); holder.Wait() })
+
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	waitFor(t, "the busy warning", func() bool { return strings.Contains(b.stderr.String(), "cannot unmount yet") })
+	if got := readFile(t, filepath.Join(d["b"], "kept.txt")); got != "kept\n" || !isMounted(d["b"]) {
+		t.Fatalf("b not serving after the first SIGTERM: %q", got)
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM) // lazy detach
+	waitFor(t, "the lazy detach", func() bool { return !isMounted(d["b"]) })
+	if exited(b) {
+		t.Errorf("client exited while its detached mount still serves an open file")
+	}
+	stdin.Write([]byte("bye\n"))
+	stdin.Close()
+	holder.Wait()
+	b.wait()
+	if b.exitErr != nil {
+		t.Fatalf("client exit %v; stderr:\n%s", b.exitErr, b.stderr.String())
+	}
+	sh(t, data, d["a"], "echo still > s && test \"$(cat s)\" = still")
+	if exited(a) {
+		t.Fatal("the first padfs exited")
+	}
+	// Session two can be mounted again at once.
+	startMount(t, data, d["b"], "--session", s2)
+	if got := readFile(t, filepath.Join(d["b"], "kept.txt")); got != "kept\n" {
+		t.Errorf("b/kept.txt after remount: %q", got)
 	}
 }
