@@ -47,7 +47,15 @@ and serves the control socket DATA/padfs.sock, through which the other padfs
 commands on the same data directory reach this process. Logs go to stderr.
 SIGINT or SIGTERM commits dirty buffers and unmounts; if the mountpoint is
 busy, a second signal detaches it lazily (umount -l) and a third one exits at
-once (committed data is safe; the dead mount then needs umount -l).`,
+once (committed data is safe; the dead mount then needs umount -l).
+
+While a padfs mount of the data directory runs, a further padfs mount (of
+another session, or of a session read-only --asof) is served by that running
+process; the new command stays in the foreground, and its SIGINT/SIGTERM (or
+its death, or umount) ends its mount only. A session is mounted read-write
+once at a time (a mount of all sessions counts for every session). The first
+process exits once its own mount and every further one have ended; signals
+after its own mount ended end the others.`,
 		Example: "  padfs mount --session $(padfs session new) ~/pad\n  padfs mount --session refactor ~/pad\n  padfs mount --data /srv/pads --allow-other /mnt/pads",
 		Args:    cobra.ExactArgs(1),
 		RunE:    runMount,
