@@ -13,7 +13,8 @@ package main
 //	                   'S' end the mount (sent on each SIGINT/SIGTERM: 1st unmount, 2nd detach lazily)
 //	server -> client   'E' the mount's log lines and errors (one line: "padfs: cannot mount ...")
 //	                   'J' MountInfo once mounted: the client prints its "padfs: mounted" line
-//	                   'X' exit code, once the mount ended (2 when it never started)
+//	                   'X' exit code, once the mount ended (2 when it never started; 75
+//	                       before 'J': the process is exiting, mount without it)
 //
 // When the connection closes (the client was killed), the server ends the
 // mount as a first signal would, and detaches it lazily if it is busy.
@@ -48,6 +49,13 @@ import (
 
 // frameEnd (client -> server, op "mount") asks to end the mount.
 const frameEnd = 'S'
+
+// exitRetry is the exit code of op "mount" from a process that is exiting
+// (its last mount just ended): the client then mounts as the first padfs
+// once that process has released the store.
+const exitRetry = 75 // EX_TEMPFAIL
+
+var errExiting = errors.New("cannot mount: the padfs process serving the data directory is exiting")
 
 // mountRequest is what `padfs mount` asks for, in the 'Q' frame's "mount"
 // field when it goes to a running process. Paths and names are bytes:
@@ -226,7 +234,7 @@ func (s *mountSet) admit(sid *mvcc.SessionID, readOnly bool) (ending *servedMoun
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
-		return nil, fmt.Errorf("cannot mount: the padfs process serving %s (pid %d) is exiting; run padfs mount again", s.dir, os.Getpid())
+		return nil, errExiting
 	}
 	if readOnly {
 		return nil, nil
@@ -384,6 +392,9 @@ func (s *ctlServer) serveMount(c *net.UnixConn, fc *frameConn, req ctlRequest, c
 	}
 	log := slog.New(slog.NewTextHandler(stream{fc, frameStderr}, &slog.HandlerOptions{Level: level}))
 	sm, err := s.mounts.mount(mreq, cred.Uid, cred.Gid, log)
+	if errors.Is(err, errExiting) {
+		return fc.send(frameExitCode, u32(exitRetry))
+	}
 	if err != nil {
 		return fail(err)
 	}
@@ -508,7 +519,11 @@ func mountThrough(dir string, req mountRequest, out, errw io.Writer) (code int, 
 					fmt.Fprintln(errw, "padfs: control socket: malformed exit frame")
 					return 2, true
 				}
-				return int(binary.BigEndian.Uint32(f.p)), true
+				code := int(binary.BigEndian.Uint32(f.p))
+				if code == exitRetry && info.Mountpoint == "" {
+					return 0, false // that process is exiting: mount without it
+				}
+				return code, true
 			}
 		}
 	}
