@@ -25,7 +25,10 @@ func init() { addCommand(newMountCmd) }
 // (e.g. a Virtual directory such as .grep/ or .log/) and start background
 // work (e.g. an index following the store). stop, if not nil, runs after the
 // unmount and before the store closes, in reverse order. A hook's error
-// aborts the mount with that one-line message.
+// aborts the mount with that one-line message. Hooks run once per process:
+// the options they set up serve every mount the process serves
+// (multimount.go), with Session, AsOf, AllowOther, Debug, Uid and Gid set
+// per mount.
 type mountHook func(a *App, o *fs.Options) (stop func(), err error)
 
 var mountHooks []mountHook
