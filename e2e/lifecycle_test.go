@@ -57,7 +57,7 @@ func TestForkThenEditBothSides(t *testing.T) {
 		cat $F/d/x $F/hard
 	`)
 	want := strings.Join([]string{
-		strings.Join(sortedIDs(src, fork), " ") + " ",
+		strings.Join(append(sortedIDs(src, fork), "by-name"), " ") + " ", // ids, then by-name/
 		"v1", "x", "d/x", "hardlink kept", "new inode",
 		"v1", "main", "alt", "main does not see alt", "x", "x", ""}, "\n")
 	if out != want {

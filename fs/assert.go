@@ -69,6 +69,13 @@ var (
 	_ = (gofs.NodeSetattrer)((*sessionsRoot)(nil))
 	_ = (gofs.NodeSetxattrer)((*sessionsRoot)(nil))
 
+	_ = (gofs.NodeGetattrer)((*byName)(nil))
+	_ = (gofs.NodeLookuper)((*byName)(nil))
+	_ = (gofs.NodeReaddirer)((*byName)(nil))
+	_ = (gofs.NodeMkdirer)((*byName)(nil))
+	_ = (gofs.NodeGetattrer)((*byNameLink)(nil))
+	_ = (gofs.NodeReadlinker)((*byNameLink)(nil))
+
 	_ = (gofs.NodeGetattrer)((*virtualDir)(nil))
 	_ = (gofs.NodeLookuper)((*virtualDir)(nil))
 	_ = (gofs.NodeReaddirer)((*virtualDir)(nil))

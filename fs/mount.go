@@ -443,8 +443,19 @@ func (m *Server) invalidate(sid mvcc.SessionID) {
 		// A new session (fork, session new) may take over a name
 		// another session's entry holds, and changes the root's
 		// link count.
-		if h, err := m.st.Header(sid); err == nil && h.Name != "" {
+		h, err := m.st.Header(sid)
+		if err == nil && h.Name != "" {
 			m.root.NotifyEntry(h.Name)
+		}
+		// by-name/ entries are not cached past a tick, but a rename
+		// must not show the old name even that long.
+		if bn := m.root.GetChild(byNameDir); bn != nil {
+			for name := range bn.Children() {
+				bn.NotifyEntry(name)
+			}
+			if err == nil && h.Name != "" {
+				bn.NotifyEntry(h.Name)
+			}
 		}
 		m.root.NotifyContent(-1, 0)
 	}
