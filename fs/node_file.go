@@ -114,6 +114,9 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 	if off < 0 {
 		return 0, syscall.EINVAL
 	}
+	if off+int64(len(data)) > mvcc.MaxFileSize {
+		return 0, syscall.EFBIG
+	}
 	killed, err := h.f.writeAt(ctx, data, off, n.m.killFlagged(ctx))
 	if err != nil {
 		return 0, toErrno("write", err)
@@ -240,7 +243,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		}
 	}
 	if size, ok := in.GetSize(); ok {
-		if size > 1<<62 {
+		if size > mvcc.MaxFileSize {
 			return syscall.EFBIG
 		}
 		if f != nil && (f.isDirty() || (h != nil && h.writable)) {
@@ -280,13 +283,13 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 				}
 			} else {
 				var ni *mvcc.Inode
-				if ni, err = n.m.st.SetAttr(n.s.id, n.ino, sa); err == nil && !f.dirty {
+				if ni, err = n.m.st.SetAttrCtx(ctx, n.s.id, n.ino, sa); err == nil && !f.dirty {
 					f.resetLocked(ni)
 				}
 			}
 			f.mu.Unlock()
 		} else {
-			_, err = n.m.st.SetAttr(n.s.id, n.ino, sa)
+			_, err = n.m.st.SetAttrCtx(ctx, n.s.id, n.ino, sa)
 		}
 		if err != nil {
 			return toErrno("setattr", err)
@@ -318,8 +321,12 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 		}
 		return syscall.EBADF
 	}
+	if off > mvcc.MaxFileSize || size > mvcc.MaxFileSize-off {
+		return syscall.EFBIG
+	}
 	switch mode {
 	case 0:
+		// Nothing to reserve: a hole grows the file, storing nothing.
 		h.f.mu.Lock()
 		var err error
 		if end := int64(off + size); end > h.f.size {
