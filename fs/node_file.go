@@ -11,6 +11,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // File operations of Node.
@@ -342,6 +343,54 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 		return toErrno("fallocate", h.f.punchHole(int64(off), int64(size)))
 	}
 	return syscall.EOPNOTSUPP
+}
+
+// Lseek answers SEEK_DATA and SEEK_HOLE (the kernel does SEEK_SET, CUR
+// and END itself) from the extents and the dirty buffer's pages, without
+// reading content. A range reported as data may still read as zeros.
+func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
+	h, ok := fh.(*handle)
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	var data []mvcc.Range
+	var size int64
+	if h.f != nil {
+		h.f.mu.RLock()
+		data, size = h.f.dataRangesLocked(), h.f.size
+		h.f.mu.RUnlock()
+	} else {
+		data, size = h.snap.DataRanges(mvcc.MaxFileSize), int64(h.snap.Size)
+	}
+	return seekData(data, size, off, whence)
+}
+
+// seekData is lseek(2)'s SEEK_DATA and SEEK_HOLE over a file of size whose
+// data is in the ordered, merged ranges data.
+func seekData(data []mvcc.Range, size int64, off uint64, whence uint32) (uint64, syscall.Errno) {
+	if whence != unix.SEEK_DATA && whence != unix.SEEK_HOLE {
+		return 0, syscall.EINVAL
+	}
+	if off >= uint64(size) {
+		return 0, syscall.ENXIO
+	}
+	pos := int64(off)
+	for _, r := range data {
+		if r.Off+r.Len <= pos {
+			continue
+		}
+		if whence == unix.SEEK_DATA {
+			return uint64(max(pos, r.Off)), 0
+		}
+		if r.Off <= pos {
+			return uint64(min(r.Off+r.Len, size)), 0 // the hole after r (or EOF)
+		}
+		break
+	}
+	if whence == unix.SEEK_DATA {
+		return 0, syscall.ENXIO // only holes from pos on
+	}
+	return off, 0
 }
 
 // Readlink returns a symlink's target.

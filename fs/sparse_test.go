@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Sparse files: extending a file (truncate, ftruncate, fallocate, a write
@@ -257,5 +258,47 @@ func TestSparseTooBig(t *testing.T) {
 	}
 	if fi := statT(t, p); fi.Size != mvcc.MaxFileSize {
 		t.Errorf("size %d after refused growth, want %d", fi.Size, int64(mvcc.MaxFileSize))
+	}
+}
+
+// lseek SEEK_DATA/SEEK_HOLE find the data of a sparse file from its
+// extents (committed) and from its buffered pages (dirty).
+func TestSparseSeekDataHole(t *testing.T) {
+	mnt, _, _, _ := sparseMount(t)
+	const size, at = 10 << 30, 5 << 30
+	p := filepath.Join(mnt, "f")
+	sh(t, mnt, "timeout 60 truncate -s 10G f && printf x | timeout 60 dd of=f bs=1 seek=5G conv=notrunc status=none")
+	check := func(what string, fd int) {
+		t.Helper()
+		if off, err := unix.Seek(fd, 0, unix.SEEK_HOLE); err != nil || off != 0 {
+			t.Errorf("%s: SEEK_HOLE from 0: %d, %v; want 0", what, off, err)
+		}
+		data, err := unix.Seek(fd, 0, unix.SEEK_DATA)
+		if err != nil || data > at || data < at-256<<10 {
+			t.Errorf("%s: SEEK_DATA from 0: %d, %v; want the extent holding %d", what, data, err, int64(at))
+		}
+		hole, err := unix.Seek(fd, at, unix.SEEK_HOLE)
+		if err != nil || hole <= at || hole > at+256<<10 {
+			t.Errorf("%s: SEEK_HOLE from %d: %d, %v", what, int64(at), hole, err)
+		}
+		if off, err := unix.Seek(fd, at+1<<20, unix.SEEK_DATA); err != syscall.ENXIO {
+			t.Errorf("%s: SEEK_DATA after the last data: %d, %v; want ENXIO", what, off, err)
+		}
+		if off, err := unix.Seek(fd, size, unix.SEEK_HOLE); err != syscall.ENXIO {
+			t.Errorf("%s: SEEK_HOLE at EOF: %d, %v; want ENXIO", what, off, err)
+		}
+	}
+	f, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	check("committed", int(f.Fd()))
+	// Dirty: one more byte 1 GiB further, not yet committed.
+	if _, err := f.WriteAt([]byte("y"), at+1<<30); err != nil {
+		t.Fatal(err)
+	}
+	if off, err := unix.Seek(int(f.Fd()), at+1<<20, unix.SEEK_DATA); err != nil || off > at+1<<30 || off < at+1<<30-pageSize {
+		t.Errorf("dirty: SEEK_DATA finds %d, %v; want the page of %d", off, err, int64(at+1<<30))
 	}
 }
