@@ -177,13 +177,16 @@ func (m *Server) openFiles() []*fileState {
 }
 
 // commit writes f's buffer as one version if it is dirty.
-func (m *Server) commit(f *fileState) error {
+func (m *Server) commit(f *fileState) error { return m.commitCtx(context.Background(), f) }
+
+// commitCtx is commit that ctx stops early (then f stays dirty).
+func (m *Server) commitCtx(ctx context.Context, f *fileState) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.commitLocked()
+	return f.commitLocked(ctx)
 }
 
-func (f *fileState) commitLocked() error {
+func (f *fileState) commitLocked(ctx context.Context) error {
 	if !f.dirty {
 		return nil
 	}
@@ -205,7 +208,10 @@ func (f *fileState) commitLocked() error {
 		return nil
 	}
 	sp := mvcc.Sparse{R: lockedReader{f}, Size: f.size, Data: f.dataRangesLocked()}
-	n, err := f.m.st.WriteSparseAttr(context.Background(), f.key.sid, f.key.ino, sp, f.mtime, f.pending)
+	n, err := f.m.st.WriteSparseAttr(ctx, f.key.sid, f.key.ino, sp, f.mtime, f.pending)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, ctx.Err())
+	}
 	if err != nil {
 		f.failed = time.Now()
 		err = fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, err)

@@ -120,6 +120,9 @@ type Options struct {
 	// the retry paths (failed, dropIfIdle) need exercising. It runs
 	// with the buffer locked: it must not touch the mount.
 	commitHook func(sid mvcc.SessionID, ino mvcc.Ino) error
+	// killedHook (tests only) runs when a long request's caller is
+	// found being killed (interrupt.go).
+	killedHook func(err error)
 	// manualTicks (tests only) stops the background ticker's clock:
 	// the test calls m.tick with the time it chooses, so what the
 	// ticker does does not depend on the machine's speed.
@@ -182,7 +185,8 @@ type Server struct {
 	files    map[fileKey]*fileState
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
-	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
+	kills sync.Map  // requests that must clear setuid/setgid (killpriv.go)
+	kill  killables // long requests that a killed caller or Unmount stops (interrupt.go)
 
 	negMu     sync.Mutex
 	negs      map[negKey]negEntry // negative entries the kernel may hold
@@ -271,6 +275,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
+	closeOnExec() // interrupt.go
 	go server.Serve()
 	if err := server.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
@@ -291,6 +296,7 @@ func (m *Server) Wait() {
 // Unmount commits every dirty buffer, then unmounts. It fails (and the
 // mount keeps running) when the mountpoint is busy.
 func (m *Server) Unmount() error {
+	m.CancelRequests() // a long truncate or commit must not hold it up
 	ferr := m.Flush()
 	if err := m.server.Unmount(); err != nil {
 		return errors.Join(ferr, fmt.Errorf("unmount %s: %w", m.mountpoint, err))

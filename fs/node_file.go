@@ -132,10 +132,12 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 // committed, so close returning means the data is in the store.
 func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	h, ok := fh.(*handle)
-	if !ok || h.f == nil {
+	if !ok || h.f == nil || !h.f.isDirty() {
 		return 0
 	}
-	return toErrno("flush", n.m.commit(h.f))
+	kctx, stop := n.m.killable(ctx) // interrupt.go
+	defer stop()
+	return toErrno("flush", n.m.commitCtx(kctx, h.f))
 }
 
 // Release drops a handle; the last one commits and frees the buffer.
@@ -149,12 +151,14 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 
 // Fsync commits the inode and returns when the store is durable.
 func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
+	kctx, stop := n.m.killable(ctx) // interrupt.go
+	defer stop()
 	if h, ok := fh.(*handle); ok && h.f != nil {
-		if err := n.m.commit(h.f); err != nil {
+		if err := n.m.commitCtx(kctx, h.f); err != nil {
 			return toErrno("fsync", err)
 		}
 	} else if f := n.m.file(n.s.id, n.ino); f != nil && n.view == nil {
-		if err := n.m.commit(f); err != nil {
+		if err := n.m.commitCtx(kctx, f); err != nil {
 			return toErrno("fsync", err)
 		}
 	}
@@ -189,6 +193,13 @@ func (n *Node) currentMode(f *fileState) (mode, gid uint32, err error) {
 func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if n.readOnly() {
 		return syscall.EROFS
+	}
+	kctx := context.Background()
+	if _, ok := in.GetSize(); ok {
+		// A truncate re-reads the data it keeps (interrupt.go).
+		var stop func()
+		kctx, stop = n.m.killable(ctx)
+		defer stop()
 	}
 	var sa mvcc.SetAttr
 	changed := false
@@ -284,13 +295,13 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 				}
 			} else {
 				var ni *mvcc.Inode
-				if ni, err = n.m.st.SetAttrCtx(ctx, n.s.id, n.ino, sa); err == nil && !f.dirty {
+				if ni, err = n.m.st.SetAttrCtx(kctx, n.s.id, n.ino, sa); err == nil && !f.dirty {
 					f.resetLocked(ni)
 				}
 			}
 			f.mu.Unlock()
 		} else {
-			_, err = n.m.st.SetAttrCtx(ctx, n.s.id, n.ino, sa)
+			_, err = n.m.st.SetAttrCtx(kctx, n.s.id, n.ino, sa)
 		}
 		if err != nil {
 			return toErrno("setattr", err)

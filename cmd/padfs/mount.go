@@ -215,6 +215,7 @@ wait:
 			switch signals {
 			case 1:
 				log.Info("unmounting", "signal", s.String(), "mountpoint", mnt)
+				m.CancelRequests() // a long truncate or commit must not hold up the flush
 				if err := m.Flush(); err != nil {
 					log.Error("flush before unmount", "err", err)
 				}

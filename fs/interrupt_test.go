@@ -1,0 +1,112 @@
+package fs
+
+import (
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// hangGuard is how long a test waits for something that should happen at
+// once before it reports a hang (not a timing assertion).
+const hangGuard = 60 * time.Second
+
+// A caller killed during a long commit (its fsync) is let go: padfs
+// notices the pending SIGKILL, stops the commit, and the last release
+// commits the data instead. Before, such a caller stayed in D state until
+// the commit was done, however long.
+func TestKilledFsyncStopsCommit(t *testing.T) {
+	entered, killed := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	var once sync.Once
+	opts := Options{manualTicks: true}
+	opts.commitHook = func(mvcc.SessionID, mvcc.Ino) error {
+		if first.CompareAndSwap(false, true) {
+			close(entered)
+			// Hold the commit until padfs has seen the kill, so
+			// that it starts with its caller dead.
+			select {
+			case <-killed:
+			case <-time.After(hangGuard):
+				t.Error("the caller's SIGKILL was never noticed")
+			}
+		}
+		return nil
+	}
+	opts.killedHook = func(error) { once.Do(func() { close(killed) }) }
+	mnt, st, m := mountTestOpts(t, opts)
+	cmd := exec.Command("dd", "if=/dev/urandom", "of=f", "bs=64K", "count=16", "conv=fsync", "status=none")
+	cmd.Dir = mnt
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(hangGuard):
+		cmd.Process.Kill()
+		t.Fatal("dd's fsync never reached a commit")
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("dd ended with %v, want killed by SIGKILL", err)
+	}
+	// The release (or this Flush, if it has not come yet) commits what
+	// the killed fsync did not, in one version.
+	if err := m.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	in, err := st.Walk(sessionOf(t, m), "f", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Size != 1<<20 {
+		t.Errorf("after the kill: stored %d bytes, want %d", in.Size, 1<<20)
+	}
+	if n := writeEvents(t, st, sessionOf(t, m), uint64(in.Ino)); n != 1 {
+		t.Errorf("%d write versions, want 1", n)
+	}
+}
+
+// A cat of a sparse petabyte killed midway leaves padfs idle: every read
+// is one request of bounded size, answered without store reads.
+func TestKilledCatOfSparseFile(t *testing.T) {
+	mnt, _, _ := mountTest(t)
+	sh(t, mnt, "timeout 60 truncate -s 999999999999999 f")
+	cmd := exec.Command("cat", "f")
+	cmd.Dir = mnt
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until it has read some of the holes (the position of its
+	// descriptor 3), then kill it.
+	deadline := time.Now().Add(hangGuard)
+	for pos := int64(0); pos < 64<<20; {
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("cat read nothing")
+		}
+		b, _ := os.ReadFile("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/fdinfo/3")
+		if v, ok := strings.CutPrefix(string(b), "pos:"); ok {
+			pos, _ = strconv.ParseInt(strings.TrimSpace(strings.SplitN(v, "\n", 2)[0]), 10, 64)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || ws.Signal() != syscall.SIGKILL {
+		t.Fatalf("cat ended with %v", cmd.ProcessState)
+	}
+	if out := sh(t, mnt, "stat -c %s f"); strings.TrimSpace(out) != "999999999999999" {
+		t.Errorf("stat after the kill: %q", out)
+	}
+}
