@@ -3,6 +3,7 @@ package fs
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -95,8 +96,14 @@ func (m *Server) CancelRequests() {
 	defer m.kill.mu.Unlock()
 	for c := range m.kill.run {
 		(*c)()
+		if h := m.opts.killedHook; h != nil {
+			h(errUnmounting)
+		}
 	}
 }
+
+// errUnmounting is what killedHook hears from CancelRequests.
+var errUnmounting = errors.New("unmounting")
 
 // fatalPending reports whether thread tid has SIGKILL pending (or is gone:
 // nobody waits for the answer any more).

@@ -22,7 +22,7 @@ const hangGuard = 60 * time.Second
 // notices the pending SIGKILL, stops the commit, and the last release
 // commits the data instead. Before, such a caller stayed in D state until
 // the commit was done, however long.
-func TestKilledFsyncStopsCommit(t *testing.T) {
+func TestInterruptFsyncOnSIGKILL(t *testing.T) {
 	entered, killed := make(chan struct{}), make(chan struct{})
 	var first atomic.Bool
 	var once sync.Once
@@ -79,7 +79,7 @@ func TestKilledFsyncStopsCommit(t *testing.T) {
 
 // A cat of a sparse petabyte killed midway leaves padfs idle: every read
 // is one request of bounded size, answered without store reads.
-func TestKilledCatOfSparseFile(t *testing.T) {
+func TestInterruptCatOfSparseFile(t *testing.T) {
 	mnt, _, _ := mountTest(t)
 	sh(t, mnt, "timeout 60 truncate -s 999999999999999 f")
 	cmd := exec.Command("cat", "f")
@@ -108,5 +108,64 @@ func TestKilledCatOfSparseFile(t *testing.T) {
 	}
 	if out := sh(t, mnt, "stat -c %s f"); strings.TrimSpace(out) != "999999999999999" {
 		t.Errorf("stat after the kill: %q", out)
+	}
+}
+
+// Unmount (what SIGTERM runs) stops a long request instead of waiting
+// for it: a close whose commit is held is cancelled, and the unmount's own
+// flush commits the data.
+func TestInterruptUnmountStopsCommit(t *testing.T) {
+	entered, stopped := make(chan struct{}), make(chan error, 1)
+	var first atomic.Bool
+	opts := Options{manualTicks: true}
+	opts.commitHook = func(mvcc.SessionID, mvcc.Ino) error {
+		if first.CompareAndSwap(false, true) {
+			close(entered)
+			select {
+			case err := <-stopped:
+				if err != errUnmounting {
+					t.Errorf("stopped by %v, want Unmount", err)
+				}
+			case <-time.After(hangGuard):
+				t.Error("Unmount never stopped the close's commit")
+			}
+		}
+		return nil
+	}
+	opts.killedHook = func(err error) {
+		select {
+		case stopped <- err:
+		default:
+		}
+	}
+	mnt, st, m := mountTestOpts(t, opts)
+	sid := sessionOf(t, m)
+	// The writer runs outside the mount (its cwd would keep it busy).
+	cmd := exec.Command("bash", "-c", `head -c 1048576 /dev/urandom > "$0/f"`, mnt)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-entered:
+	case <-time.After(hangGuard):
+		t.Fatal("the close never reached a commit")
+	}
+	unmounted := make(chan error, 1)
+	go func() { unmounted <- m.Unmount() }()
+	cmd.Wait() // its close returns (EINTR) once the commit stops
+	select {
+	case err := <-unmounted:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(hangGuard):
+		t.Fatal("Unmount hangs")
+	}
+	in, err := st.Walk(sid, "f", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Size != 1<<20 {
+		t.Errorf("after the unmount: %d bytes stored, want %d", in.Size, 1<<20)
 	}
 }

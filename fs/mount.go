@@ -120,8 +120,8 @@ type Options struct {
 	// the retry paths (failed, dropIfIdle) need exercising. It runs
 	// with the buffer locked: it must not touch the mount.
 	commitHook func(sid mvcc.SessionID, ino mvcc.Ino) error
-	// killedHook (tests only) runs when a long request's caller is
-	// found being killed (interrupt.go).
+	// killedHook (tests only) runs when a long request is stopped: its
+	// caller found being killed, or CancelRequests (interrupt.go).
 	killedHook func(err error)
 	// manualTicks (tests only) stops the background ticker's clock:
 	// the test calls m.tick with the time it chooses, so what the
