@@ -3,6 +3,7 @@ package fs
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,8 +43,10 @@ func TestInterruptFsyncOnSIGKILL(t *testing.T) {
 	}
 	opts.killedHook = func(error) { once.Do(func() { close(killed) }) }
 	mnt, st, m := mountTestOpts(t, opts)
-	cmd := exec.Command("dd", "if=/dev/urandom", "of=f", "bs=64K", "count=16", "conv=fsync", "status=none")
-	cmd.Dir = mnt
+	// No cmd.Dir in the mount: the child's chdir before exec would need
+	// this process's FUSE server while a vfork holds its P (a GC then
+	// deadlocks); absolute paths instead.
+	cmd := exec.Command("dd", "if=/dev/urandom", "of="+filepath.Join(mnt, "f"), "bs=64K", "count=16", "conv=fsync", "status=none")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -82,8 +85,7 @@ func TestInterruptFsyncOnSIGKILL(t *testing.T) {
 func TestInterruptCatOfSparseFile(t *testing.T) {
 	mnt, _, _ := mountTest(t)
 	sh(t, mnt, "timeout 60 truncate -s 999999999999999 f")
-	cmd := exec.Command("cat", "f")
-	cmd.Dir = mnt
+	cmd := exec.Command("cat", filepath.Join(mnt, "f")) // no cmd.Dir: see above
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
