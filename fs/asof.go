@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"errors"
 	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -66,6 +67,9 @@ func (d *asofDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 	at, err := timetravel.Resolve(d.m.st, d.s.id, name)
 	if err != nil {
 		noNegativeEntry(out)
+		if errors.Is(err, mvcc.ErrHLCRange) {
+			return nil, syscall.ENOENT // no such point in time: no such directory
+		}
 		return nil, toErrno("asof", err)
 	}
 	root, err := d.m.st.InodeAt(d.s.id, d.s.root, at)

@@ -73,6 +73,7 @@ var (
 	_ = (gofs.NodeGetattrer)((*virtualDir)(nil))
 	_ = (gofs.NodeLookuper)((*virtualDir)(nil))
 	_ = (gofs.NodeReaddirer)((*virtualDir)(nil))
+	_ = (gofs.NodeOpendirer)((*virtualDir)(nil))
 	_ = (gofs.NodeCreater)((*virtualDir)(nil))
 	_ = (gofs.NodeMkdirer)((*virtualDir)(nil))
 	_ = (gofs.NodeUnlinker)((*virtualDir)(nil))

@@ -326,13 +326,6 @@ func (f *fileState) touchLocked(mtime int64) {
 	f.mtime = mtime
 }
 
-// contentHLC is the commit the clean part of the view comes from.
-func (f *fileState) contentHLC() mvcc.HLC {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.base.ContentHLC
-}
-
 // overlay is what a dirty buffer changes in an inode's attributes.
 type overlay struct {
 	size, blocks uint64
@@ -340,11 +333,9 @@ type overlay struct {
 	pending      mvcc.SetAttr
 }
 
-// attr reports, while f is dirty, the buffer's size, mtime, an estimate of
+// attrLocked reports (f.mu held), while f is dirty, the buffer's size, mtime, an estimate of
 // st_blocks and the pending attribute changes.
-func (f *fileState) attr() (bool, overlay) {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
+func (f *fileState) attrLocked() (bool, overlay) {
 	if !f.dirty {
 		return false, overlay{}
 	}
@@ -397,9 +388,12 @@ type lockedReader struct{ f *fileState }
 
 func (r lockedReader) ReadAt(p []byte, off int64) (int, error) { return r.f.readAtLocked(p, off) }
 
-// readAt reads the current content (dirty or not).
-func (f *fileState) readAt(p []byte, off int64) (int, error) {
-	f.mu.RLock()
+// readAt reads the current content (dirty or not) for request ctx (see
+// lockFor).
+func (f *fileState) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if !f.lockFor(ctx, true) {
+		return 0, errKilled
+	}
 	defer f.mu.RUnlock()
 	return f.readAtLocked(p, off)
 }
@@ -494,7 +488,9 @@ func pageLen(n int64) int64 { return min(pageSize, (n+4095)&^4095) }
 // setuid/setgid (killpriv.go) in the same version, and reports whether
 // the mode changed.
 func (f *fileState) writeAt(ctx context.Context, p []byte, off int64, kill bool) (killed bool, err error) {
-	f.mu.Lock()
+	if !f.lockFor(ctx, false) {
+		return false, errKilled
+	}
 	defer f.mu.Unlock()
 	if err := f.writeAtLocked(p, off); err != nil {
 		return false, err

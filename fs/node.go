@@ -86,9 +86,22 @@ func (n *Node) inode() (*mvcc.Inode, error) {
 	return n.m.st.InodeAt(n.s.id, n.ino, n.at())
 }
 
-// fillAttr copies an inode's attributes; a dirty buffer overrides size,
-// mtime and blocks.
+// fillAttr copies an inode's attributes; for a live regular file they are
+// those of now (see liveInode), which in may predate.
 func (n *Node) fillAttr(a *fuse.Attr, in *mvcc.Inode) {
+	if n.view == nil && in.IsRegular() {
+		// Not given up for a killed caller: the kernel takes the
+		// reply's size whoever asked (see liveInode).
+		if cur, o, dirty, err := n.m.liveInode(context.Background(), n.s.id, in.Ino); err == nil {
+			n.fillAttrOver(a, cur, o, dirty)
+			return
+		}
+	}
+	n.fillAttrOver(a, in, overlay{}, false)
+}
+
+// fillAttrOver copies in's attributes, overridden by a dirty buffer's.
+func (n *Node) fillAttrOver(a *fuse.Attr, in *mvcc.Inode, o overlay, dirty bool) {
 	a.Ino = n.stableIno(in.Ino)
 	a.Size = in.Size
 	a.Blocks = in.Blocks()
@@ -100,30 +113,57 @@ func (n *Node) fillAttr(a *fuse.Attr, in *mvcc.Inode) {
 	setTime(&a.Atime, &a.Atimensec, in.Atime)
 	setTime(&a.Mtime, &a.Mtimensec, in.Mtime)
 	setTime(&a.Ctime, &a.Ctimensec, in.Ctime)
-	if n.view == nil && in.IsRegular() {
-		if f := n.m.file(n.s.id, in.Ino); f != nil {
-			if dirty, o := f.attr(); dirty {
-				a.Size, a.Blocks = o.size, o.blocks
-				setTime(&a.Mtime, &a.Mtimensec, o.mtime)
-				if o.ctime > in.Ctime {
-					setTime(&a.Ctime, &a.Ctimensec, o.ctime)
-				}
-				p := o.pending
-				if p.Mode != nil {
-					a.Mode = a.Mode&syscall.S_IFMT | *p.Mode&07777
-				}
-				if p.Uid != nil {
-					a.Uid = *p.Uid
-				}
-				if p.Gid != nil {
-					a.Gid = *p.Gid
-				}
-				if p.Atime != nil {
-					setTime(&a.Atime, &a.Atimensec, *p.Atime)
-				}
-			}
-		}
+	if !dirty {
+		return
 	}
+	// A dirty buffer overrides size, mtime, blocks and what is pending.
+	a.Size, a.Blocks = o.size, o.blocks
+	setTime(&a.Mtime, &a.Mtimensec, o.mtime)
+	if o.ctime > in.Ctime {
+		setTime(&a.Ctime, &a.Ctimensec, o.ctime)
+	}
+	p := o.pending
+	if p.Mode != nil {
+		a.Mode = a.Mode&syscall.S_IFMT | *p.Mode&07777
+	}
+	if p.Uid != nil {
+		a.Uid = *p.Uid
+	}
+	if p.Gid != nil {
+		a.Gid = *p.Gid
+	}
+	if p.Atime != nil {
+		setTime(&a.Atime, &a.Atimensec, *p.Atime)
+	}
+}
+
+// liveInode reads the latest version of a regular file and, while its
+// buffer is dirty, what the buffer changes, as one state of now: under the
+// buffer's lock, which a commit holds from the store write to the buffer's
+// reset. Reading the version first and the buffer after (or an inode read
+// before the request's buffer check) can see the old version and then a
+// clean buffer, when a commit (the close of a `>>`) falls in between: the
+// kernel then takes the old size and puts the next O_APPEND write at the
+// old end, over what was just appended. Without a buffer, the version is
+// read after the check: any commit before the check is in it.
+//
+// A caller killed while it waits for the buffer gets errKilled.
+func (m *Server) liveInode(ctx context.Context, sid mvcc.SessionID, ino mvcc.Ino) (*mvcc.Inode, overlay, bool, error) {
+	f := m.file(sid, ino)
+	if f == nil {
+		in, err := m.st.LatestInode(sid, ino)
+		return in, overlay{}, false, err
+	}
+	if !f.lockFor(ctx, true) {
+		return nil, overlay{}, false, errKilled
+	}
+	defer f.mu.RUnlock()
+	in, err := m.st.LatestInode(sid, ino)
+	if err != nil {
+		return nil, overlay{}, false, err
+	}
+	dirty, o := f.attrLocked()
+	return in, o, dirty, nil
 }
 
 func setTime(sec *uint64, nsec *uint32, ns int64) {
@@ -150,6 +190,16 @@ func (n *Node) attach(ctx context.Context, parent *gofs.Inode, in *mvcc.Inode, o
 
 // Getattr reports the inode's attributes (a dirty buffer's size and mtime).
 func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	if n.view == nil && n.StableAttr().Mode == syscall.S_IFREG {
+		// One read, in step with the buffer (see liveInode).
+		in, o, dirty, err := n.m.liveInode(ctx, n.s.id, n.ino)
+		if err != nil {
+			return toErrno("getattr", err)
+		}
+		n.fillAttrOver(&out.Attr, in, o, dirty)
+		out.SetTimeout(n.timeout())
+		return 0
+	}
 	in, err := n.inode()
 	if err != nil {
 		return toErrno("getattr", err)

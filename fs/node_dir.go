@@ -238,7 +238,9 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	return toErrno("rmdir", n.m.st.Remove(n.s.id, n.ino, name, true))
 }
 
-// Rename is rename(2)/renameat2(2) (RENAME_NOREPLACE, RENAME_EXCHANGE).
+// Rename is rename(2)/renameat2(2) (RENAME_NOREPLACE, RENAME_EXCHANGE,
+// RENAME_WHITEOUT: the kernel has checked CAP_MKNOD; the whiteout is the
+// caller's, and is created in the rename's commit).
 func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
 	if errno := n.checkRemove(name); errno != 0 {
 		return errno
@@ -256,7 +258,8 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 	if np.s.id != n.s.id {
 		return syscall.EXDEV
 	}
-	return toErrno("rename", n.m.st.Rename(n.s.id, n.ino, name, np.ino, newName, flags))
+	uid, gid := callerIDs(ctx)
+	return toErrno("rename", n.m.st.RenameAs(n.s.id, n.ino, name, np.ino, newName, flags, mvcc.Attr{Uid: uid, Gid: gid}))
 }
 
 // Tmpfile creates an unnamed regular file (open with O_TMPFILE); linkat

@@ -48,7 +48,10 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		// Atomic O_TRUNC (Linux truncates even with O_RDONLY): the
 		// truncation joins the writes that follow in one version
 		// (nothing at all for an empty clean file).
-		f.mu.Lock()
+		if !f.lockFor(ctx, false) {
+			n.m.releaseLater(f)
+			return nil, 0, toErrno("open", errKilled)
+		}
 		var err error
 		if f.size != 0 || f.dirty {
 			if err = f.truncateLocked(0); err == nil {
@@ -68,7 +71,12 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 			n.NotifyContent(-1, 0) // the OPEN reply carries no mode
 		}
 	}
-	fl := n.keepCache(f.contentHLC())
+	if !f.lockFor(ctx, true) {
+		n.m.releaseLater(f)
+		return nil, 0, toErrno("open", errKilled)
+	}
+	fl := n.keepCache(f.base.ContentHLC)
+	f.mu.RUnlock()
 	if !writable && flags&syscall.O_TRUNC == 0 {
 		// A read-only descriptor changed nothing, so its close(2) need
 		// not wait for a FLUSH (one round trip less per file for grep,
@@ -96,7 +104,7 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 	var c int
 	var err error
 	if h.f != nil {
-		c, err = h.f.readAt(dest, off)
+		c, err = h.f.readAt(ctx, dest, off)
 	} else {
 		c, err = n.m.st.ReadAt(h.snap, dest, off)
 	}
@@ -132,12 +140,10 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 // committed, so close returning means the data is in the store.
 func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	h, ok := fh.(*handle)
-	if !ok || h.f == nil || !h.f.isDirty() {
+	if !ok || h.f == nil {
 		return 0
 	}
-	kctx, stop := n.m.killable(ctx) // interrupt.go
-	defer stop()
-	return toErrno("flush", n.m.commitCtx(kctx, h.f))
+	return toErrno("flush", n.m.commitFor(ctx, h.f))
 }
 
 // Release drops a handle; the last one commits and frees the buffer.
@@ -151,14 +157,12 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 
 // Fsync commits the inode and returns when the store is durable.
 func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
-	kctx, stop := n.m.killable(ctx) // interrupt.go
-	defer stop()
 	if h, ok := fh.(*handle); ok && h.f != nil {
-		if err := n.m.commitCtx(kctx, h.f); err != nil {
+		if err := n.m.commitFor(ctx, h.f); err != nil {
 			return toErrno("fsync", err)
 		}
 	} else if f := n.m.file(n.s.id, n.ino); f != nil && n.view == nil {
-		if err := n.m.commitCtx(kctx, f); err != nil {
+		if err := n.m.commitFor(ctx, f); err != nil {
 			return toErrno("fsync", err)
 		}
 	}
@@ -196,9 +200,9 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	}
 	kctx := context.Background()
 	if _, ok := in.GetSize(); ok {
-		// A truncate re-reads the data it keeps (interrupt.go).
+		// A truncate re-reads the data it keeps (cancel.go).
 		var stop func()
-		kctx, stop = n.m.killable(ctx)
+		kctx, stop = n.m.cancelable(ctx)
 		defer stop()
 	}
 	var sa mvcc.SetAttr

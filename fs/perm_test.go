@@ -67,3 +67,55 @@ func TestAllowOther(t *testing.T) {
 		t.Errorf("chown to root by another user succeeded: %q", out)
 	}
 }
+
+// .grep/ and .log/ show content of files others may not read (lines of a
+// 0600 file, paths inside a 0700 directory, files deleted long ago): under
+// allow_other they are the mount owner's only, by mode (0500/0400) and by
+// uid (EACCES to anyone else, root included, whatever the kernel lets by).
+func TestVirtualOwnerOnly(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to act as another user")
+	}
+	data := t.TempDir()
+	st, err := mvcc.OpenDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	h, err := st.CreateSession("shared", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vd := VirtualDir{
+		List: func(mvcc.SessionID) ([]string, error) { return []string{"events.jsonl"}, nil },
+		Open: func(sid mvcc.SessionID, name string) ([]byte, error) { return []byte("secret line\n"), nil },
+	}
+	virtual := map[string]VirtualDir{".grep": vd, ".log": vd}
+	base := t.TempDir()
+	openDirs(t, base)
+
+	// Owned by root: root reads them, nobody is refused by the modes.
+	mnt := filepath.Join(base, "root")
+	mountAt(t, st, mnt, Options{Session: &h.ID, AllowOther: true, Virtual: virtual})
+	if out := sh(t, mnt, "stat -c %a .grep .log .grep/secret .log/events.jsonl; cat .grep/secret; ls .log"); out != "500\n500\n400\n400\nsecret line\nevents.jsonl\n" {
+		t.Errorf("the owner's view of .grep and .log: %q", out)
+	}
+	for _, c := range []string{"cat .grep/secret", "cat .log/events.jsonl", "ls .log", "ls .grep"} {
+		if out, err := asNobody(mnt, c); err == nil || !strings.Contains(out, "Permission denied") || strings.Contains(out, "secret line") {
+			t.Errorf("%s as another user: %v %q", c, err, out)
+		}
+	}
+
+	// Owned by uid 1000: root passes the kernel's mode checks, padfs
+	// refuses it by uid.
+	mnt = filepath.Join(base, "user")
+	mountAt(t, st, mnt, Options{Session: &h.ID, AllowOther: true, Virtual: virtual, Uid: 1000, Gid: 1000})
+	for _, c := range []string{"cat .grep/secret", "cat .log/events.jsonl", "ls .log"} {
+		if out, err := shErr(mnt, c); err == nil || !strings.Contains(out, "Permission denied") {
+			t.Errorf("%s by root on a mount owned by uid 1000: %v %q", c, err, out)
+		}
+	}
+	if out, err := shErr(mnt, "setpriv --reuid=1000 --regid=1000 --clear-groups cat .grep/secret"); err != nil || out != "secret line\n" {
+		t.Errorf("the owner (uid 1000) reading .grep/secret: %v %q", err, out)
+	}
+}

@@ -399,3 +399,116 @@ func TestTarOneVersionPerFile(t *testing.T) {
 		t.Errorf("modes and mtimes after tar -x:\n got %s\nwant %s", got, want)
 	}
 }
+
+// renameat2(RENAME_WHITEOUT) moves the entry and leaves a whiteout (a
+// character device 0/0, mode 0, the caller's) at the old name, in one
+// commit; overlayfs needs it of its upper layer.
+func TestRenameWhiteout(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	sid := *m.opts.Session
+	a, b := filepath.Join(mnt, "a"), filepath.Join(mnt, "b")
+	os.WriteFile(a, []byte("A"), 0o644)
+	os.WriteFile(b, []byte("B"), 0o644)
+	os.MkdirAll(filepath.Join(mnt, "d", "sub"), 0o755)
+	checkWhiteout := func(p string) {
+		t.Helper()
+		var s unix.Stat_t
+		if err := unix.Lstat(p, &s); err != nil {
+			t.Fatalf("whiteout %s: %v", p, err)
+		}
+		if s.Mode != syscall.S_IFCHR || s.Rdev != 0 || s.Uid != uint32(os.Getuid()) || s.Gid != uint32(os.Getgid()) {
+			t.Errorf("whiteout %s: mode %#o rdev %d owner %d:%d, want a 0/0 character device with mode 0 owned by %d:%d",
+				p, s.Mode, s.Rdev, s.Uid, s.Gid, os.Getuid(), os.Getgid())
+		}
+	}
+	events := func() int {
+		evs, err := st.Log(sid, mvcc.LogFilter{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(evs)
+	}
+
+	// Onto an existing file: b is replaced, a becomes a whiteout.
+	before := events()
+	if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_WHITEOUT); err != nil {
+		t.Fatalf("RENAME_WHITEOUT: %v", err)
+	}
+	if got := events() - before; got != 1 {
+		t.Errorf("RENAME_WHITEOUT took %d commits, want 1", got)
+	}
+	if got, err := os.ReadFile(b); err != nil || string(got) != "A" {
+		t.Errorf("target after RENAME_WHITEOUT: %q %v", got, err)
+	}
+	checkWhiteout(a)
+	evs, _ := st.Log(sid, mvcc.LogFilter{})
+	if ev := evs[len(evs)-1]; ev.Op != "rename" || ev.Path != "a" || ev.Path2 != "b" || ev.Detail != "whiteout" {
+		t.Errorf("event of RENAME_WHITEOUT: %+v", ev)
+	}
+
+	// A directory to a new name in another directory, with NOREPLACE.
+	if err := unix.Renameat2(unix.AT_FDCWD, filepath.Join(mnt, "d", "sub"), unix.AT_FDCWD, filepath.Join(mnt, "sub2"),
+		unix.RENAME_WHITEOUT|unix.RENAME_NOREPLACE); err != nil {
+		t.Fatalf("RENAME_WHITEOUT of a directory: %v", err)
+	}
+	checkWhiteout(filepath.Join(mnt, "d", "sub"))
+	if fi, err := os.Stat(filepath.Join(mnt, "sub2")); err != nil || !fi.IsDir() {
+		t.Errorf("moved directory: %v", err)
+	}
+	var s unix.Stat_t
+	if err := unix.Stat(filepath.Join(mnt, "d"), &s); err != nil || s.Nlink != 2 {
+		t.Errorf("link count of the directory left with a whiteout: %d %v", s.Nlink, err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, b, unix.AT_FDCWD, filepath.Join(mnt, "sub2"), unix.RENAME_WHITEOUT|unix.RENAME_NOREPLACE); err != unix.EEXIST {
+		t.Errorf("RENAME_WHITEOUT|RENAME_NOREPLACE onto an existing name: %v", err)
+	}
+	if err := unix.Renameat2(unix.AT_FDCWD, b, unix.AT_FDCWD, filepath.Join(mnt, "sub2"), unix.RENAME_WHITEOUT|unix.RENAME_EXCHANGE); err != unix.EINVAL {
+		t.Errorf("RENAME_WHITEOUT|RENAME_EXCHANGE: %v", err)
+	}
+	// A whiteout is an ordinary node: it can be removed.
+	if err := os.Remove(a); err != nil {
+		t.Errorf("remove a whiteout: %v", err)
+	}
+}
+
+// overlayfs with its upper and work directories on padfs: deleting a
+// lower file leaves a whiteout in upper, and the merged view hides it.
+func TestOverlayUpperOnPadfs(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("mounting overlayfs needs root")
+	}
+	mnt, _, _ := mountTest(t)
+	lower, merged := filepath.Join(t.TempDir(), "lower"), filepath.Join(t.TempDir(), "merged")
+	os.MkdirAll(filepath.Join(lower, "dir"), 0o755)
+	os.WriteFile(filepath.Join(lower, "gone"), []byte("lower\n"), 0o644)
+	os.WriteFile(filepath.Join(lower, "dir", "moved"), []byte("moved\n"), 0o644)
+	os.Mkdir(merged, 0o755)
+	sh(t, mnt, "mkdir upper work")
+	// padfs stores user.* xattrs only: userxattr keeps overlayfs there.
+	opts := fmt.Sprintf("userxattr,lowerdir=%s,upperdir=%s,workdir=%s", lower, filepath.Join(mnt, "upper"), filepath.Join(mnt, "work"))
+	if err := unix.Mount("overlay", merged, "overlay", 0, opts); err != nil {
+		if err == unix.ENODEV || err == unix.EPERM {
+			t.Skipf("overlayfs unavailable: %v", err)
+		}
+		t.Fatalf("mount overlay %s: %v", opts, err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(merged, 0); err != nil {
+			t.Errorf("unmount overlay: %v", err)
+			unix.Unmount(merged, unix.MNT_DETACH)
+		}
+	})
+	sh(t, merged, "rm gone && mv dir/moved moved && echo new > dir/new")
+	if out := sh(t, merged, "ls -A; ls -A dir; cat moved dir/new"); out != "dir\nmoved\nnew\nmoved\nnew\n" {
+		t.Errorf("merged view after rm and mv: %q", out)
+	}
+	for _, p := range []string{"upper/gone", "upper/dir/moved"} {
+		var s unix.Stat_t
+		if err := unix.Lstat(filepath.Join(mnt, p), &s); err != nil || s.Mode&syscall.S_IFMT != syscall.S_IFCHR || s.Rdev != 0 {
+			t.Errorf("%s on padfs: mode %#o rdev %d %v, want a whiteout", p, s.Mode, s.Rdev, err)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(lower, "gone")); err != nil || string(got) != "lower\n" {
+		t.Errorf("lower file after rm in the overlay: %q %v", got, err)
+	}
+}

@@ -10,7 +10,12 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
-// virtualDir serves a VirtualDir hook at a session root.
+// virtualDir serves a VirtualDir hook at a session root. Its content
+// (lines of any file that match, paths and hashes of every commit, also of
+// files deleted long ago or inside directories others cannot enter) is
+// not governed by any one file's mode, so it is the mount owner's only:
+// modes 0500/0400, and EACCES to any other uid on lookup, readdir and
+// open, so it holds under allow_other whatever the kernel checks.
 type virtualDir struct {
 	gofs.Inode
 	readOnlyDir
@@ -52,25 +57,39 @@ func (f *virtualFile) generated(data []byte, lookup bool) {
 	}
 }
 
+// ownerOnly refuses a request from anyone but the mount's owner.
+func (m *Server) ownerOnly(ctx context.Context) syscall.Errno {
+	if c, ok := fuse.FromContext(ctx); ok && c.Uid != m.opts.Uid {
+		return syscall.EACCES
+	}
+	return 0
+}
+
 // virtualHandle holds the content generated at open.
 type virtualHandle struct{ data []byte }
 
 func (m *Server) virtualChild(ctx context.Context, parent *gofs.Inode, s *session, name string, vd VirtualDir, out *fuse.EntryOut) *gofs.Inode {
 	d := &virtualDir{m: m, s: s, name: name, vd: vd}
-	fillSynthDir(&out.Attr, m, 0o555)
+	fillSynthDir(&out.Attr, m, 0o500)
 	out.Attr.Nlink = 1
 	return parent.NewInode(ctx, d, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: synthIno(s.id[:], []byte(name))})
 }
 
 // Getattr describes the directory.
 func (d *virtualDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	fillSynthDir(&out.Attr, d.m, 0o555)
+	fillSynthDir(&out.Attr, d.m, 0o500)
 	out.Nlink = 1
 	return 0
 }
 
+// Opendir lets only the owner list the directory.
+func (d *virtualDir) Opendir(ctx context.Context) syscall.Errno { return d.m.ownerOnly(ctx) }
+
 // Readdir lists what the hook's List returns.
 func (d *virtualDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	if errno := d.m.ownerOnly(ctx); errno != 0 {
+		return nil, errno
+	}
 	var names []string
 	if d.vd.List != nil {
 		var err error
@@ -87,6 +106,10 @@ func (d *virtualDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno
 
 // Lookup generates the file once to learn whether it exists and its size.
 func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if errno := d.m.ownerOnly(ctx); errno != 0 {
+		noNegativeEntry(out)
+		return nil, errno
+	}
 	if d.vd.Open == nil {
 		noNegativeEntry(out)
 		return nil, syscall.ENOENT
@@ -111,8 +134,8 @@ func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 }
 
 func fillVirtual(a *fuse.Attr, m *Server, size uint64) {
-	fillSynthDir(a, m, 0o444)
-	a.Mode = syscall.S_IFREG | 0o444
+	fillSynthDir(a, m, 0o400)
+	a.Mode = syscall.S_IFREG | 0o400
 	a.Nlink = 1
 	a.Size = size
 	a.Blocks = (size + 511) / 512
@@ -136,6 +159,9 @@ func (f *virtualFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse
 
 // Open generates the content; direct I/O lets readers see all of it.
 func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+	if errno := f.d.m.ownerOnly(ctx); errno != 0 {
+		return nil, 0, errno
+	}
 	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
 		return nil, 0, syscall.EROFS
 	}

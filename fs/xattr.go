@@ -8,10 +8,11 @@ import (
 	"github.com/padfs/padfs/mvcc"
 )
 
-// Extended attributes: the user.* namespace is stored with the inode (and
-// versioned like everything else). Other namespaces (security.*, system.*,
-// trusted.*) read as absent, so probes by ls and cp stay quiet, and cannot
-// be set (EOPNOTSUPP).
+// Extended attributes: the user.* namespace is stored in the inode's xattr
+// chains (mvcc/xattr.go), versioned like everything else, so a node under
+// .asof/ reads the set as of its view's time. Other namespaces
+// (security.*, system.*, trusted.*) read as absent, so probes by ls and cp
+// stay quiet, and cannot be set (EOPNOTSUPP).
 
 func userXattr(name string) bool { return strings.HasPrefix(name, "user.") && len(name) > len("user.") }
 
@@ -22,11 +23,10 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 		// security.capability before every write.
 		return 0, syscall.ENODATA
 	}
-	in, err := n.inode()
+	v, ok, err := n.m.st.Xattr(n.s.id, n.ino, attr, n.at())
 	if err != nil {
 		return 0, toErrno("getxattr", err)
 	}
-	v, ok := in.Xattrs[attr]
 	if !ok {
 		return 0, syscall.ENODATA
 	}
@@ -41,12 +41,12 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 
 // Listxattr lists the attribute names, NUL-terminated.
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
-	in, err := n.inode()
+	names, err := n.m.st.XattrNames(n.s.id, n.ino, n.at())
 	if err != nil {
 		return 0, toErrno("listxattr", err)
 	}
 	var b []byte
-	for _, name := range in.XattrNames() {
+	for _, name := range names {
 		b = append(append(b, name...), 0)
 	}
 	if len(dest) == 0 {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
+
+	"github.com/padfs/padfs/internal/jsonbytes"
 )
 
 // The commit log as padfs log and the mount's .log file show it.
@@ -111,15 +113,19 @@ func underPath(p, path string) bool {
 // eventJSON is an event's JSON form: the HLC in canonical text, the size
 // whenever the event carries content (an empty file has size 0).
 type eventJSON struct {
-	Seq    uint64 `json:"seq"`
-	HLC    string `json:"hlc"`
-	Op     string `json:"op"`
-	Path   string `json:"path,omitempty"`
-	To     string `json:"to,omitempty"`
-	Ino    Ino    `json:"ino,omitempty"`
-	Size   *int64 `json:"size,omitempty"`
-	Hash   string `json:"sha256,omitempty"`
-	Detail string `json:"detail,omitempty"`
+	Seq  uint64 `json:"seq"`
+	HLC  string `json:"hlc"`
+	Op   string `json:"op"`
+	Path string `json:"path,omitempty"`
+	To   string `json:"to,omitempty"`
+	Ino  Ino    `json:"ino,omitempty"`
+	// Paths are bytes: see internal/jsonbytes.
+	PathB64   string `json:"path_b64,omitempty"`
+	ToB64     string `json:"to_b64,omitempty"`
+	Size      *int64 `json:"size,omitempty"`
+	Hash      string `json:"sha256,omitempty"`
+	Detail    string `json:"detail,omitempty"`
+	DetailB64 string `json:"detail_b64,omitempty"`
 }
 
 // JSON returns the event as one line of JSON (no trailing newline), e.g.
@@ -127,7 +133,8 @@ type eventJSON struct {
 //	{"seq":3,"hlc":"2026-11-29T14:03:00.123456789Z","op":"write","path":"a.txt","ino":5,"size":6,"sha256":"..."}
 func (ev Event) JSON() []byte {
 	j := eventJSON{Seq: ev.Seq, HLC: ev.HLC.String(), Op: ev.Op, Path: ev.Path, To: ev.Path2,
-		Ino: ev.Ino, Hash: ev.Hash, Detail: ev.Detail}
+		Ino: ev.Ino, Hash: ev.Hash, Detail: ev.Detail,
+		PathB64: jsonbytes.B64(ev.Path), ToB64: jsonbytes.B64(ev.Path2), DetailB64: jsonbytes.B64(ev.Detail)}
 	if ev.Size != 0 || ev.Hash != "" {
 		size := ev.Size
 		j.Size = &size

@@ -29,8 +29,8 @@ type ForkOptions struct {
 // session's .asof/ starts at the fork.
 func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, error) {
 	if opt.Name != "" {
-		if err := ValidName(opt.Name); err != nil {
-			return nil, fmt.Errorf("session name: %w", err)
+		if err := ValidSessionName(opt.Name); err != nil {
+			return nil, err
 		}
 	}
 	id := opt.ID
@@ -42,6 +42,9 @@ func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, er
 	}
 	h := &SessionHeader{ID: id, Name: opt.Name}
 	_, err := s.commit(id, commitNew, func(t *WriteTx) error {
+		if err := t.checkNameFree(opt.Name, id); err != nil {
+			return err
+		}
 		sh, err := t.Header(src)
 		if err != nil {
 			return err
@@ -127,7 +130,18 @@ func (t *WriteTx) copyTree(src SessionID, srcRoot Ino, at HLC, h *SessionHeader)
 		c := *n
 		c.Ino = newIno[n.Ino]
 		c.ContentHLC = t.hlc
-		c.Xattrs = n.Xattrs
+		// The attribute set as of at, inline (format 1) or keyed, becomes
+		// keyed versions of the new inode.
+		xs, err := t.xattrsOf(src, n, at)
+		if err != nil {
+			return err
+		}
+		c.Xattrs = nil
+		for _, name := range sortedNames(xs) {
+			if err := t.putXattr(c.Ino, name, xs[name]); err != nil {
+				return err
+			}
+		}
 		if n.IsDir() {
 			c.Nlink = 2 + subdirs[n.Ino]
 		} else {

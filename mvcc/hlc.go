@@ -1,7 +1,9 @@
 package mvcc
 
 import (
+	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"sync"
 	"time"
@@ -35,6 +37,15 @@ func (h HLC) String() string {
 // Time returns the wall time the HLC stands for.
 func (h HLC) Time() time.Time { return time.Unix(0, int64(h)).UTC() }
 
+// ErrHLCRange: a time an HLC cannot stand for (before the epoch, or past
+// the int64 nanoseconds it counts in). Errors wrapping it also wrap
+// ErrInvalid.
+var ErrHLCRange = errors.New("time out of range")
+
+// MaxHLC is the latest instant an HLC can stand for,
+// 2262-04-11T23:47:16.854775807Z.
+const MaxHLC HLC = math.MaxInt64
+
 // ParseHLC parses the canonical form or any RFC 3339 time (with or without
 // fraction, any offset); the result names the latest state at or before that
 // instant. Errors say what is wrong with the text.
@@ -46,8 +57,9 @@ func ParseHLC(s string) (HLC, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%w: %q is not an HLC (want RFC 3339, e.g. 2026-11-29T14:03:00Z)", ErrInvalid, s)
 	}
-	if t.Year() < 1970 || t.Year() > 2262 {
-		return 0, fmt.Errorf("%w: %q is out of range (1970..2262)", ErrInvalid, s)
+	// UnixNano is undefined outside int64 nanoseconds: compare times.
+	if t.Before(time.Unix(0, 0)) || t.After(MaxHLC.Time()) {
+		return 0, fmt.Errorf("%w: %w: %q is not in %s..%s", ErrInvalid, ErrHLCRange, s, HLC(0), MaxHLC)
 	}
 	return HLC(t.UnixNano()), nil
 }

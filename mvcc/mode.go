@@ -28,3 +28,19 @@ func ValidName(name string) error {
 	}
 	return nil
 }
+
+// ValidSessionName checks a session name: a valid file name (the mount's
+// root lists sessions by name) without control characters, which would
+// break line- and column-oriented output such as padfs session ls.
+func ValidSessionName(name string) error {
+	if err := ValidName(name); err != nil {
+		return fmt.Errorf("session name: %w (names may not contain '/' or control characters)", err)
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c == 0x7f {
+			return fmt.Errorf("%w: session name %q contains the control character 0x%02x (names may not contain '/' or control characters)",
+				ErrInvalid, name, c)
+		}
+	}
+	return nil
+}

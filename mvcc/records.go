@@ -4,19 +4,25 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
-	"sort"
 	"sync"
 
 	"github.com/fxamacker/cbor/v2"
 )
 
-// FormatVersion is the on-disk format this build writes and reads. A store
-// with a newer format is refused at open with ErrFormat.
-const FormatVersion = 1
+// FormatVersion is the newest on-disk format this build reads; a store with
+// a newer one is refused at open with ErrFormat. New stores start at format
+// 1 and move to 2 with their first keyed xattr (xattr.go).
+const FormatVersion = formatXattrChains
 
 // Records are CBOR maps with small integer keys (fields can be added without
 // rewriting old records), framed as crc32c(payload)[4] || payload so that a
 // flipped bit is reported as ErrCorrupt naming the key, never decoded.
+//
+// Names, paths and symlink targets are bytes (Linux allows any byte but '/'
+// and NUL in a name), kept in Go strings and written as CBOR text strings
+// that need not be valid UTF-8. The decoder accepts such text: stores
+// written before it did hold it too, and refusing it made a whole session
+// unreadable.
 
 // Hash is a SHA-256 content address.
 type Hash [32]byte
@@ -45,8 +51,10 @@ type Inode struct {
 	Target string `cbor:"11,keyasint,omitempty"` // symlink target
 	// Parent and Name locate the inode's most recent link, so that the commit
 	// log can name paths without the caller spelling them out.
-	Parent Ino               `cbor:"12,keyasint,omitempty"`
-	Name   string            `cbor:"13,keyasint,omitempty"`
+	Parent Ino    `cbor:"12,keyasint,omitempty"`
+	Name   string `cbor:"13,keyasint,omitempty"`
+	// Xattrs is the inline attribute set of format 1 stores, read but no
+	// longer written: attributes have chains of their own (xattr.go).
 	Xattrs map[string][]byte `cbor:"14,keyasint,omitempty"`
 	// Content: Inline for small files, else Extents in file order.
 	Inline  []byte   `cbor:"15,keyasint,omitempty"`
@@ -88,16 +96,6 @@ func (n *Inode) Blocks() uint64 {
 	return (b + 511) / 512
 }
 
-// XattrNames returns the extended attribute names in sorted order.
-func (n *Inode) XattrNames() []string {
-	names := make([]string, 0, len(n.Xattrs))
-	for k := range n.Xattrs {
-		names = append(names, k)
-	}
-	sort.Strings(names)
-	return names
-}
-
 // Dentry is one version of a directory entry; Ino 0 is a tombstone.
 type Dentry struct {
 	Ino  Ino    `cbor:"1,keyasint,omitempty"`
@@ -107,7 +105,8 @@ type Dentry struct {
 	HLC  HLC    `cbor:"-"` // from the key
 }
 
-// SessionHeader is written once when a session is created and never changed.
+// SessionHeader is written when a session is created; only RenameSession
+// changes it (the name).
 type SessionHeader struct {
 	ID      SessionID `cbor:"1,keyasint"`
 	Name    string    `cbor:"2,keyasint,omitempty"`
@@ -149,11 +148,14 @@ var (
 	// Deterministic encoding: equal records are equal bytes.
 	encMode = sync.OnceValues(func() (cbor.EncMode, error) { return cbor.CoreDetEncOptions().EncMode() })
 	decMode = sync.OnceValues(func() (cbor.DecMode, error) {
-		return cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20}.DecMode()
+		return cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20,
+			UTF8: cbor.UTF8DecodeInvalid}.DecMode()
 	})
 )
 
-// encode frames v as crc32c || cbor(v).
+// encode frames v as crc32c || cbor(v). It refuses a payload the decoder
+// would not read back (its limits), so that a commit fails before anything
+// is written instead of committing a record that bricks its readers.
 func encode(v any) ([]byte, error) {
 	em, err := encMode()
 	if err != nil {
@@ -162,6 +164,13 @@ func encode(v any) ([]byte, error) {
 	payload, err := em.Marshal(v)
 	if err != nil {
 		return nil, err
+	}
+	dm, err := decMode()
+	if err != nil {
+		return nil, err
+	}
+	if err := dm.Wellformed(payload); err != nil {
+		return nil, fmt.Errorf("record would not decode: %w", err)
 	}
 	return frame(payload), nil
 }

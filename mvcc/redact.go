@@ -12,8 +12,8 @@ import (
 // like hard forget (PlanRedact, then Redact with the receipt's token).
 //
 // It is the one deliberate rewrite in place of padfs: every inode version
-// whose content, symlink target or xattr values contain the needle is
-// rewritten UNDER ITS OWN KEY, so the history keeps its structure (the same
+// whose content, symlink target or inline xattr values contain the needle,
+// and every xattr version whose value does, is rewritten UNDER ITS OWN KEY, so the history keeps its structure (the same
 // versions, HLCs, paths and event sequence) and only the bytes change.
 // Writing new versions instead would leave the old ones, which is the very
 // thing a leaked secret must not survive; rewriting a version's key would
@@ -71,6 +71,7 @@ type RedactReceipt struct {
 type redactPlan struct {
 	r        *RedactReceipt
 	versions [][]byte          // inode version keys to rewrite
+	xattrs   [][]byte          // xattr version keys to rewrite
 	contents map[string]*Inode // content key -> a version holding it (content to redact)
 	unref    []Hash            // chunks the session stops using
 	del      map[Hash]bool     // ... of which no other session uses
@@ -223,7 +224,30 @@ func (t *ReadTx) planRedact(sid SessionID, needle, repl string) (*redactPlan, er
 	if err != nil {
 		return nil, err
 	}
-	r.Files, r.Versions = len(files), len(p.versions)
+	// Keyed xattrs: their versions are rewritten under their own keys too.
+	err = scanKeys(t.r, key(pXattr, sid[:]), func(k, v []byte) error {
+		ino, name, err := splitXattrKey(k)
+		if err != nil {
+			return err
+		}
+		if strings.Contains(name, needle) {
+			nameHit(fmt.Sprintf("xattr name of inode %d", ino))
+		}
+		var x xattrVersion
+		if err := decode(k, v, &x); err != nil {
+			return err
+		}
+		if c := bytes.Count(x.Value, []byte(needle)); c > 0 {
+			p.xattrs = append(p.xattrs, append([]byte(nil), k...))
+			files[ino] = true
+			r.Occurrences += c
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	r.Files, r.Versions = len(files), len(p.versions)+len(p.xattrs)
 
 	// Names: directory entries, the log, checkpoints.
 	dp := key(pDentry, sid[:])
@@ -359,7 +383,7 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 	}
 
 	// New content first, outside the commit (as PutContent always is).
-	total := int64(len(plan.contents) + len(plan.versions))
+	total := int64(len(plan.contents) + len(plan.versions) + len(plan.xattrs))
 	var done int64
 	progress.report("redact", 0, total)
 	repl2 := map[string]*Content{}
@@ -454,6 +478,24 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 			done++
 			progress.report("redact", done, total)
 		}
+		for _, k := range p.xattrs {
+			v, err := t.w.Get(k)
+			if err != nil {
+				return err
+			}
+			var x xattrVersion
+			if err := decode(k, v, &x); err != nil {
+				return err
+			}
+			if x.Value, _, err = redactBytes(x.Value, needle, rp); err != nil {
+				return err
+			}
+			if err := t.put(k, &x); err != nil {
+				return err
+			}
+			done++
+			progress.report("redact", done, total)
+		}
 		// The log: content hashes and sizes, symlink targets.
 		var evKeys [][]byte
 		var evs []Event
@@ -490,6 +532,10 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 					return err
 				}
 			}
+		}
+		// Versions were rewritten in place: count the references afresh.
+		if err := recountChunkRefsLocked(t.w, sid, nil); err != nil {
+			return err
 		}
 		if _, err := deleteOrphanChunks(t.w); err != nil {
 			return err

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -22,6 +23,10 @@ type Store struct {
 	watchers []func(SessionID, Event)
 
 	paths pathCache
+
+	recorded sync.Map   // SessionID -> true: its prune state notes its S records
+	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
+	pruneMu  sync.Mutex // one prune at a time
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
@@ -36,7 +41,7 @@ func New(kvs kv.Store) (*Store, error) {
 		}
 		switch {
 		case v == nil:
-			if err := tx.Put(metaKey("format"), u64(FormatVersion)); err != nil {
+			if err := tx.Put(metaKey("format"), u64(formatInline)); err != nil {
 				return err
 			}
 			if err := tx.Put(metaKey("ino"), u64(1)); err != nil {
@@ -103,6 +108,10 @@ func (s *Store) notify(sid SessionID, ev Event) {
 type ReadTx struct {
 	s *Store
 	r kv.Reader
+	// heads, in a commit, remembers the newest key of each chain read as
+	// of Latest ("" for none), so that writing the chain's next version
+	// needs no second seek to learn what it supersedes (versionPut).
+	heads map[string]string
 }
 
 // View runs fn against a consistent snapshot.
@@ -120,6 +129,9 @@ func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
 		}
 		return false, nil
 	})
+	if err == nil && at == Latest && t.heads != nil {
+		t.heads[string(chain)] = string(k)
+	}
 	return k, v, err
 }
 
@@ -155,6 +167,10 @@ func (t *ReadTx) Forgotten(sid SessionID, at HLC) (bool, HLC, error) {
 
 // Lookup returns the entry name in directory parent as of at.
 func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry, error) {
+	at, err := t.clampAt(sid, at)
+	if err != nil {
+		return Dentry{}, err
+	}
 	k, v, err := t.seekChain(dentryChain(sid, parent, name), at)
 	if err != nil {
 		return Dentry{}, err
@@ -175,6 +191,10 @@ func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry,
 
 // Inode returns the version of ino current as of at.
 func (t *ReadTx) Inode(sid SessionID, ino Ino, at HLC) (*Inode, error) {
+	at, err := t.clampAt(sid, at)
+	if err != nil {
+		return nil, err
+	}
 	k, v, err := t.seekChain(inodeChain(sid, ino), at)
 	if err != nil {
 		return nil, err
@@ -194,6 +214,10 @@ func (t *ReadTx) Inode(sid SessionID, ino Ino, at HLC) (*Inode, error) {
 // until fn returns false. It costs one seek per name the directory ever had
 // (two for a past state), never a walk of each name's history.
 func (t *ReadTx) ReadDir(sid SessionID, dir Ino, at HLC, fn func(Dentry) bool) error {
+	at, err := t.clampAt(sid, at)
+	if err != nil {
+		return err
+	}
 	prefix := dirPrefix(sid, dir)
 	end := kv.PrefixEnd(prefix)
 	pos := prefix
@@ -271,6 +295,9 @@ func (t *ReadTx) Path(sid SessionID, ino Ino, at HLC) (string, error) {
 // Events calls fn for each event of the session with Seq > after, oldest
 // first, until fn returns false.
 func (t *ReadTx) Events(sid SessionID, after uint64, fn func(Event) bool) error {
+	if after == math.MaxUint64 {
+		return nil // no Seq is greater (after+1 would wrap to every event)
+	}
 	prefix := key(pEvent, sid[:])
 	return t.r.Scan(eventKey(sid, after+1), kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
 		var ev Event

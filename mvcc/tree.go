@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"syscall"
 )
 
 // Filesystem operations. Each is one commit: new versions of the entries and
@@ -31,6 +32,10 @@ type SetAttr struct {
 const (
 	RenameNoReplace = 1 // RENAME_NOREPLACE
 	RenameExchange  = 2 // RENAME_EXCHANGE
+	// RenameWhiteout (RENAME_WHITEOUT) leaves a whiteout at the old
+	// name, in the same commit: a character device 0/0 with mode 0,
+	// what overlayfs takes for a name deleted from its lower layers.
+	RenameWhiteout = 4
 )
 
 // dirOf loads parent and checks it is a live directory.
@@ -272,12 +277,20 @@ func (t *WriteTx) checkEmpty(dir Ino) error {
 }
 
 // Rename moves oldParent/oldName to newParent/newName with rename(2) and
-// renameat2(2) semantics (flags RenameNoReplace, RenameExchange).
+// renameat2(2) semantics (flags RenameNoReplace, RenameExchange,
+// RenameWhiteout; a whiteout is owned by root, see RenameAs).
 func (s *Store) Rename(sid SessionID, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32) error {
+	return s.RenameAs(sid, oldParent, oldName, newParent, newName, flags, Attr{})
+}
+
+// RenameAs is Rename with the owner (Uid, Gid) of the whiteout that
+// RenameWhiteout leaves: the caller's, as for a mknod.
+func (s *Store) RenameAs(sid SessionID, oldParent Ino, oldName string, newParent Ino, newName string, flags uint32, owner Attr) error {
 	if err := ValidName(newName); err != nil {
 		return err
 	}
-	if flags&^(RenameNoReplace|RenameExchange) != 0 || flags == RenameNoReplace|RenameExchange {
+	if flags&^(RenameNoReplace|RenameExchange|RenameWhiteout) != 0 ||
+		flags&RenameExchange != 0 && flags&(RenameNoReplace|RenameWhiteout) != 0 {
 		return fmt.Errorf("%w: rename flags %#x", ErrInvalid, flags)
 	}
 	_, err := s.Update(sid, func(t *WriteTx) error {
@@ -388,7 +401,11 @@ func (s *Store) Rename(sid SessionID, oldParent Ino, oldName string, newParent I
 				return err
 			}
 		}
-		if err := t.PutDentry(oldParent, oldName, 0, 0); err != nil {
+		if flags&RenameWhiteout != 0 {
+			if err := t.putWhiteout(oldParent, oldName, owner, now); err != nil {
+				return err
+			}
+		} else if err := t.PutDentry(oldParent, oldName, 0, 0); err != nil {
 			return err
 		}
 		if err := t.PutDentry(newParent, newName, src.Ino, src.Mode&sIFMT); err != nil {
@@ -408,12 +425,34 @@ func (s *Store) Rename(sid SessionID, oldParent Ino, oldName string, newParent I
 				return err
 			}
 		}
+		dir := np
 		if oldParent == newParent {
-			return t.finishRename(op, npDelta, from, to, src.Ino, "rename")
+			dir = op
 		}
-		return t.finishRename(np, npDelta, from, to, src.Ino, "rename")
+		if err := t.finishRename(dir, npDelta, from, to, src.Ino, "rename"); err != nil {
+			return err
+		}
+		if flags&RenameWhiteout != 0 {
+			t.ev.Detail = "whiteout" // left at Path
+		}
+		return nil
 	})
 	return err
+}
+
+// putWhiteout names a new whiteout inode (character device 0/0, mode 0)
+// name in parent, in place of what was there.
+func (t *WriteTx) putWhiteout(parent Ino, name string, owner Attr, now int64) error {
+	ino, err := t.AllocIno()
+	if err != nil {
+		return err
+	}
+	w := &Inode{Ino: ino, Mode: syscall.S_IFCHR, Uid: owner.Uid, Gid: owner.Gid, Nlink: 1,
+		Atime: now, Mtime: now, Ctime: now, Parent: parent, Name: name, ContentHLC: t.hlc}
+	if err := t.PutInode(w); err != nil {
+		return err
+	}
+	return t.PutDentry(parent, name, ino, syscall.S_IFCHR)
 }
 
 func (t *WriteTx) finishRename(dir *Inode, delta int, from, to string, ino Ino, op string) error {
@@ -528,50 +567,6 @@ func (s *Store) SetAttrCtx(ctx context.Context, sid SessionID, ino Ino, a SetAtt
 // new content), with mtime (ns). Other attributes are kept.
 func (s *Store) WriteContent(sid SessionID, ino Ino, r io.Reader, mtime int64) (*Inode, error) {
 	return s.WriteContentAttr(sid, ino, r, mtime, SetAttr{})
-}
-
-// Xattr flags, as setxattr(2).
-const (
-	XattrCreate  = 1
-	XattrReplace = 2
-)
-
-// SetXattr sets (value != nil) or removes (value == nil) an extended
-// attribute.
-func (s *Store) SetXattr(sid SessionID, ino Ino, name string, value []byte, flags uint32) error {
-	_, err := s.Update(sid, func(t *WriteTx) error {
-		n, err := t.Latest(ino)
-		if err != nil {
-			return err
-		}
-		_, has := n.Xattrs[name]
-		switch {
-		case value == nil && !has:
-			return fmt.Errorf("%w: %q", ErrNoAttr, name)
-		case flags&XattrCreate != 0 && has:
-			return fmt.Errorf("%w: xattr %q", ErrExist, name)
-		case flags&XattrReplace != 0 && !has:
-			return fmt.Errorf("%w: %q", ErrNoAttr, name)
-		}
-		xs := make(map[string][]byte, len(n.Xattrs)+1)
-		for k, v := range n.Xattrs {
-			xs[k] = v
-		}
-		op := "setxattr"
-		if value == nil {
-			delete(xs, name)
-			op = "removexattr"
-		} else {
-			xs[name] = append([]byte{}, value...)
-		}
-		n.Xattrs, n.Ctime = xs, nowNs()
-		if err := t.PutInode(n); err != nil {
-			return err
-		}
-		t.SetEvent(Event{Op: op, Path: t.pathOf(n.Parent, n.Name), Ino: ino, Detail: name})
-		return nil
-	})
-	return err
 }
 
 // LatestInode reads the current version of ino.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -323,5 +324,42 @@ func TestUnlinkOfPrimaryHardLinkRepointsToTheOtherDirectory(t *testing.T) {
 	st.View(func(tx *ReadTx) error { return tx.Events(sid, 0, func(ev Event) bool { last = ev; return true }) })
 	if last.Path != "p/x" {
 		t.Fatalf("write logged at %q, want p/x", last.Path)
+	}
+}
+
+// RenameWhiteout moves the entry and names a whiteout (character device
+// 0/0, mode 0, the given owner) at the old name in the same commit: as of
+// the commit before, the old name holds the file and the new one nothing.
+func TestRenameWhiteoutIsOneCommit(t *testing.T) {
+	st, sid, root := openTest(t)
+	writeFile(t, st, sid, root, "a", []byte("A"))
+	before, _ := st.Now()
+	if err := st.RenameAs(sid, root, "a", root, "b", RenameWhiteout, Attr{Uid: 7, Gid: 8}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := st.Lookup(sid, root, "a", Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w.Mode != syscall.S_IFCHR || w.Rdev != 0 || w.Uid != 7 || w.Gid != 8 || w.Nlink != 1 {
+		t.Errorf("whiteout: mode %#o rdev %d owner %d:%d nlink %d", w.Mode, w.Rdev, w.Uid, w.Gid, w.Nlink)
+	}
+	b, err := st.Lookup(sid, root, "b", Latest)
+	if err != nil || readFile(t, st, sid, "b", Latest) != "A" {
+		t.Fatalf("moved file: %v", err)
+	}
+	// Both names changed at one HLC: no state shows the file twice or
+	// the whiteout beside the old file.
+	if b.HLC != w.HLC {
+		t.Errorf("moved inode at %v, whiteout at %v: two commits", b.HLC, w.HLC)
+	}
+	if got := readFile(t, st, sid, "a", before); got != "A" {
+		t.Errorf("a as of before: %q", got)
+	}
+	if _, err := st.Lookup(sid, root, "b", before); !errors.Is(err, ErrNotFound) {
+		t.Errorf("b as of before: %v", err)
+	}
+	if err := st.Rename(sid, root, "b", root, "a", RenameWhiteout|RenameExchange); !errors.Is(err, ErrInvalid) {
+		t.Errorf("RenameWhiteout|RenameExchange: %v", err)
 	}
 }

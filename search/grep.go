@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
@@ -93,6 +95,7 @@ type target struct {
 	n       *mvcc.Inode
 	read    bool // a candidate: read and match it; else it has no match
 	failed  bool
+	warn    bool // failed with a warning only: the exit status stays
 	diag    string
 }
 
@@ -132,9 +135,10 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
 		if err != nil {
 			// The index is derived data (and may be mid-rebuild: closed
-			// under this reader): read everything instead, which is exact.
+			// under this reader; its worker may be restarting, which was
+			// logged once): read everything instead, which is exact.
 			level := slog.LevelWarn
-			if errors.Is(err, bleve.ErrorIndexClosed) {
+			if errors.Is(err, bleve.ErrorIndexClosed) || errors.Is(err, errWorkerDown) || errors.Is(err, errIndexChanged) {
 				level = slog.LevelDebug
 			}
 			ix.log.Log(ctx, level, "search: index unusable; scanning", "session", req.Session.String(), "err", err)
@@ -151,7 +155,8 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 	if req.Filename == 0 {
 		withName = len(req.Operands) != 1
 		if len(req.Operands) == 1 {
-			n, err := ix.st.Walk(req.Session, req.Operands[0].Path, at)
+			// A link to a directory is a directory here, as for GNU grep.
+			_, n, err := ix.resolve(req.Session, req.Operands[0].Path, at)
 			withName = err == nil && n.IsDir()
 		}
 	}
@@ -168,11 +173,8 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 // candidates returns the paths that may match (nil: search everything)
 // and whether the index lagged behind the log.
 func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at mvcc.HLC) (map[string]bool, bool, error) {
-	si, err := ix.session(sid, false)
-	if err != nil || si == nil {
-		return nil, true, err
-	}
-	seq, _, err := si.covered()
+	pos, err := ix.be.position(sid)
+	seq := pos.Seq
 	if err != nil || seq == 0 || seq > lastSeq {
 		return nil, true, err
 	}
@@ -194,8 +196,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at m
 	if ch.full || n > maxTailEvents {
 		return nil, true, nil // too far behind: read everything
 	}
-	q := query.NewDisjunctionQuery([]query.Query{bleveQuery(m.IndexQuery), termQ("unindexed", "y")})
-	ids, err := searchIDs(si.bl, q)
+	ids, err := ix.be.ids(sid, idQuery{Tri: m.IndexQuery, Gen: pos.Gen})
 	if err != nil {
 		return nil, true, err
 	}
@@ -211,7 +212,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at m
 		if p != "" {
 			cand[p] = true
 		}
-		ids, err := searchIDs(si.bl, termQ("ino", strconv.FormatUint(uint64(ino), 10)))
+		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10), Gen: pos.Gen})
 		if err != nil {
 			return nil, true, err
 		}
@@ -273,12 +274,9 @@ func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all
 		// An empty Display is the working directory searched with no PATH:
 		// GNU grep prints its files without a "./" prefix.
 		root := op.Display == ""
-		p := cleanPath(op.Path)
-		n, err := ix.st.Walk(req.Session, p, at)
-		if n != nil && n.IsSymlink() {
-			// Command-line symbolic links are followed.
-			p, n, err = ix.follow(req.Session, p, n, at)
-		}
+		// Command-line symbolic links are followed, in any component
+		// (and ".." after one is its target's parent, as in the kernel).
+		p, n, err := ix.resolve(req.Session, op.Path, at)
 		if err != nil {
 			if !fail(op.Display, err) {
 				return
@@ -309,15 +307,19 @@ func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all
 			return prefix + "/" + rel
 		}
 		base := dirPrefix(p)
-		keep := func(fp string) bool {
-			rel := fp[len(base):]
-			dirs := strings.Split(rel, "/")
-			for _, d := range dirs[:len(dirs)-1] {
+		keepDir := func(fp string) bool { // fp and the directories above it
+			for _, d := range strings.Split(fp[len(base):], "/") {
 				if matchAny(req.ExcludeDir, d) {
 					return false
 				}
 			}
-			name := dirs[len(dirs)-1]
+			return true
+		}
+		keep := func(fp string) bool {
+			dir, name := path.Split(fp)
+			if len(dir) > len(base) && !keepDir(dir[:len(dir)-1]) {
+				return false
+			}
 			if len(req.Include) > 0 && !matchAny(req.Include, name) {
 				return false
 			}
@@ -325,8 +327,18 @@ func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all
 		}
 		if all {
 			more := true
-			err := ix.walkFiles(req.Session, p, at, req.Dereference, func(fp string, n *mvcc.Inode) bool {
-				if keep(fp) {
+			err := ix.walkFiles(req.Session, p, at, req.Dereference, func(fp string, n *mvcc.Inode, ferr error) bool {
+				loop := errors.Is(ferr, errDirLoop)
+				switch {
+				case ferr != nil && (loop && keepDir(fp) || !loop && keep(fp)):
+					// A link met by -R that cannot be followed: its message
+					// in its place, as GNU grep prints it.
+					t := target{failed: true, warn: loop}
+					if !req.Silent {
+						t.diag = fmt.Sprintf("%s: %s: %s", req.ErrPrefix, join(fp[len(base):]), errText(ferr))
+					}
+					more = emit(t)
+				case ferr == nil && keep(fp):
 					more = emit(target{display: join(fp[len(base):]), path: fp, n: n, read: cand == nil || cand[fp]})
 				}
 				return more
@@ -397,91 +409,176 @@ func errText(err error) string {
 		return "No such file or directory"
 	case errors.Is(err, mvcc.ErrNotDir):
 		return "Not a directory"
+	case errors.Is(err, syscall.ELOOP):
+		return "Too many levels of symbolic links"
+	case errors.Is(err, errDirLoop):
+		return "warning: recursive directory loop"
 	}
 	return err.Error()
 }
 
-// follow resolves a symbolic link inside the session (up to 40 hops).
-func (ix *Index) follow(sid mvcc.SessionID, p string, n *mvcc.Inode, at mvcc.HLC) (string, *mvcc.Inode, error) {
-	for hops := 0; n.IsSymlink(); hops++ {
-		if hops >= 40 {
-			return "", nil, fmt.Errorf("too many levels of symbolic links")
-		}
-		if strings.HasPrefix(n.Target, "/") {
-			return "", nil, &UnsupportedError{"symbolic link", fmt.Sprintf("%s points outside the session (%s)", p, n.Target)}
-		}
-		dir := path.Dir(p)
-		q := path.Clean(path.Join(dir, n.Target))
-		if q == ".." || strings.HasPrefix(q, "../") {
-			return "", nil, &UnsupportedError{"symbolic link", fmt.Sprintf("%s points outside the session (%s)", p, n.Target)}
-		}
-		var err error
-		if n, err = ix.st.Walk(sid, q, at); err != nil {
-			return "", nil, err
-		}
-		p = cleanPath(q)
-	}
-	return p, n, nil
-}
+// errDirLoop is a directory met again inside itself by grep -R (through a
+// symbolic link): GNU grep warns and goes on, and the exit status stays.
+var errDirLoop = errors.New("recursive directory loop")
 
-// walkFiles calls fn for every regular file at or below dir in walk order,
-// until fn returns false; with deref, symbolic links are followed (GNU
-// grep -R). Without deref it is walkStream.
-func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bool, fn func(string, *mvcc.Inode) bool) error {
-	if !deref {
-		return ix.walkStream(sid, dir, at, fn)
+// resolve looks p (session-relative) up as the kernel looks a path up in
+// the mount: symbolic links are followed in every component, the last one
+// too (up to 40), and ".." is the physical parent. A link whose target
+// leaves the session is an UnsupportedError naming the link. It returns
+// the path without links and its inode.
+func (ix *Index) resolve(sid mvcc.SessionID, p string, at mvcc.HLC) (string, *mvcc.Inode, error) {
+	type comp struct {
+		name         string
+		link, target string // the link whose target this came from
 	}
-	type ent struct {
-		path string
+	type level struct {
+		name string
 		n    *mvcc.Inode
 	}
-	var ents []ent
+	split := func(p, link, target string) []comp {
+		var cs []comp
+		for _, c := range strings.Split(p, "/") {
+			if c != "" && c != "." {
+				cs = append(cs, comp{c, link, target})
+			}
+		}
+		return cs
+	}
+	outside := func(c comp) error {
+		if c.link == "" {
+			return fmt.Errorf("%w: %s is outside the session", mvcc.ErrNotFound, p)
+		}
+		return &UnsupportedError{"symbolic link", fmt.Sprintf("%s points outside the session (%s)", c.link, c.target)}
+	}
+	var stack []level
+	pathOf := func(extra string) string {
+		parts := make([]string, 0, len(stack))
+		for _, l := range stack[1:] {
+			parts = append(parts, l.name)
+		}
+		if extra != "" {
+			parts = append(parts, extra)
+		}
+		return strings.Join(parts, "/")
+	}
 	err := ix.st.View(func(t *mvcc.ReadTx) error {
-		root, err := t.Walk(sid, dir, at)
+		h, err := t.Header(sid)
 		if err != nil {
 			return err
 		}
-		return walkDir(t, sid, root.Ino, dirPrefix(dir), at, 0, func(p string, n *mvcc.Inode) {
-			ents = append(ents, ent{p, n})
-		})
-	})
-	if err != nil {
-		return err
-	}
-	for _, e := range ents {
-		switch {
-		case e.n.IsRegular():
-			if !fn(e.path, e.n) {
-				return nil
-			}
-		case e.n.IsSymlink():
-			_, n, err := ix.follow(sid, e.path, e.n, at)
-			if err != nil {
+		root, err := t.Inode(sid, h.Root, at)
+		if err != nil {
+			return err
+		}
+		stack = []level{{"", root}}
+		todo := split(p, "", "")
+		for hops := 0; len(todo) > 0; {
+			c := todo[0]
+			todo = todo[1:]
+			if c.name == ".." {
+				if len(stack) == 1 {
+					return outside(c)
+				}
+				stack = stack[:len(stack)-1]
 				continue
 			}
-			if n.IsRegular() {
-				if !fn(e.path, n) {
-					return nil
-				}
-			} else if n.IsDir() {
-				// Recurse into the link's target under the link's name.
-				var sub []ent
-				_ = ix.st.View(func(t *mvcc.ReadTx) error {
-					return walkDir(t, sid, n.Ino, e.path+"/", at, 1, func(p string, n *mvcc.Inode) {
-						if n.IsRegular() {
-							sub = append(sub, ent{p, n})
-						}
-					})
-				})
-				for _, s := range sub {
-					if !fn(s.path, s.n) {
-						return nil
+			cur := stack[len(stack)-1].n
+			if !cur.IsDir() {
+				return fmt.Errorf("%w: %s", mvcc.ErrNotDir, p)
+			}
+			d, err := t.Lookup(sid, cur.Ino, c.name, at)
+			if err != nil {
+				return err
+			}
+			n, err := t.Inode(sid, d.Ino, at)
+			if err != nil {
+				return err
+			}
+			if !n.IsSymlink() {
+				stack = append(stack, level{c.name, n})
+				continue
+			}
+			if hops++; hops > 40 {
+				return fmt.Errorf("%s: %w", p, syscall.ELOOP)
+			}
+			link := pathOf(c.name)
+			if strings.HasPrefix(n.Target, "/") {
+				return outside(comp{link: link, target: n.Target})
+			}
+			todo = append(split(n.Target, link, n.Target), todo...)
+		}
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return pathOf(""), stack[len(stack)-1].n, nil
+}
+
+// walkFiles calls fn for every regular file at or below dir in walk order,
+// until fn returns false. Without deref it is walkStream (symbolic links
+// are skipped, as by grep -r). With deref (grep -R) links are followed: a
+// link to a file is that file under the link's name, a link to a directory
+// is walked under the link's name; a link that cannot be followed
+// (dangling, a cycle, out of the session) and a directory met again inside
+// itself are passed to fn as an error in their place.
+func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bool, fn func(string, *mvcc.Inode, error) bool) error {
+	if !deref {
+		return ix.walkStream(sid, dir, at, func(p string, n *mvcc.Inode) bool { return fn(p, n, nil) })
+	}
+	root, err := ix.st.Walk(sid, dir, at)
+	switch {
+	case err != nil:
+		return err
+	case root.IsRegular():
+		fn(cleanPath(dir), root, nil)
+		return nil
+	case !root.IsDir():
+		return nil
+	}
+	// prefix is the walk's path (through links), real the directory's own
+	// path (where its links' relative targets start); above holds the
+	// directories of the path walked, for the loop check.
+	var rec func(ino mvcc.Ino, prefix, real string, above []mvcc.Ino) (bool, error)
+	rec = func(ino mvcc.Ino, prefix, real string, above []mvcc.Ino) (bool, error) {
+		var ents []dirEntry
+		if err := ix.st.View(func(t *mvcc.ReadTx) error {
+			var err error
+			ents, err = readDir(t, sid, ino, prefix, at, len(above))
+			return err
+		}); err != nil {
+			return false, err
+		}
+		for _, e := range ents {
+			p, n, rp := prefix+e.name, e.n, real+e.name
+			if n.IsSymlink() {
+				var err error
+				if rp, n, err = ix.resolve(sid, rp, at); err != nil {
+					if !fn(p, nil, err) {
+						return false, nil
 					}
+					continue
+				}
+			}
+			switch {
+			case n.IsRegular():
+				if !fn(p, n, nil) {
+					return false, nil
+				}
+			case n.IsDir() && slices.Contains(above, n.Ino):
+				if !fn(p, nil, errDirLoop) {
+					return false, nil
+				}
+			case n.IsDir():
+				if more, err := rec(n.Ino, p+"/", dirPrefix(rp), append(above[:len(above):len(above)], n.Ino)); !more || err != nil {
+					return false, err
 				}
 			}
 		}
+		return true, nil
 	}
-	return nil
+	_, err = rec(root.Ino, dirPrefix(dir), dirPrefix(dir), []mvcc.Ino{root.Ino})
+	return err
 }
 
 // run reads and matches the targets feed emits, in parallel, and prints
@@ -578,7 +675,9 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 			return ctx.Err()
 		}
 		if t.failed {
-			stats.Errors++
+			if !t.warn {
+				stats.Errors++
+			}
 			if t.diag != "" {
 				if err := flush(); err != nil {
 					return err
@@ -709,26 +808,9 @@ func putReadBuf(bp *[]byte) {
 // lines grow to (recorded in the index): it matters when a later file read
 // has a NUL past the first buffer.
 func (ix *Index) growth(sid mvcc.SessionID) map[string]int {
-	si, err := ix.session(sid, false)
-	if err != nil || si == nil {
-		return nil
-	}
-	q := query.NewWildcardQuery("*")
-	q.SetField("grow")
-	req := bleve.NewSearchRequestOptions(q, 1<<16, 0, false)
-	req.Fields = []string{"grow"}
-	req.Score = "none"
-	res, err := si.bl.Search(req)
+	out, err := ix.be.grow(sid)
 	if err != nil {
 		return nil
-	}
-	out := map[string]int{}
-	for _, h := range res.Hits {
-		if v, ok := h.Fields["grow"].(string); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				out[h.ID] = n
-			}
-		}
 	}
 	return out
 }

@@ -14,12 +14,15 @@ package main
 //
 //	client -> server
 //	  'Q'  the request, once, first: JSON {"v":1, "op":"run"|"info", "argv":[...], "cwd":"/abs"}
+//	       argv and cwd are bytes: when an argument or the cwd is not valid
+//	       UTF-8, "argv_b64" (every argument in base64) and "cwd_b64" carry
+//	       them exactly (internal/jsonbytes); an older peer ignores them
 //	  'I'  stdin bytes answering an 'R' frame; an empty payload means end of input
 //	server -> client
 //	  'O'  bytes for the client's stdout
 //	  'E'  bytes for the client's stderr
 //	  'R'  the command reads stdin: payload = the most bytes it wants, uint32
-//	  'J'  the answer to op "info": JSON MountInfo
+//	  'J'  the answer to op "info": JSON MountInfo (+ mountpoint_b64, data_b64)
 //	  'X'  exit code, uint32; the last frame of every request
 //
 // One request per connection. Stdin is pulled, never pushed: the client
@@ -46,6 +49,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/padfs/padfs/internal/jsonbytes"
 )
 
 const (
@@ -65,10 +70,67 @@ const (
 func socketPath(dir string) string { return filepath.Join(dir, socketName) }
 
 type ctlRequest struct {
-	V    int      `json:"v"`
-	Op   string   `json:"op"`
-	Argv []string `json:"argv,omitempty"`
-	Cwd  string   `json:"cwd,omitempty"`
+	V       int      `json:"v"`
+	Op      string   `json:"op"`
+	Argv    []string `json:"argv,omitempty"`
+	Cwd     string   `json:"cwd,omitempty"`
+	ArgvB64 []string `json:"argv_b64,omitempty"`
+	CwdB64  string   `json:"cwd_b64,omitempty"`
+}
+
+// mountInfoJSON is the 'J' payload: paths are bytes (internal/jsonbytes).
+type mountInfoJSON struct {
+	*MountInfo
+	MountpointB64 string `json:"mountpoint_b64,omitempty"`
+	DataB64       string `json:"data_b64,omitempty"`
+}
+
+func encodeMountInfo(m *MountInfo) mountInfoJSON {
+	if m == nil {
+		return mountInfoJSON{}
+	}
+	return mountInfoJSON{MountInfo: m, MountpointB64: jsonbytes.B64(m.Mountpoint), DataB64: jsonbytes.B64(m.Data)}
+}
+
+func decodeMountInfo(p []byte) (MountInfo, error) {
+	j := mountInfoJSON{MountInfo: &MountInfo{}}
+	if err := json.Unmarshal(p, &j); err != nil {
+		return MountInfo{}, err
+	}
+	info := *j.MountInfo
+	var err error
+	if info.Mountpoint, err = jsonbytes.Decode(info.Mountpoint, j.MountpointB64); err != nil {
+		return MountInfo{}, fmt.Errorf("control socket: mountpoint_b64: %w", err)
+	}
+	if info.Data, err = jsonbytes.Decode(info.Data, j.DataB64); err != nil {
+		return MountInfo{}, fmt.Errorf("control socket: data_b64: %w", err)
+	}
+	return info, nil
+}
+
+// encodeRequest is the 'Q' payload running argv in cwd.
+func encodeRequest(op string, argv []string, cwd string) []byte {
+	b, _ := json.Marshal(ctlRequest{V: ctlVersion, Op: op, Argv: argv, Cwd: cwd,
+		ArgvB64: jsonbytes.B64s(argv), CwdB64: jsonbytes.B64(cwd)}) // strings only: cannot fail
+	return b
+}
+
+// decodeRequest parses a 'Q' payload, restoring the exact bytes of argv
+// and cwd.
+func decodeRequest(p []byte) (ctlRequest, error) {
+	var req ctlRequest
+	if err := json.Unmarshal(p, &req); err != nil {
+		return ctlRequest{}, fmt.Errorf("control socket: bad request: %w", err)
+	}
+	var err error
+	if req.Argv, err = jsonbytes.DecodeStrings(req.Argv, req.ArgvB64); err != nil {
+		return ctlRequest{}, fmt.Errorf("control socket: bad request: argv_b64: %w", err)
+	}
+	if req.Cwd, err = jsonbytes.Decode(req.Cwd, req.CwdB64); err != nil {
+		return ctlRequest{}, fmt.Errorf("control socket: bad request: cwd_b64: %w", err)
+	}
+	req.ArgvB64, req.CwdB64 = nil, ""
+	return req, nil
 }
 
 func writeFrame(w io.Writer, typ byte, payload []byte) error {
@@ -286,12 +348,12 @@ func (s *ctlServer) serve(c *net.UnixConn) error {
 	if err != nil {
 		return err
 	}
-	var req ctlRequest
 	if typ != frameRequest {
 		return fmt.Errorf("control socket: first frame is %q, want %q", typ, frameRequest)
 	}
-	if err := json.Unmarshal(p, &req); err != nil {
-		return fmt.Errorf("control socket: bad request: %w", err)
+	req, err := decodeRequest(p)
+	if err != nil {
+		return err
 	}
 	if req.V != ctlVersion {
 		fmt.Fprintf(stream{fc, frameStderr}, "padfs: control socket protocol version %d, this mount speaks %d (restart the mount with the same padfs binary)\n", req.V, ctlVersion)
@@ -299,7 +361,7 @@ func (s *ctlServer) serve(c *net.UnixConn) error {
 	}
 	switch req.Op {
 	case "info":
-		b, _ := json.Marshal(s.base.Mount)
+		b, _ := json.Marshal(encodeMountInfo(s.base.Mount))
 		if err := fc.send(frameInfo, b); err != nil {
 			return err
 		}
@@ -358,8 +420,7 @@ func forward(ctx context.Context, dir string, argv []string, cwd string, in io.R
 	stop := context.AfterFunc(ctx, func() { c.Close() })
 	defer stop()
 	fc := &frameConn{c: c}
-	req, _ := json.Marshal(ctlRequest{V: ctlVersion, Op: "run", Argv: argv, Cwd: cwd})
-	if err := fc.send(frameRequest, req); err != nil {
+	if err := fc.send(frameRequest, encodeRequest("run", argv, cwd)); err != nil {
 		return 0, false, nil // the socket accepted and died: treat as absent
 	}
 	wants := make(chan int, 1)
@@ -417,8 +478,7 @@ func queryMount(dir string) (*MountInfo, error) {
 	}
 	defer c.Close()
 	c.SetDeadline(time.Now().Add(5 * time.Second))
-	req, _ := json.Marshal(ctlRequest{V: ctlVersion, Op: "info"})
-	if err := writeFrame(c, frameRequest, req); err != nil {
+	if err := writeFrame(c, frameRequest, encodeRequest("info", nil, "")); err != nil {
 		return nil, err
 	}
 	var info MountInfo
@@ -429,7 +489,7 @@ func queryMount(dir string) (*MountInfo, error) {
 		}
 		switch typ {
 		case frameInfo:
-			if err := json.Unmarshal(p, &info); err != nil {
+			if info, err = decodeMountInfo(p); err != nil {
 				return nil, err
 			}
 		case frameExitCode:

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/padfs/padfs/internal/jsonbytes"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/timetravel"
 	"github.com/spf13/cobra"
@@ -18,6 +19,7 @@ type forkRow struct {
 	Parent   string `json:"parent"`
 	ForkedAt string `json:"forked_at"`
 	Created  string `json:"created"`
+	NameB64  string `json:"name_b64,omitempty"` // internal/jsonbytes
 }
 
 func newForkCmd() *cobra.Command {
@@ -71,7 +73,7 @@ A forgotten SRC can be forked as of a time before it was forgotten.`,
 				a.Notify(h.ID)
 				if asJSON {
 					b, _ := json.Marshal(forkRow{ID: h.ID.String(), Name: h.Name, Parent: src.String(),
-						ForkedAt: h.ForkedAt.String(), Created: h.Created.String()})
+						ForkedAt: h.ForkedAt.String(), Created: h.Created.String(), NameB64: jsonbytes.B64(h.Name)})
 					_, err = fmt.Fprintf(a.Out, "%s\n", b)
 					return err
 				}

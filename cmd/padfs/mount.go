@@ -179,7 +179,13 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if sid != nil {
 		info.Session = sid.String()
 	}
-	ctl, err := listenCtl(App{Dir: dir, Store: st, Changed: m.InvalidateSession, Flush: m.Flush, Mount: info}, log)
+	if asof != nil {
+		info.AsOf = asof.String()
+	}
+	// Commands from the control socket run outside any FUSE request, so
+	// they may wait for the invalidation: the mount shows their change
+	// once they exit. (The .grep/ hook above runs inside one: not there.)
+	ctl, err := listenCtl(App{Dir: dir, Store: st, Changed: m.InvalidateSessionWait, Flush: m.Flush, Mount: info}, log)
 	if err != nil {
 		if uerr := m.Unmount(); uerr != nil {
 			log.Error("unmount", "mountpoint", mnt, "err", uerr)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
+	"github.com/padfs/padfs/internal/jsonbytes"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/spf13/cobra"
 )
@@ -13,6 +14,32 @@ func init() {
 	addCommand(newSessionCmd)
 	addSessionCommand(newSessionNewCmd)
 	addSessionCommand(newSessionLsCmd)
+	addSessionCommand(newSessionRenameCmd)
+}
+
+func newSessionRenameCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rename ID NAME",
+		Short: "Give a session a new name (unique among live sessions)",
+		Long: `Rename a live session (ID is its id or current name). Names are unique
+among live sessions: a name another live session has is refused, naming that
+session. The rename is an event in the session's log (session.rename).`,
+		Example: "  padfs session rename 01J9Z3... refactor-v2",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withApp(cmd, func(a *App) error {
+				sid, err := sessionByIDOrName(a.Store, args[0])
+				if err != nil {
+					return err
+				}
+				if err := a.Store.RenameSession(sid, args[1]); err != nil {
+					return fmt.Errorf("rename session %s: %w", sid, err)
+				}
+				a.Notify(sid)
+				return nil
+			})
+		},
+	}
 }
 
 // newSessionCmd is `padfs session`; its subcommands register with
@@ -49,7 +76,7 @@ func newSessionNewCmd() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().String("name", "", "a human-readable name (a valid file name; need not be unique)")
+	c.Flags().String("name", "", "a human-readable name (a valid file name; unique among live sessions)")
 	return c
 }
 
@@ -66,6 +93,7 @@ type sessionRow struct {
 	Parent    string `json:"parent,omitempty"`
 	ForkedAt  string `json:"forked_at,omitempty"`
 	Forgotten string `json:"forgotten,omitempty"` // HLC of the forget
+	NameB64   string `json:"name_b64,omitempty"`  // the name's bytes, if not UTF-8 (internal/jsonbytes)
 }
 
 func newSessionLsCmd() *cobra.Command {
@@ -135,7 +163,8 @@ func listSessions(st *mvcc.Store, all bool) ([]sessionRow, error) {
 		if si.Forgotten && !all {
 			continue
 		}
-		r := sessionRow{ID: si.ID.String(), Name: si.Name, Created: si.Created.String(), Events: si.Events}
+		r := sessionRow{ID: si.ID.String(), Name: si.Name, NameB64: jsonbytes.B64(si.Name),
+			Created: si.Created.String(), Events: si.Events}
 		if si.LastHLC != 0 {
 			r.Last = si.LastHLC.String()
 		}

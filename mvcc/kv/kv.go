@@ -68,3 +68,17 @@ func PrefixEnd(prefix []byte) []byte {
 	}
 	return nil
 }
+
+// Generation identifies how far a driver's files have come: TxID grows with
+// every committed Update as long as File (e.g. the inode number) stays the
+// same.
+type Generation struct {
+	File uint64
+	TxID uint64
+}
+
+// Generationer is implemented by drivers that can tell their Generation, so
+// that a layer above can notice a store that went back in time.
+type Generationer interface {
+	Generation() (Generation, error)
+}

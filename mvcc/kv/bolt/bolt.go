@@ -16,8 +16,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -83,11 +86,14 @@ type Store struct {
 	// and Close, which swap or drop db.
 	mu sync.RWMutex
 	db *bbolt.DB // nil once closed
+
+	faulted atomic.Pointer[error] // set once bbolt panicked: see broke
 }
 
 var (
-	_ kv.Store     = (*Store)(nil)
-	_ kv.Compactor = (*Store)(nil)
+	_ kv.Store        = (*Store)(nil)
+	_ kv.Compactor    = (*Store)(nil)
+	_ kv.Generationer = (*Store)(nil)
 )
 
 // Open opens or creates the store file at path.
@@ -109,6 +115,10 @@ func Open(path string, opts Options) (*Store, error) {
 // openDB opens path with bbolt and makes sure our bucket exists. It never
 // panics: bbolt's panics on corrupt files become ErrCorrupt.
 func openDB(path string, opts Options) (db *bbolt.DB, err error) {
+	if err := checkBeforeOpen(path); err != nil {
+		return nil, err
+	}
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	var file *os.File // captured so a panic can still release the lock
 	bopts := &bbolt.Options{
 		Timeout:         opts.Timeout,
@@ -173,10 +183,15 @@ func (s *Store) Path() string { return s.path }
 
 // View runs fn in a bbolt read transaction.
 func (s *Store) View(fn func(kv.Reader) error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() { s.faultRecover(old, &err, recover()) }()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {
 		return kv.ErrClosed
+	}
+	if f := s.faulted.Load(); f != nil {
+		return *f
 	}
 	r := &reader{s: s}
 	defer r.leave(r.enter(), &err)
@@ -194,10 +209,15 @@ func (s *Store) View(fn func(kv.Reader) error) (err error) {
 // Update runs fn in a bbolt read-write transaction, committed (and
 // fsync'ed) when fn returns nil.
 func (s *Store) Update(fn func(kv.Txn) error) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() { s.faultRecover(old, &err, recover()) }()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {
 		return kv.ErrClosed
+	}
+	if f := s.faulted.Load(); f != nil {
+		return *f
 	}
 	t := &txn{reader{s: s, writable: true}}
 	defer t.leave(t.enter(), &err)
@@ -221,8 +241,37 @@ func (s *Store) txError(op string, err, fnErr error) error {
 		return err
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return kv.ErrClosed
+	case !errors.Is(err, syscall.ENOSPC) && strings.Contains(err.Error(), syscall.ENOSPC.Error()):
+		// bbolt formats a failed grow with %s: put the errno back, so that
+		// a full disk is ENOSPC and not EIO.
+		return fmt.Errorf("kv/bolt %s: %s: %w (%v)", s.path, op, syscall.ENOSPC, err)
 	}
 	return fmt.Errorf("kv/bolt %s: %s: %w", s.path, op, err)
+}
+
+// Generation returns the file's inode number and the transaction id of
+// its current meta page.
+func (s *Store) Generation() (g kv.Generation, err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() { s.faultRecover(old, &err, recover()) }()
+	var st syscall.Stat_t
+	if err := syscall.Stat(s.path, &st); err != nil {
+		return g, fmt.Errorf("kv/bolt: stat %s: %w", s.path, err)
+	}
+	g.File = st.Ino
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return g, kv.ErrClosed
+	}
+	if f := s.faulted.Load(); f != nil {
+		return g, *f
+	}
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		g.TxID = uint64(tx.ID())
+		return nil
+	})
+	return g, err
 }
 
 // Sync returns at once: every Update was fsync'ed when it committed.
@@ -241,6 +290,10 @@ func (s *Store) Close() error {
 	defer s.mu.Unlock()
 	if s.db == nil {
 		return kv.ErrClosed
+	}
+	if f := s.faulted.Load(); f != nil {
+		s.db = nil // bbolt may hold its own locks: leave the file to exit
+		return *f
 	}
 	err := s.db.Close()
 	s.db = nil

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 
 	"github.com/padfs/padfs/mvcc/kv"
 	"go.etcd.io/bbolt"
@@ -28,6 +29,9 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 	defer s.mu.Unlock()
 	if s.db == nil {
 		return kv.ErrClosed
+	}
+	if f := s.faulted.Load(); f != nil {
+		return *f
 	}
 	tmp := compactPath(s.path)
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -61,6 +65,8 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 
 // copyTo copies every key of s.db into dst in bounded transactions.
 func (s *Store) copyTo(dst *bbolt.DB, progress func(done, total int64)) (err error) {
+	old := debug.SetPanicOnFault(true)
+	defer func() { s.faultRecover(old, &err, recover()) }()
 	r := &reader{s: s}
 	defer r.leave(r.enter(), &err)
 	report := func(done, total int64) {

@@ -36,7 +36,7 @@ func (r *reader) leave(outer bool, err *error) {
 		return
 	}
 	if p := recover(); p != nil {
-		*err = fmt.Errorf("kv/bolt %s: %w: %v", r.s.path, ErrCorrupt, p)
+		*err = r.s.broke(p)
 	}
 	r.inCaller = outer
 }

@@ -34,8 +34,21 @@
 //
 // Every segment but the newest is fdatasync'ed before a newer one gets its
 // first record, so after a power loss only the newest can end in a torn
-// record; Open drops that tail. A bad record anywhere else is corruption and
-// Open fails with ErrCorrupt, naming the file and offset.
+// record; Open drops that tail: a bad record at the end of the newest
+// segment with no valid record at any later offset. A bad record anywhere
+// else (in an older segment, or with valid records after it) is damage:
+// Open fails with a *CorruptError (ErrCorrupt) naming the file and offset,
+// and Salvage keeps the log before it and moves the rest to a quarantine
+// directory, listing the writes lost.
+//
+// After every fold the WAL records the base's kv.Generation in dir/STATE
+// (atomically: a temporary file, fdatasync, rename, directory fsync); Open
+// refuses a base in the same file with an older transaction id
+// (*RollbackError, ErrRolledBack), e.g. bbolt fallen back to its older meta
+// page. On a full disk, a write fails with ENOSPC and changes nothing, a
+// failed fold keeps the log, 1 MiB held in dir/RESERVE is released for a
+// small record (an unlink) that finds no space, and an Open that cannot
+// fold the log into the base serves it from memory until a flush succeeds.
 //
 // # Record format
 //

@@ -93,8 +93,15 @@ func (s *Store) flush() error {
 		})
 		return err
 	})
-	if err == nil && fr.seg != nil {
-		err = removeSegments(s.dir, []*segment{fr.seg})
+	var seq uint64
+	if done := append(fr.kept[:len(fr.kept):len(fr.kept)], fr.seg); err == nil {
+		if fr.seg == nil {
+			done = fr.kept
+		}
+		if len(done) > 0 {
+			seq = done[len(done)-1].seq
+		}
+		err = removeSegments(s.dir, done)
 	}
 	if err != nil {
 		err = fmt.Errorf("kv/wal %s: flush: %w", s.dir, err)
@@ -110,6 +117,8 @@ func (s *Store) flush() error {
 	s.flushed.Broadcast()
 	s.mu.Unlock()
 	s.viewMu.Unlock()
+	s.noteFold(seq)
+	s.keepReserve()
 	return nil
 }
 
@@ -160,5 +169,8 @@ func (s *Store) Compact(progress func(done, total int64)) error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
-	return c.Compact(progress)
+	// The copy is a new file: its transaction ids start again.
+	err := c.Compact(progress)
+	s.noteFold(0)
+	return err
 }

@@ -34,6 +34,9 @@ type memtable struct {
 	tree *tree
 	size int64    // approximate bytes, to trigger a flush
 	seg  *segment // the segment holding these writes' records, if any
+	// kept are older segments replayed into this memtable at Open because
+	// the base had no room for them; they go with seg after the flush.
+	kept []*segment
 }
 
 func newMemtable() *memtable { return &memtable{tree: newTree()} }

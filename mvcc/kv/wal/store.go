@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -123,9 +124,17 @@ func Open(dir string, base kv.Store, opts Options) (*Store, error) {
 		done:   make(chan struct{}),
 	}
 	s.flushed = sync.NewCond(&s.mu)
+	if err := s.checkState(); err != nil {
+		_ = lock.Close()
+		return nil, err
+	}
 	if err := s.replay(); err != nil {
 		_ = lock.Close()
 		return nil, err
+	}
+	s.keepReserve()
+	if _, found, _ := ReadState(dir); !found {
+		s.noteFold(0) // a store from before the record, or just accepted by fsck
 	}
 	go s.flusher()
 	return s, nil
@@ -148,25 +157,26 @@ func (s *Store) replay() error {
 			if err != nil {
 				return fmt.Errorf("kv/wal: replay: %w", err)
 			}
-			for off := 0; off < len(data); {
-				payload, n, err := nextRecord(data[off:])
-				if err != nil {
-					if i == len(segs)-1 {
-						// A write cut short by the crash.
-						torn = len(data) - off
-						break
-					}
-					return fmt.Errorf("kv/wal: replay %s: record at offset %d: %w", g.path, off, ErrCorrupt)
-				}
+			_, t, err := checkSegment(g.path, data, i == len(segs)-1, func(off int, payload []byte) error {
+				records++
 				if err := applyRecord(tx, payload); err != nil {
 					return fmt.Errorf("kv/wal: replay %s: record at offset %d: %w", g.path, off, err)
 				}
-				off += n
-				records++
+				return nil
+			})
+			if err != nil {
+				return err
 			}
+			torn = t
 		}
 		return nil
 	})
+	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+		// The base cannot grow: serve the log from memory and keep it.
+		s.log.Warn("kv/wal: no space to fold the log into the base; keeping it in memory until a flush succeeds",
+			"dir", s.dir, "err", err)
+		return s.replayInMemory(segs)
+	}
 	if err != nil {
 		return err
 	}
@@ -175,7 +185,11 @@ func (s *Store) replay() error {
 			"file", segs[len(segs)-1].path, "bytes", torn)
 	}
 	s.log.Info("kv/wal: recovered", "dir", s.dir, "segments", len(segs), "records", records)
-	return removeSegments(s.dir, segs)
+	if err := removeSegments(s.dir, segs); err != nil {
+		return err
+	}
+	s.noteFold(segs[len(segs)-1].seq)
+	return nil
 }
 
 // Update runs fn against the buffered state over a base snapshot. On
@@ -260,6 +274,11 @@ func (s *Store) appendLocked(rec []byte) error {
 		s.mu.Unlock()
 	}
 	cutFailed, err := s.seg.append(rec)
+	if err != nil && !cutFailed && len(rec) <= reserveUse && isNoSpace(err) && s.useReserve() {
+		// A small commit (an unlink that frees space, say) may use the
+		// space held back for it.
+		cutFailed, err = s.seg.append(rec)
+	}
 	if cutFailed {
 		s.markBroken(err)
 	}

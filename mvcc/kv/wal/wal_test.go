@@ -521,3 +521,122 @@ func TestPutLimits(t *testing.T) {
 		}
 	}
 }
+
+// TestMidLogDamage flips one byte inside a whole record of the newest
+// segment, with acknowledged records after it: that is damage, not a torn
+// tail, and Open must refuse rather than drop every later commit.
+func TestMidLogDamage(t *testing.T) {
+	for _, where := range []string{"payload", "length", "crc"} {
+		t.Run(where, func(t *testing.T) {
+			dir := t.TempDir()
+			s, _ := mustOpen(t, dir, Options{FlushInterval: time.Hour})
+			putN(t, s, 0, 10)
+			s.crash()
+			segs := segmentFiles(t, dir)
+			if len(segs) != 1 {
+				t.Fatalf("segments: %v", segs)
+			}
+			data, err := os.ReadFile(segs[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Records are equal-sized here: damage the fourth one.
+			recSize := len(data) / 10
+			off := 3 * recSize
+			switch where {
+			case "payload":
+				data[off+headerSize+5] ^= 0x40
+			case "length":
+				data[off] ^= 0x01
+			case "crc":
+				data[off+5] ^= 0x80
+			}
+			if err := os.WriteFile(segs[0], data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err = openDir(dir, Options{})
+			var ce *CorruptError
+			if !errors.Is(err, ErrCorrupt) || !errors.As(err, &ce) {
+				t.Fatalf("Open: %v; want a CorruptError", err)
+			}
+			if ce.Path != segs[0] || ce.Offset != int64(off) {
+				t.Errorf("error names %s at %d; want %s at %d", ce.Path, ce.Offset, segs[0], off)
+			}
+			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, segs[0]) ||
+				!strings.Contains(msg, fmt.Sprintf("offset %d", off)) {
+				t.Errorf("want one line naming the file and offset: %q", msg)
+			}
+			t.Log(err)
+			// The segment is kept as it was, for fsck.
+			if got, _ := os.ReadFile(segs[0]); !bytes.Equal(got, data) {
+				t.Error("Open changed the damaged segment")
+			}
+
+			// Salvage keeps the intact prefix and quarantines the rest.
+			q := filepath.Join(dir, "quarantine")
+			lost, err := Salvage(filepath.Join(dir, "wal"), q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(lost) != 1 || lost[0].Offset != int64(off) || lost[0].Records != 6 {
+				t.Fatalf("Salvage lost %+v; want one tail at %d with 6 intact records after the damage", lost, off)
+			}
+			if ops := lost[0].Ops; len(ops) != 6 || !bytes.Equal(ops[0].Key, key(4)) || !bytes.Equal(ops[0].Value, value(4)) {
+				t.Errorf("lost writes %+v; want key/00000004...", ops)
+			}
+			if qd, err := os.ReadFile(lost[0].Quarantine); err != nil || !bytes.Equal(qd, data[off:]) {
+				t.Errorf("quarantined tail %s: %v", lost[0].Quarantine, err)
+			}
+			s, _ = mustOpen(t, dir, Options{})
+			defer s.Close()
+			checkN(t, s, 3)
+		})
+	}
+}
+
+// TestSalvageOlderSegment: damage in an older segment cuts it there and
+// moves every newer segment to quarantine whole; Open then works.
+func TestSalvageOlderSegment(t *testing.T) {
+	dir := t.TempDir()
+	walDir := filepath.Join(dir, "wal")
+	if err := os.MkdirAll(walDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	rec := func(i int) []byte {
+		w := newTree()
+		w.Set(&entry{key: key(i), val: value(i)})
+		r, err := encodeRecord(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	bad := rec(1)
+	bad[headerSize+2] ^= 1
+	if err := os.WriteFile(segmentPath(walDir, 1), slicesConcat(rec(0), bad, rec(2)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(segmentPath(walDir, 2), slicesConcat(rec(3), rec(4)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := openDir(dir, Options{}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Open: %v", err)
+	}
+	lost, err := Salvage(walDir, filepath.Join(dir, "quarantine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lost) != 2 || lost[0].Records != 1 || lost[1].Offset != 0 || lost[1].Records != 2 || lost[1].Reason != "" {
+		t.Fatalf("lost %+v", lost)
+	}
+	if segs := segmentFiles(t, dir); len(segs) != 1 {
+		t.Errorf("segments after salvage: %v", segs)
+	}
+	s, _ := mustOpen(t, dir, Options{})
+	defer s.Close()
+	checkN(t, s, 1)
+	// Nothing left to salvage.
+	if lost, err := Salvage(walDir, filepath.Join(dir, "quarantine")); err == nil || len(lost) != 0 {
+		t.Errorf("second Salvage beside an open store: %+v, %v (want the lock error)", lost, err)
+	}
+}

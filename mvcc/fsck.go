@@ -1,0 +1,658 @@
+package mvcc
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+	"github.com/padfs/padfs/mvcc/kv"
+	"github.com/padfs/padfs/mvcc/kv/bolt"
+	"github.com/padfs/padfs/mvcc/kv/wal"
+)
+
+// Fsck verifies a store: every record's checksum and decoding, every
+// chunk's checksum and SHA-256, and every reference (directory entries to
+// inodes, manifests to chunks, R chunk references, the commit log's
+// gap-free sequence and the N counters). Repair rebuilds what is derived
+// (counters, chunk references) and moves what is unreadable out of the
+// store into a quarantine file, saying what was lost.
+
+// Problem kinds.
+const (
+	ProblemWAL      = "wal"      // a damaged write-ahead log
+	ProblemStore    = "store"    // the bbolt file: truncated, bad meta page, rolled back
+	ProblemRecord   = "record"   // a record failing its checksum or decoding
+	ProblemChunk    = "chunk"    // a chunk failing its checksum or SHA-256
+	ProblemDentry   = "dentry"   // an entry naming an inode the session does not have
+	ProblemManifest = "manifest" // an inode naming a chunk that is not stored
+	ProblemChunkRef = "chunkref" // an R reference missing, or naming a missing chunk
+	ProblemEvents   = "events"   // a gap in a session's commit log
+	ProblemCounter  = "counter"  // N counters that disagree with the log
+)
+
+// Problem is one thing fsck found wrong.
+type Problem struct {
+	Kind    string `json:"kind"`
+	Key     string `json:"key,omitempty"` // the store key, Go-quoted
+	Session string `json:"session,omitempty"`
+	Path    string `json:"path,omitempty"` // in the session's latest tree, when known
+	Detail  string `json:"detail"`
+	// Repaired says what --repair did; empty when not repaired (or not
+	// repairable).
+	Repaired string `json:"repaired,omitempty"`
+	// Lost lists what repairing gave up, e.g. the commits of a damaged log
+	// ("session S #12 write a/b.txt").
+	Lost []string `json:"lost,omitempty"`
+}
+
+func (p Problem) String() string {
+	var b strings.Builder
+	b.WriteString(p.Kind)
+	if p.Key != "" {
+		b.WriteString(" key " + p.Key)
+	}
+	if p.Path != "" {
+		fmt.Fprintf(&b, " path %q", p.Path)
+	}
+	if p.Session != "" {
+		b.WriteString(" session " + p.Session)
+	}
+	b.WriteString(": " + p.Detail)
+	if p.Repaired != "" {
+		b.WriteString(" [repaired: " + p.Repaired + "]")
+	}
+	return b.String()
+}
+
+// FsckReport is the outcome of Fsck.
+type FsckReport struct {
+	Keys     int64     `json:"keys"`
+	Chunks   int64     `json:"chunks"`
+	Problems []Problem `json:"problems"`
+	// Sessions whose derived state changed: their search index must be
+	// rebuilt.
+	Changed []SessionID `json:"-"`
+	// Quarantine is the file holding the records Repair moved out.
+	Quarantine string `json:"quarantine,omitempty"`
+}
+
+// FsckOptions tune Fsck.
+type FsckOptions struct {
+	Repair bool
+	// QuarantineDir receives the unreadable records Repair removes
+	// (required with Repair).
+	QuarantineDir string
+	// Progress, if set, is called with the number of keys checked.
+	Progress func(done int64)
+}
+
+type inoRef struct {
+	sid SessionID
+	ino Ino
+}
+
+type chunkUse struct {
+	h   Hash
+	sid SessionID
+}
+
+// fsckState is what the scan collects.
+type fsckState struct {
+	r      *FsckReport
+	bad    [][]byte // unreadable records to quarantine
+	inodes map[inoRef]bool
+	// dentries: entry versions naming an inode, checked once every inode
+	// key was seen.
+	dentries []dentryRef
+	chunks   map[Hash]bool // stored (true: intact)
+	uses     map[chunkUse]inoRef
+	refs     map[chunkUse]bool
+	events   map[SessionID]*eventRun
+	counters map[SessionID]*counters
+	bumped   map[SessionID]bool
+}
+
+type dentryRef struct {
+	key  []byte
+	sid  SessionID
+	ino  Ino
+	name string
+	dir  Ino
+}
+
+type eventRun struct {
+	last    uint64
+	lastHLC HLC
+}
+
+// Fsck checks the whole store; with Repair it then fixes what it can.
+func (s *Store) Fsck(opt FsckOptions) (*FsckReport, error) {
+	st := &fsckState{
+		r:        &FsckReport{},
+		inodes:   map[inoRef]bool{},
+		chunks:   map[Hash]bool{},
+		uses:     map[chunkUse]inoRef{},
+		refs:     map[chunkUse]bool{},
+		events:   map[SessionID]*eventRun{},
+		counters: map[SessionID]*counters{},
+		bumped:   map[SessionID]bool{},
+	}
+	err := s.View(func(t *ReadTx) error {
+		if err := t.r.Scan(nil, nil, func(k, v []byte) (bool, error) {
+			st.r.Keys++
+			if opt.Progress != nil && st.r.Keys%1024 == 0 {
+				opt.Progress(st.r.Keys)
+			}
+			st.check(k, v)
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		st.crossCheck(t)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("fsck: %w", err)
+	}
+	if opt.Progress != nil {
+		opt.Progress(st.r.Keys)
+	}
+	if opt.Repair && len(st.r.Problems) > 0 {
+		if err := s.repair(st, opt.QuarantineDir); err != nil {
+			return st.r, fmt.Errorf("fsck --repair: %w", err)
+		}
+	}
+	return st.r, nil
+}
+
+func (st *fsckState) add(p Problem) { st.r.Problems = append(st.r.Problems, p) }
+
+func sessionOf(k []byte) (SessionID, bool) {
+	var sid SessionID
+	if len(k) < 17 {
+		return sid, false
+	}
+	copy(sid[:], k[1:17])
+	return sid, true
+}
+
+// check verifies one key on its own and notes its references.
+func (st *fsckState) check(k, v []byte) {
+	bad := func(kind, detail string) {
+		p := Problem{Kind: kind, Key: fmt.Sprintf("%q", k), Detail: detail}
+		if sid, ok := sessionOf(k); ok && k[0] != pChunk && k[0] != pChunkRef {
+			p.Session = sid.String()
+		}
+		st.add(p)
+		st.bad = append(st.bad, append([]byte(nil), k...))
+	}
+	if len(k) == 0 {
+		bad(ProblemRecord, "empty key")
+		return
+	}
+	sid, hasSid := sessionOf(k)
+	switch k[0] {
+	case pMeta, pCheckpoint:
+		if len(v) != 8 {
+			bad(ProblemRecord, fmt.Sprintf("value is %d bytes, want 8", len(v)))
+		}
+	case pChunkRef:
+		if len(k) != 1+32+16 {
+			bad(ProblemRecord, "malformed chunk reference key")
+			return
+		}
+		var u chunkUse
+		copy(u.h[:], k[1:33])
+		copy(u.sid[:], k[33:])
+		st.refs[u] = true
+	case pChunk:
+		st.r.Chunks++
+		if len(k) != 33 {
+			bad(ProblemChunk, "malformed chunk key")
+			return
+		}
+		var h Hash
+		copy(h[:], k[1:])
+		data, err := unframe(k, v)
+		if err != nil {
+			st.chunks[h] = false
+			bad(ProblemChunk, "checksum mismatch")
+			return
+		}
+		if sha256.Sum256(data) != h {
+			st.chunks[h] = false
+			bad(ProblemChunk, "SHA-256 of the bytes does not match the key")
+			return
+		}
+		st.chunks[h] = true
+	case pHeader, pState, pCounters, pEvent, pDentry, pInode:
+		if !hasSid {
+			bad(ProblemRecord, "key too short")
+			return
+		}
+		var err error
+		switch k[0] {
+		case pHeader:
+			var h SessionHeader
+			err = decode(k, v, &h)
+		case pState:
+			var z sessionState
+			err = decode(k, v, &z)
+		case pCounters:
+			var c counters
+			if err = decode(k, v, &c); err == nil {
+				st.counters[sid] = &c
+			}
+		case pEvent:
+			var ev Event
+			if err = decode(k, v, &ev); err == nil {
+				st.event(k, sid, ev)
+			}
+		case pDentry:
+			var d Dentry
+			if len(k) < 1+16+8+1+8 || k[len(k)-9] != 0 {
+				err = fmt.Errorf("malformed directory entry key")
+			} else if err = decode(k, v, &d); err == nil && d.Ino != 0 {
+				st.dentries = append(st.dentries, dentryRef{key: append([]byte(nil), k...), sid: sid, ino: d.Ino,
+					dir: Ino(binary.BigEndian.Uint64(k[17:25])), name: string(k[25 : len(k)-9])})
+			}
+		case pInode:
+			var n Inode
+			if len(k) != 1+16+8+8 {
+				err = fmt.Errorf("malformed inode key")
+			} else if err = decode(k, v, &n); err == nil {
+				ref := inoRef{sid, Ino(binary.BigEndian.Uint64(k[17:25]))}
+				st.inodes[ref] = true
+				for _, e := range n.Extents {
+					if e.Chunk != nil {
+						var u chunkUse
+						copy(u.h[:], e.Chunk)
+						u.sid = sid
+						if _, ok := st.uses[u]; !ok {
+							st.uses[u] = ref
+						}
+					}
+				}
+			}
+		}
+		if err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
+	case pXattr:
+		var x xattrVersion
+		_, _, err := splitXattrKey(k)
+		if err == nil {
+			err = decode(k, v, &x)
+		}
+		if err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
+	case pSuperseded, pPrune:
+		var err error
+		if k[0] == pSuperseded && len(k) != 1+16+8 || k[0] == pPrune && len(k) != 1+16 {
+			err = fmt.Errorf("malformed key")
+		} else if k[0] == pSuperseded {
+			var s supersession
+			err = decode(k, v, &s)
+		} else {
+			var ps pruneState
+			err = decode(k, v, &ps)
+		}
+		if err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
+	default:
+		bad(ProblemRecord, fmt.Sprintf("unknown key prefix %q", k[0]))
+	}
+}
+
+func (st *fsckState) event(k []byte, sid SessionID, ev Event) {
+	run := st.events[sid]
+	if run == nil {
+		run = &eventRun{}
+		st.events[sid] = run
+	}
+	seq := binary.BigEndian.Uint64(k[len(k)-8:])
+	if seq != run.last+1 {
+		st.add(Problem{Kind: ProblemEvents, Key: fmt.Sprintf("%q", k), Session: sid.String(),
+			Detail: fmt.Sprintf("event %d follows event %d: %d events missing", seq, run.last, seq-run.last-1)})
+	}
+	if ev.Seq != seq {
+		st.add(Problem{Kind: ProblemEvents, Key: fmt.Sprintf("%q", k), Session: sid.String(),
+			Detail: fmt.Sprintf("event record says seq %d", ev.Seq)})
+	}
+	run.last, run.lastHLC = seq, ev.HLC
+}
+
+// crossCheck verifies the references between keys, once all were seen.
+func (st *fsckState) crossCheck(t *ReadTx) {
+	path := func(sid SessionID, ino Ino) string {
+		p, err := t.Path(sid, ino, Latest)
+		if err != nil {
+			return fmt.Sprintf("inode %d", ino)
+		}
+		return p
+	}
+	for _, d := range st.dentries {
+		if !st.inodes[inoRef{d.sid, d.ino}] {
+			p := d.name
+			if dp := path(d.sid, d.dir); dp != "." && !strings.HasPrefix(dp, "inode ") {
+				p = dp + "/" + d.name
+			}
+			st.add(Problem{Kind: ProblemDentry, Key: fmt.Sprintf("%q", d.key), Session: d.sid.String(), Path: p,
+				Detail: fmt.Sprintf("entry names inode %d, which has no record", d.ino)})
+			st.bad = append(st.bad, d.key)
+		}
+	}
+	uses := make([]chunkUse, 0, len(st.uses))
+	for u := range st.uses {
+		uses = append(uses, u)
+	}
+	sort.Slice(uses, func(i, j int) bool {
+		if c := bytes.Compare(uses[i].h[:], uses[j].h[:]); c != 0 {
+			return c < 0
+		}
+		return bytes.Compare(uses[i].sid[:], uses[j].sid[:]) < 0
+	})
+	for _, u := range uses {
+		ref := st.uses[u]
+		if _, ok := st.chunks[u.h]; !ok {
+			st.add(Problem{Kind: ProblemManifest, Key: fmt.Sprintf("%q", chunkKey(u.h)), Session: u.sid.String(),
+				Path: path(ref.sid, ref.ino), Detail: fmt.Sprintf("content names chunk %x, which is not stored (that part of the file is lost)", u.h[:8])})
+		}
+		if _, stored := st.chunks[u.h]; stored && !st.refs[u] {
+			st.add(Problem{Kind: ProblemChunkRef, Key: fmt.Sprintf("%q", chunkRefKey(u.h, u.sid)), Session: u.sid.String(),
+				Path: path(ref.sid, ref.ino), Detail: "missing reference from the session to a chunk it uses"})
+		}
+	}
+	for u := range st.refs {
+		// A chunk still used but gone is reported above, as lost content.
+		if _, ok := st.chunks[u.h]; !ok && st.uses[u] == (inoRef{}) {
+			st.add(Problem{Kind: ProblemChunkRef, Key: fmt.Sprintf("%q", chunkRefKey(u.h, u.sid)), Session: u.sid.String(),
+				Detail: "reference to a chunk that is not stored"})
+		}
+	}
+	sids := map[SessionID]bool{}
+	for sid := range st.events {
+		sids[sid] = true
+	}
+	for sid := range st.counters {
+		sids[sid] = true
+	}
+	for sid := range sids {
+		run, c := st.events[sid], st.counters[sid]
+		if run == nil {
+			run = &eventRun{}
+		}
+		if c == nil {
+			c = &counters{}
+		}
+		if c.NextSeq != run.last || c.LastHLC != run.lastHLC {
+			st.add(Problem{Kind: ProblemCounter, Key: fmt.Sprintf("%q", countersKey(sid)), Session: sid.String(),
+				Detail: fmt.Sprintf("counters say %d events (last %s), the log holds %d (last %s)", c.NextSeq, c.LastHLC, run.last, run.lastHLC)})
+		}
+	}
+}
+
+// repair fixes what st found, in one transaction: counters and chunk
+// references are rebuilt; unreadable records and dangling entries are
+// written to a quarantine file and deleted.
+func (s *Store) repair(st *fsckState, qdir string) error {
+	if qdir == "" {
+		return errors.New("no quarantine directory")
+	}
+	var qf *os.File
+	changed := map[SessionID]bool{}
+	err := s.kv.Update(func(tx kv.Txn) error {
+		// Unreadable records and dangling entries leave the store, into a
+		// file, before their keys are deleted.
+		var lost []quarantined
+		for _, k := range st.bad {
+			v, err := tx.Get(k)
+			if err != nil {
+				return err
+			}
+			if v == nil {
+				continue
+			}
+			lost = append(lost, quarantined{Key: hex.EncodeToString(k), Value: base64.StdEncoding.EncodeToString(v)})
+		}
+		if len(lost) > 0 {
+			var err error
+			if qf, err = writeQuarantine(qdir, lost); err != nil {
+				return err
+			}
+			st.r.Quarantine = qf.Name()
+		}
+		for _, k := range st.bad {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		for i := range st.r.Problems {
+			p := &st.r.Problems[i]
+			switch p.Kind {
+			case ProblemRecord, ProblemChunk, ProblemDentry:
+				if p.Key != "" && st.r.Quarantine != "" {
+					p.Repaired = "moved to " + st.r.Quarantine + lostWhat(p)
+				}
+			}
+		}
+		for i := range st.r.Problems {
+			p := &st.r.Problems[i]
+			if sid, err := ulid.Parse(p.Session); err == nil {
+				changed[sid] = true
+			}
+			switch p.Kind {
+			case ProblemCounter:
+				sid, _ := ulid.Parse(p.Session)
+				c, err := rebuildCounters(tx, sid)
+				if err != nil {
+					return err
+				}
+				if c.NextSeq == 0 {
+					if err := tx.Delete(countersKey(sid)); err != nil {
+						return err
+					}
+				} else if b, err := encode(c); err != nil {
+					return err
+				} else if err := tx.Put(countersKey(sid), b); err != nil {
+					return err
+				}
+				p.Repaired = fmt.Sprintf("counters rebuilt from the log: %d events", c.NextSeq)
+			case ProblemChunkRef:
+				k := unquoteKey(p.Key)
+				var h Hash
+				copy(h[:], k[1:33])
+				if v, err := tx.Get(chunkKey(h)); err != nil {
+					return err
+				} else if v == nil {
+					if err := tx.Delete(k); err != nil {
+						return err
+					}
+					p.Repaired = "reference deleted"
+				} else {
+					if err := tx.Put(k, []byte{}); err != nil {
+						return err
+					}
+					p.Repaired = "reference added"
+				}
+			}
+		}
+		return nil
+	})
+	if qf != nil {
+		qf.Close()
+	}
+	if err != nil {
+		if qf != nil {
+			os.Remove(qf.Name())
+			st.r.Quarantine = ""
+		}
+		return err
+	}
+	for sid := range changed {
+		st.r.Changed = append(st.r.Changed, sid)
+	}
+	return s.kv.Sync()
+}
+
+// lostWhat says what deleting a problem's record gives up.
+func lostWhat(p *Problem) string {
+	k := unquoteKey(p.Key)
+	if len(k) == 0 {
+		return ""
+	}
+	switch k[0] {
+	case pChunk:
+		return " (files using this chunk read as EIO there)"
+	case pInode:
+		return " (this version of the inode is lost; reads fall back to the version before it)"
+	case pDentry:
+		return " (this version of the entry is lost; lookups fall back to the version before it)"
+	case pEvent:
+		return " (this commit's log entry is lost)"
+	case pHeader:
+		return " (the session's header is lost: the session is unreachable)"
+	}
+	return ""
+}
+
+// rebuildCounters derives a session's counters from its commit log.
+func rebuildCounters(tx kv.Reader, sid SessionID) (counters, error) {
+	var c counters
+	prefix := key(pEvent, sid[:])
+	err := tx.Scan(prefix, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+		var ev Event
+		if err := decode(k, v, &ev); err != nil {
+			return true, nil // quarantined separately
+		}
+		c.NextSeq, c.LastHLC = binary.BigEndian.Uint64(k[len(k)-8:]), ev.HLC
+		return true, nil
+	})
+	return c, err
+}
+
+// quarantined is one record moved out of the store (a line of the
+// quarantine file).
+type quarantined struct {
+	Key   string `json:"key"`   // hex
+	Value string `json:"value"` // base64
+}
+
+func writeQuarantine(dir string, recs []quarantined) (*os.File, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	name := filepath.Join(dir, "records-"+time.Now().UTC().Format("20060102T150405.000000000Z")+".jsonl")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	enc := json.NewEncoder(f)
+	for _, r := range recs {
+		if err = enc.Encode(r); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if err == nil {
+		err = syncDir(dir)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(name)
+		return nil, fmt.Errorf("quarantine %s: %w", name, err)
+	}
+	return f, nil
+}
+
+func unquoteKey(q string) []byte {
+	u, err := strconv.Unquote(q)
+	if err != nil {
+		return nil
+	}
+	return []byte(u)
+}
+
+// RepairDir repairs what keeps the data directory dir from opening: the
+// log is cut before its first damaged record and the rest moved to
+// DATA/quarantine/. It returns the problems found, each saying what was
+// done and lost; none if the log is intact.
+func RepairDir(dir string) ([]Problem, error) {
+	var out []Problem
+	walDir := filepath.Join(dir, WALDir)
+	// A store older than the fold record (or a fold record that does not
+	// read) is accepted as it is: the record goes.
+	rerr := checkStoreFile(dir)
+	if rerr == nil {
+		if b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{}); err == nil {
+			rerr = wal.CheckBase(walDir, b)
+			b.Close()
+		}
+	}
+	if errors.Is(rerr, wal.ErrRolledBack) || errors.Is(rerr, wal.ErrCorrupt) {
+		if err := wal.RemoveState(walDir); err != nil {
+			return out, err
+		}
+		out = append(out, Problem{Kind: ProblemStore, Path: filepath.Join(dir, StoreFile), Detail: oneLineErr(rerr),
+			Repaired: "accepted the store as it is (removed " + wal.StatePath(walDir) + "); the commits it no longer holds are lost"})
+	}
+	lost, err := wal.Salvage(walDir, filepath.Join(dir, QuarantineDir))
+	for _, l := range lost {
+		detail := fmt.Sprintf("%d bytes from offset %d", l.Bytes, l.Offset)
+		if l.Reason != "" {
+			detail = fmt.Sprintf("damaged record at offset %d (%s); %d bytes from there on", l.Offset, l.Reason, l.Bytes)
+		}
+		commits := lostCommits(l.Ops)
+		p := Problem{Kind: ProblemWAL, Path: l.Segment, Detail: detail, Lost: commits,
+			Repaired: fmt.Sprintf("moved to %s; %d intact log records after the damage are lost (%d commits)", l.Quarantine, l.Records, len(commits))}
+		if len(commits) > 0 {
+			shown := commits[:min(len(commits), 5)]
+			p.Repaired += ": " + strings.Join(shown, ", ")
+			if len(commits) > len(shown) {
+				p.Repaired += fmt.Sprintf(" and %d more (--json lists them all)", len(commits)-len(shown))
+			}
+		}
+		out = append(out, p)
+	}
+	return out, err
+}
+
+// lostCommits describes the commits among a log's writes by their events.
+func lostCommits(ops []wal.Op) []string {
+	var out []string
+	for _, op := range ops {
+		if op.Delete || len(op.Key) != 1+16+8 || op.Key[0] != pEvent {
+			continue
+		}
+		sid, _ := sessionOf(op.Key)
+		var ev Event
+		if err := decode(op.Key, op.Value, &ev); err != nil {
+			out = append(out, fmt.Sprintf("session %s #%d (unreadable event)", sid, binary.BigEndian.Uint64(op.Key[17:])))
+			continue
+		}
+		line := fmt.Sprintf("session %s #%d %s %s", sid, ev.Seq, ev.Op, ev.Path)
+		if ev.Path2 != "" {
+			line += " -> " + ev.Path2
+		}
+		out = append(out, line)
+	}
+	return out
+}
+
+func oneLineErr(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }
