@@ -27,6 +27,7 @@ var (
 	_ = (gofs.NodeReleaser)((*Node)(nil))
 	_ = (gofs.NodeFsyncer)((*Node)(nil))
 	_ = (gofs.NodeAllocater)((*Node)(nil))
+	_ = (gofs.NodeLseeker)((*Node)(nil))
 	_ = (gofs.NodeReadlinker)((*Node)(nil))
 	_ = (gofs.NodeGetxattrer)((*Node)(nil))
 	_ = (gofs.NodeSetxattrer)((*Node)(nil))

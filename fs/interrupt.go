@@ -99,7 +99,10 @@ func (m *Server) commitFor(ctx context.Context, f *fileState) error {
 	m.bg.Add(1)
 	go func() {
 		defer m.bg.Done()
-		err = m.commit(f)
+		// Unmount may stop it (cancel.go): its own flush commits f.
+		kctx, stop := m.cancelable(context.Background())
+		err = m.commitCtx(kctx, f)
+		stop()
 		close(done)
 		if err != nil && abandoned.Load() {
 			slog.Error("padfs: commit for a killed caller", "session", f.key.sid, "ino", f.key.ino, "err", err)

@@ -121,6 +121,9 @@ type Options struct {
 	// the retry paths (failed, dropIfIdle) need exercising. It runs
 	// with the buffer locked: it must not touch the mount.
 	commitHook func(sid mvcc.SessionID, ino mvcc.Ino) error
+	// killedHook (tests only) runs when a long request is stopped: its
+	// caller found being killed, or CancelRequests (cancel.go).
+	killedHook func(err error)
 	// manualTicks (tests only) stops the background ticker's clock:
 	// the test calls m.tick with the time it chooses, so what the
 	// ticker does does not depend on the machine's speed.
@@ -187,6 +190,8 @@ type Server struct {
 	// bg counts commits that went on without the killed caller they
 	// were for (interrupt.go); shutdown waits for them.
 	bg sync.WaitGroup
+	// cancel: long operations a killed caller or Unmount stops (cancel.go).
+	cancel cancelables
 
 	negMu     sync.Mutex
 	negs      map[negKey]negEntry // negative entries the kernel may hold
@@ -318,6 +323,7 @@ func (m *Server) Wait() {
 // Unmount commits every dirty buffer, then unmounts. It fails (and the
 // mount keeps running) when the mountpoint is busy.
 func (m *Server) Unmount() error {
+	m.CancelRequests() // a long truncate or commit must not hold it up
 	ferr := m.Flush()
 	if err := m.server.Unmount(); err != nil {
 		return errors.Join(ferr, fmt.Errorf("unmount %s: %w", m.mountpoint, err))

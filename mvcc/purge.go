@@ -97,7 +97,7 @@ func (t *ReadTx) planPurge(sid SessionID) (*PurgeReceipt, []Hash, error) {
 				if e.Chunk != nil {
 					var h Hash
 					copy(h[:], e.Chunk)
-					chunks[h] = e.Len
+					chunks[h] = uint32(e.Len) // a chunk: at most chunkMax
 				}
 			}
 			return nil

@@ -354,6 +354,7 @@ func (sm *servedMount) end(signal int, why string) {
 	switch signal {
 	case 1:
 		sm.log.Info("unmounting", "why", why, "mountpoint", mnt)
+		sm.srv.CancelRequests() // a long truncate or commit must not hold up the flush
 		if err := sm.srv.Flush(); err != nil {
 			sm.log.Error("flush before unmount", "err", err)
 		}
