@@ -54,6 +54,18 @@ type Matcher struct {
 	lineRes   [2]*regexp.Regexp // without (?m): valid, invalid
 	lineErrs  [2]error
 	lineOnce  [2]sync.Once
+	// spans finds the matches -o and --color print (see Spans).
+	spans     [2]spanRes
+	spanOnce  [2]sync.Once
+	hasAssert bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
+}
+
+// spanRes are the per-line regexps of one variant for Spans: search finds
+// the leftmost-longest match (leftmost-first for -P, as PCRE); anchored,
+// for -w, the longest one at the start of its input.
+type spanRes struct {
+	search, anchored *regexp.Regexp
+	err              error
 }
 
 // Compile translates GNU grep patterns (one per element; GNU's newline-
@@ -70,6 +82,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 			return nil, err
 		}
 		m.Boundary = m.Boundary || boundary
+		m.hasAssert = m.hasAssert || hasAssert(n)
 		m.nodes = append(m.nodes, n)
 	}
 	src := m.goSyntax(false, false)
@@ -134,12 +147,7 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 	case m.opts.Word:
 		b.WriteString("(?:^|" + nonWord + ")(?:")
 	}
-	for i, n := range m.nodes {
-		if i > 0 {
-			b.WriteByte('|')
-		}
-		render(&b, n, invalid)
-	}
+	m.body(&b, invalid)
 	switch {
 	case m.opts.Line:
 		b.WriteString(")$")
@@ -147,6 +155,142 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 		b.WriteString(")(?:" + nonWord + "|$)")
 	}
 	return b.String()
+}
+
+// body renders the patterns' alternation.
+func (m *Matcher) body(b *strings.Builder, invalid bool) {
+	for i, n := range m.nodes {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		render(b, n, invalid)
+	}
+}
+
+func hasAssert(n *node) bool {
+	switch n.kind {
+	case nAssert:
+		return true
+	case nRepeat:
+		return hasAssert(n.sub)
+	case nGroup:
+		for _, seq := range n.alts {
+			for _, x := range seq {
+				if hasAssert(x) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func (m *Matcher) spanRe(v int) *spanRes {
+	m.spanOnce[v].Do(func() {
+		sr := &m.spans[v]
+		var b strings.Builder
+		m.body(&b, v == 1)
+		inner := b.String()
+		src := inner
+		if m.opts.Line {
+			src = "^(?:" + inner + ")$"
+		}
+		compile := func(src string) *regexp.Regexp {
+			re, err := regexp.Compile(src)
+			if err != nil {
+				sr.err = translateGoError(err)
+				return nil
+			}
+			if m.opts.Syntax != Perl {
+				re.Longest()
+			}
+			return re
+		}
+		sr.search = compile(src)
+		if m.opts.Word && !m.opts.Line {
+			sr.anchored = compile("^(?:" + inner + ")")
+		}
+	})
+	return &m.spans[v]
+}
+
+// Spans returns the non-empty matches in line (a selected or context
+// line, without its newline) that grep -o prints and --color marks, as
+// GNU grep finds them: each search starts where the last match ended; -w
+// shortens a match, or looks further on, until it is a whole word.
+// invalid is the file's variant (not valid UTF-8).
+func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
+	v := 0
+	if invalid {
+		v = 1
+	}
+	if m.Boundary && !isASCII(line) {
+		return nil, &UnsupportedError{"-o or --color with \\b, \\B, \\< or \\>", "match positions next to non-ASCII letters are not supported"}
+	}
+	sr := m.spanRe(v)
+	if sr.err != nil {
+		return nil, sr.err
+	}
+	var out [][2]int
+	if sr.anchored == nil {
+		for _, loc := range sr.search.FindAllIndex(line, -1) {
+			if loc[1] > loc[0] {
+				out = append(out, [2]int{loc[0], loc[1]})
+			}
+		}
+		return out, nil
+	}
+	if m.hasAssert {
+		return nil, &UnsupportedError{"-o or --color with -w and an anchor or boundary", "the match positions are not supported"}
+	}
+	word, _ := classSet("word")
+	wordBefore := func(i int) bool {
+		r, _ := utf8.DecodeLastRune(line[:i])
+		return i > 0 && r != utf8.RuneError && word.has(r)
+	}
+	wordAfter := func(i int) bool {
+		r, _ := utf8.DecodeRune(line[i:])
+		return i < len(line) && r != utf8.RuneError && word.has(r)
+	}
+	find := func(from int) (int, int, bool) {
+		loc := sr.search.FindIndex(line[from:])
+		if loc == nil {
+			return 0, 0, false
+		}
+		return from + loc[0], loc[1] - loc[0], true
+	}
+	for cur := 0; cur < len(line); {
+		start, n, ok := find(cur)
+		for ok && (wordBefore(start) || wordAfter(start+n)) {
+			if n > 0 {
+				// A shorter match at the same start?
+				if loc := sr.anchored.FindIndex(line[start : start+n-1]); loc != nil && loc[1] > 0 {
+					n = loc[1]
+					continue
+				}
+			}
+			if start >= len(line) {
+				ok = false
+				break
+			}
+			_, w := utf8.DecodeRune(line[start:])
+			start, n, ok = find(start + w)
+		}
+		if !ok {
+			break
+		}
+		if n == 0 {
+			if start >= len(line) {
+				break
+			}
+			_, w := utf8.DecodeRune(line[start:])
+			cur = start + w
+			continue
+		}
+		out = append(out, [2]int{start, start + n})
+		cur = start + n
+	}
+	return out, nil
 }
 
 // lineTrigram picks the trigram eachSelected looks for to find the lines
@@ -255,7 +399,7 @@ func (m *Matcher) re(data []byte) (*regexp.Regexp, error) {
 // lineRe returns the per-line regexp of a variant (0 valid, 1 invalid)
 // when every match starts at a line start, else nil.
 func (m *Matcher) lineRe(v int) (*regexp.Regexp, error) {
-	if !m.lineStart {
+	if !m.lineStart && m.opts.Syntax != Perl {
 		return nil, nil
 	}
 	m.lineOnce[v].Do(func() {
@@ -298,13 +442,25 @@ type FileResult struct {
 	// the result depends on the buffer size (a NUL past the first read).
 	Grown   int
 	LateNul bool
+	// TextEnd is where the text part ends (binary mode starts: GNU grep
+	// prints no line past it); BinMatch says a line past it was selected.
+	TextEnd  int
+	BinMatch bool
 }
 
 // Line is one line to print: its 1-based number and its bytes (without
 // the newline).
 type Line struct {
-	Num  int
-	Text []byte
+	Num   int
+	Text  []byte
+	Start int // byte offset of the line in the file
+}
+
+// scanOpts are GrepBuf's refinements for the grep command's output.
+type scanOpts struct {
+	max     int  // stop after this many selected lines (-1: no limit)
+	keepBad bool // keep lines with encoding errors (the printer suppresses them)
+	text    bool // -a, -z: no binary part (NUL bytes are text)
 }
 
 // grepBufSize is GNU grep's initial read size: NUL bytes (and with them
@@ -358,6 +514,13 @@ func (m *Matcher) Grep(data []byte, mode Mode) (FileResult, error) {
 // GrepBuf is Grep with GNU grep's read buffer at bufSize bytes (grown by
 // a long line in an earlier file of the same run).
 func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, err error) {
+	return m.grepFile(data, mode, bufSize, scanOpts{max: -1})
+}
+
+func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res FileResult, err error) {
+	if o.max == 0 {
+		return res, nil
+	}
 	re, err := m.re(data)
 	if err != nil {
 		return res, err
@@ -366,9 +529,14 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 	bin, grown := readModel(data, bufSize)
 	res.Grown = grown
 	res.LateNul = bin > 0
+	if o.text {
+		bin = -1
+		res.LateNul = false
+	}
 	if bin >= 0 {
 		textEnd = bin
 	}
+	res.TextEnd = textEnd
 	variant := 0
 	if re != m.valid {
 		variant = 1
@@ -392,7 +560,8 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 			}
 			return ok
 		}
-	case m.lineStart && (m.lineNeedle == "" || m.opts.Invert):
+	case m.opts.Syntax == Perl || m.lineStart && (m.lineNeedle == "" || m.opts.Invert):
+		// (-P's classes may hold a newline: it runs line by line.)
 		lre, err := m.lineRe(variant)
 		if err != nil {
 			return res, err
@@ -409,15 +578,17 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 	// Text part: lines are printed (unless an encoding error is met).
 	m.eachSelected(re, lineMatch, data[:textEnd], func(s, e int) bool {
 		res.Count++
-		if mode == ModeFiles {
+		if mode == ModeFiles || res.Count == o.max {
 			stop = true
+		}
+		if mode == ModeFiles {
 			return false
 		}
 		if mode == ModeCount {
-			return true
+			return !stop
 		}
 		line := data[s:e]
-		if !utf8.Valid(line) {
+		if !o.keepBad && !utf8.Valid(line) {
 			// GNU grep 3.8 suppresses a line with an encoding error and
 			// reports "binary file matches" at the end.
 			res.Binary = true
@@ -425,8 +596,8 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 		}
 		lineNo += bytes.Count(data[counted:s], []byte{'\n'})
 		counted = s
-		res.Lines = append(res.Lines, Line{Num: lineNo, Text: line})
-		return true
+		res.Lines = append(res.Lines, Line{Num: lineNo, Text: line, Start: s})
+		return !stop
 	})
 	if stop || bin < 0 {
 		return res, nil
@@ -441,10 +612,11 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 	}
 	m.eachSelected(re, lineMatch, zapped, func(s, e int) bool {
 		res.Count++
+		res.BinMatch = true
 		if mode == ModeLines {
 			res.Binary = true
 		}
-		return mode == ModeCount
+		return mode == ModeCount && res.Count != o.max
 	})
 	return res, nil
 }

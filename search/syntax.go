@@ -2,6 +2,8 @@ package search
 
 import (
 	"fmt"
+	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,6 +35,7 @@ const (
 	Basic    Syntax = iota // POSIX basic regular expression, GNU flavour (grep -G, the default)
 	Extended               // POSIX extended regular expression, GNU flavour (grep -E)
 	Fixed                  // fixed strings (grep -F)
+	Perl                   // Perl-compatible (grep -P): the part of PCRE that RE2 evaluates
 )
 
 // UnsupportedError reports syntax that GNU grep accepts but padfs grep
@@ -100,6 +103,20 @@ func parsePattern(pat string, syn Syntax, fold bool, warn func(string)) (*node, 
 		return nil, false, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
 	}
 	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn}
+	if syn == Perl {
+		src, err := perlToGo(pat)
+		if err != nil {
+			return nil, false, err
+		}
+		if fold {
+			src = "(?i:" + src + ")"
+		} else {
+			src = "(?:" + src + ")"
+		}
+		// The pattern is Go syntax already: one raw node. Its \b and \w
+		// are ASCII, as PCRE's are without UCP (GNU grep 3.8).
+		return &node{kind: nGroup, alts: [][]*node{{{kind: nAssert, text: src}}}}, false, nil
+	}
 	if syn == Fixed {
 		var seq []*node
 		for _, r := range p.src {
@@ -591,4 +608,160 @@ func bracketEnd(src []rune, from int, kind rune) int {
 		}
 	}
 	return -1
+}
+
+// perlToGo translates a grep -P pattern into Go syntax. RE2 reads most of
+// Perl's syntax as PCRE does; the escapes it reads differently are
+// spelled out (\s has VT in PCRE, \v \h \R \N are classes, \Z is \z on a
+// line), and what it cannot evaluate is an *UnsupportedError naming the
+// construct: look-around, back-references, possessive quantifiers, atomic
+// groups, recursion, conditionals, \K, \G, backtracking verbs.
+func perlToGo(pat string) (string, error) {
+	const space = `\t\n\x0B\f\r `
+	const vspace = `\n\x0B\f\r\x{85}\x{2028}\x{2029}`
+	const hspace = `\t \x{A0}\x{1680}\x{180E}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}`
+	unsupported := func(what string) error {
+		return &UnsupportedError{what, "Go's regexp engine (RE2) cannot evaluate it (use GNU grep -P)"}
+	}
+	var b strings.Builder
+	inClass, quant := false, false
+	for i := 0; i < len(pat); i++ {
+		c := pat[i]
+		wasQuant := quant
+		quant = false
+		if c == '\\' && i+1 < len(pat) {
+			d := pat[i+1]
+			i++
+			cls := func(set string, negate bool) {
+				switch {
+				case inClass && !negate:
+					b.WriteString(set)
+				case inClass:
+					b.WriteByte('\\')
+					b.WriteByte(d) // Go's own (near enough inside a class)
+				case negate:
+					b.WriteString("[^" + set + "]")
+				default:
+					b.WriteString("[" + set + "]")
+				}
+			}
+			switch d {
+			case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+				if !inClass {
+					return "", unsupported("back-reference \\" + string(d))
+				}
+			case 'g', 'k':
+				return "", unsupported("back-reference \\" + string(d))
+			case 'K', 'G', 'X', 'C':
+				return "", unsupported("\\" + string(d))
+			case 's', 'S':
+				cls(space, d == 'S')
+				continue
+			case 'v', 'V':
+				cls(vspace, d == 'V')
+				continue
+			case 'h', 'H':
+				cls(hspace, d == 'H')
+				continue
+			case 'N':
+				if !inClass {
+					b.WriteString(`[^\n]`)
+					continue
+				}
+			case 'R':
+				if !inClass {
+					b.WriteString(`(?:\r\n|[` + vspace + `])`)
+					continue
+				}
+			case 'Z':
+				if !inClass {
+					b.WriteString(`\z`)
+					continue
+				}
+			case 'Q':
+				end := strings.Index(pat[i+1:], `\E`)
+				if end < 0 {
+					end = len(pat) - i - 1
+				}
+				b.WriteString(regexp.QuoteMeta(pat[i+1 : i+1+end]))
+				i += end + 2
+				continue
+			case 'E':
+				continue // a stray \E is nothing in PCRE
+			}
+			b.WriteByte('\\')
+			b.WriteByte(d)
+			continue
+		}
+		if inClass {
+			switch {
+			case c == '[' && i+1 < len(pat) && pat[i+1] == ':':
+				end := strings.Index(pat[i:], ":]")
+				if end > 0 {
+					b.WriteString(pat[i : i+end+2])
+					i += end + 1
+					continue
+				}
+			case c == ']':
+				inClass = false
+			}
+			b.WriteByte(c)
+			continue
+		}
+		switch c {
+		case '[':
+			inClass = true
+			b.WriteByte(c)
+			if i+1 < len(pat) && pat[i+1] == '^' {
+				b.WriteByte('^')
+				i++
+			}
+			if i+1 < len(pat) && pat[i+1] == ']' {
+				b.WriteString(`\]`) // a leading ] is literal
+				i++
+			}
+			continue
+		case '*', '?', '}':
+			if c == '?' && wasQuant {
+				break // non-greedy
+			}
+			quant = true
+		case '+':
+			if wasQuant {
+				return "", unsupported("possessive quantifier")
+			}
+			quant = true
+		case '(':
+			rest := pat[i+1:]
+			for _, k := range []struct{ prefix, what string }{
+				{"?=", "look-ahead (?="}, {"?!", "look-ahead (?!"}, {"?<=", "look-behind (?<="},
+				{"?<!", "look-behind (?<!"}, {"?>", "atomic group (?>"}, {"?|", "branch reset (?|"},
+				{"?(", "conditional (?("}, {"?R", "recursion (?R)"}, {"?&", "recursion (?&"},
+				{"?P>", "recursion (?P>"}, {"?P=", "back-reference (?P="}, {"?#", "comment (?#"}, {"*", "verb (*"},
+			} {
+				if strings.HasPrefix(rest, k.prefix) {
+					return "", unsupported(k.what)
+				}
+			}
+			if len(rest) > 1 && rest[0] == '?' && (rest[1] >= '0' && rest[1] <= '9' || rest[1] == '+' || rest[1] == '-' && len(rest) > 2 && rest[2] >= '0' && rest[2] <= '9') {
+				return "", unsupported("recursion (?" + rest[1:2])
+			}
+			if len(rest) > 1 && rest[0] == '?' {
+				// Inline flags: RE2 knows i, m, s, U.
+				for j := 1; j < len(rest) && rest[j] != ')' && rest[j] != ':'; j++ {
+					if f := rest[j]; f != 'i' && f != 'm' && f != 's' && f != 'U' && f != '-' && f != '<' && f != 'P' {
+						return "", unsupported("inline flag (?" + string(f) + ")")
+					} else if f == '<' || f == 'P' {
+						break // a named group
+					}
+				}
+			}
+		}
+		b.WriteByte(c)
+	}
+	src := b.String()
+	if _, err := syntax.Parse(src, syntax.Perl); err != nil {
+		return "", &SyntaxError{err.Error()}
+	}
+	return src, nil
 }
