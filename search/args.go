@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -318,3 +319,60 @@ func parseCount(v, what string) (int, error) {
 
 // ResolveAsOf parses --asof text (an HLC or RFC 3339 time).
 func ResolveAsOf(s string) (mvcc.HLC, error) { return mvcc.ParseHLC(s) }
+
+// ParseGrepFileName parses the name of a file in a mount's .grep/
+// directory into the request it reads as, `padfs grep -rn ...` at the
+// session root:
+//
+//	.grep/PATTERN                  grep -rn PATTERN
+//	.grep/-i -C2 -- PATTERN        grep -rn -i -C2 -- PATTERN
+//	.grep/-l -w PATTERN            grep -rn -l -w PATTERN (options end at the first word without a dash)
+//
+// A name that starts with "-" is options, separated by single spaces, up
+// to "--" or the first word that does not start with "-"; the rest of the
+// name, spaces and all, is the pattern (so a pattern that starts with "-"
+// is written after "--"). An option's argument is attached (-C2,
+// --include=*.go) or the next word (-m 5). A file name cannot hold "/":
+// write it as %2F. PATH operands and the padfs options (--data,
+// --session, --asof) are refused.
+func ParseGrepFileName(name string) (GrepRequest, error) {
+	for _, s := range []string{"%2F", "%2f"} {
+		name = strings.ReplaceAll(name, s, "/")
+	}
+	args := []string{"-rn"}
+	rest := name
+	if strings.HasPrefix(name, "-") {
+		for rest != "" {
+			word, tail, _ := strings.Cut(rest, " ")
+			if word == "--" {
+				rest = tail
+				break
+			}
+			if !strings.HasPrefix(word, "-") || word == "-" {
+				break
+			}
+			args, rest = append(args, word), tail
+			// An option whose argument is the next word.
+			_, short := shortWithArg[word[len(word)-1]]
+			if short && len(word) >= 2 && word[1] != '-' && !strings.ContainsAny(word[1:len(word)-1], "eABCm") ||
+				slices.Contains([]string{"--regexp", "--after-context", "--before-context", "--context", "--max-count",
+					"--group-separator", "--include", "--exclude", "--exclude-dir", "--binary-files"}, word) {
+				arg, tail, _ := strings.Cut(rest, " ")
+				args, rest = append(args, arg), tail
+			}
+		}
+	}
+	a, err := ParseGrepCommandLine(args) // "-e PAT" and nothing after the options
+	if rest != "" || err != nil {
+		a, err = ParseGrepCommandLine(append(args, "--", rest))
+	}
+	switch {
+	case err != nil:
+		return a.GrepRequest, err
+	case a.Data != "" || a.Session != "" || a.AsOf != "":
+		return a.GrepRequest, fmt.Errorf("--data, --session and --asof are not options of a .grep/ name")
+	case len(a.Operands) > 0:
+		return a.GrepRequest, fmt.Errorf("a .grep/ name holds no PATH (with -e, end the name with the options)")
+	}
+	return a.GrepRequest, nil
+}

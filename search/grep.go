@@ -856,17 +856,19 @@ func (ix *Index) growth(sid mvcc.SessionID) map[string]int {
 	return out
 }
 
-// GrepOutput returns what `padfs grep -rn PATTERN` run at the root of
-// session sid prints (standard output, then any diagnostics), for the
-// mount's read-only .grep/<pattern> files. A bad pattern is an
-// mvcc.ErrInvalid error (EINVAL to the reader).
-func (ix *Index) GrepOutput(sid mvcc.SessionID, pattern string) ([]byte, error) {
-	var out, errb bytes.Buffer
-	_, err := ix.Grep(context.Background(), GrepRequest{
-		Session: sid, Patterns: strings.Split(pattern, "\n"), LineNumbers: true,
-		Out: &out, Err: &errb,
-	})
+// GrepOutput returns what reading the mount's .grep/NAME file gives:
+// what `padfs grep -rn ...` run at the root of session sid prints for the
+// command line NAME stands for (see ParseGrepFileName), standard output
+// then any diagnostics. A bad name or pattern is an mvcc.ErrInvalid error
+// (EINVAL to the reader).
+func (ix *Index) GrepOutput(sid mvcc.SessionID, name string) ([]byte, error) {
+	req, err := ParseGrepFileName(name)
 	if err != nil {
+		return nil, fmt.Errorf("%w: %v", mvcc.ErrInvalid, err)
+	}
+	var out, errb bytes.Buffer
+	req.Session, req.Out, req.Err = sid, &out, &errb
+	if _, err := ix.Grep(context.Background(), req); err != nil {
 		return nil, fmt.Errorf("%w: %v", mvcc.ErrInvalid, err)
 	}
 	out.Write(errb.Bytes())

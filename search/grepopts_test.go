@@ -27,6 +27,7 @@ func optFiles() map[string][]byte {
 		"inv2.txt":  []byte("needle\nb\xffad\nz\nz\nz\nneedle\n"),
 		"words.txt": []byte("foo foo foobar\nfoo_bar barfoo\n(foo) foo.\néfoo fooé foo\nab abc a\n\n"),
 		"empty.txt": nil,
+		"path.txt":  []byte("see src/main.go and -x here\n"),
 		"nul.z":     []byte("rec one needle\x00rec\ntwo\x00needle three\nline\x00"),
 		"late.bin":  []byte("needle early\nctx1\nctx2\n" + filler + "needle late\nctx after\n\x00nul line\nmore\n"),
 		"late2.bin": []byte("x\n" + filler + "needle late\nctx after\nctx 2\n\x00nul line\nmore\n"),
@@ -213,6 +214,33 @@ func TestGrepOptionsMatchGNUOnMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("indexed")
+
+	// .grep/NAME reads as grep -rn with the options the name spells.
+	for name, args := range map[string][]string{
+		"needle":                  {"needle"},
+		"-n -C1 -- needle":        {"-C1", "--", "needle"},
+		"-c needle":               {"-c", "needle"},
+		"-l -i NEEDLE":            {"-l", "-i", "NEEDLE"},
+		"-ow foo":                 {"-ow", "foo"},
+		"-m 1 -A 1 needle":        {"-m", "1", "-A", "1", "needle"},
+		"-- -x here":              {"--", "-x here"},
+		"src%2Fmain":              {"src/main"},
+		"-E -e a.c -e sixx":       {"-E", "-e", "a.c", "-e", "sixx"},
+		"-i --include=*.txt two ": {"-i", "--include=*.txt", "two "},
+		"-q needle":               {"-q", "needle"},
+		"--color=always -w foo":   {"--color=always", "-w", "foo"},
+	} {
+		want := gnuGrepRun(t, mnt, append([]string{"-rn"}, args...))
+		got, code := shOut(t, mnt, "cat '.grep/"+name+"'")
+		if code != 0 || got != want.out+want.err {
+			t.Errorf(".grep/%s: exit %d, differs from grep -rn %q:\n%s", name, code, args, diffLines(got, want.out+want.err))
+		}
+	}
+	for _, name := range []string{"--asof=1 -- needle", "-e needle -- extra", "--no-such-option x", "-P (?=a)"} {
+		if out, code := shOut(t, mnt, "cat '.grep/"+name+"'"); code == 0 {
+			t.Errorf(".grep/%s: read %q, want EINVAL", name, out)
+		}
+	}
 }
 
 // TestGrepPerlRefusalsNameTheConstruct: what RE2 cannot evaluate is
