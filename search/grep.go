@@ -175,6 +175,13 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		stats.Degraded = false // reading everything is exact and not a lag
 	}
 	needAll := req.Mode == OutCount || req.Mode == OutFilesWithout || cand == nil
+	if !needAll && req.Mode == OutLines && !req.Text && !req.NullData && len(ix.growth(req.Session)) > 0 {
+		// A file with a long line grows GNU grep's buffer, and a later
+		// file's late NUL may then be read at once (binary from its first
+		// line): files that are no candidates must pass by too (not
+		// read) so that run sees their growth.
+		needAll = true
+	}
 	feed := func(emit func(target) bool) { ix.targets(req, at, cand, needAll, emit) }
 	withName := req.Filename > 0
 	if req.Filename == 0 {

@@ -264,3 +264,43 @@ func TestGrepPerlRefusalsNameTheConstruct(t *testing.T) {
 		}
 	}
 }
+
+// corpusOptCases run over the main corpus (Go sources, unicode, a late
+// NUL, a long line) in a mount.
+var corpusOptCases = [][]string{
+	{"-rno", "needle"}, {"-rno", "-i", "école"}, {"-rno", "-i", "STRASSE"}, {"-rnow", "foo"}, {"-rnoi", "k"},
+	{"-rn", "-C2", "needle"}, {"-rc", "-m3", "func"}, {"-rn", "-m2", "-A1", "func"}, {"-rb", "needle"},
+	{"-r", "--color=always", "-n", "needle"}, {"-rnT", "needle"}, {"-rl", "-Z", "needle"}, {"-rn", "-a", "needle"},
+	{"-rnP", "\\bfunc\\s+\\w+\\("}, {"-rnoP", "\\d{3,}"}, {"-rz", "needle"}, {"-rn", "-A3", "needle"},
+	{"-rn", "-B3", "needle after"}, {"-rnv", "-m5", "-C1", "e"}, {"-rno", "-E", "[[:upper:]]{3,}"},
+	{"-rn", "--color=always", "-i", "-w", "foo"}, {"-rnob", "caf."}, {"-rn", "-m1", "-A2", "needle early"},
+	{"-rc", "-A1", "needle"}, {"-rno", "-x", "short needle"}, {"-rn", "-A1", "no trailing"}, {"-rn", "needle early"},
+}
+
+func TestGrepOptionsMatchGNUOnCorpusMount(t *testing.T) {
+	st, data := openStore(t)
+	h, err := st.CreateSession("mount", uint32(os.Getuid()), uint32(os.Getgid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := h.ID
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { ix.Close() }()
+	mnt := mountSession(t, st, sid, &ix)
+	src := t.TempDir()
+	writeDir(t, src, corpus(t))
+	bash(t, mnt, "cp -a "+src+"/. .")
+	check := func(stage string) {
+		for _, args := range corpusOptCases {
+			compareRuns(t, stage, args, padGrepRun(t, ix, sid, args), gnuGrepRun(t, mnt, args))
+		}
+	}
+	check("no index")
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	check("indexed")
+}
