@@ -105,13 +105,17 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 				case "text":
 					a.Text = true
 				case "binary":
-					a.Text = false
+					a.Text, a.SkipBinary = false, false
+				case "without-match":
+					a.Text, a.SkipBinary = false, true
 				default:
-					err = &UnsupportedError{"--binary-files=" + v, "only 'binary' and 'text' are supported"}
+					err = fmt.Errorf("invalid argument '%s' for '--binary-files'", v)
 				}
 			}
 		case "text":
-			a.Text = true
+			a.Text, a.SkipBinary = true, false
+		case "I":
+			a.Text, a.SkipBinary = false, true
 		case "only-matching":
 			a.OnlyMatching = true
 		case "byte-offset":
@@ -293,7 +297,7 @@ var shortOptions = map[byte]string{
 	'L': "files-without-match", 'c': "count", 'n': "line-number", 'h': "no-filename",
 	'H': "with-filename", 'q': "quiet", 's': "no-messages", 'o': "only-matching",
 	'a': "text", 'b': "byte-offset", 'T': "initial-tab", 'Z': "null", 'z': "null-data",
-	'P': "perl-regexp", 'U': "binary",
+	'P': "perl-regexp", 'U': "binary", 'I': "I",
 }
 
 // shortWithArg names the long option of each short option that takes an

@@ -76,6 +76,7 @@ type GrepRequest struct {
 	GroupSep     *string
 	NoGroupSep   bool
 	Text         bool // -a: binary files are text
+	SkipBinary   bool // -I: a binary file has no match (from where its NUL is read)
 	ByteOffset   bool // -b: print byte offsets
 	InitialTab   bool // -T: a tab before the line's content
 	Color        bool // --color=always: GNU's SGR sequences (default GREP_COLORS)
@@ -626,7 +627,7 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 		t   target
 		res chan result
 	}
-	opts := scanOpts{max: req.MaxCount, keepBad: true, text: req.Text || req.NullData}
+	opts := scanOpts{max: req.MaxCount, keepBad: true, text: req.Text || req.NullData, skipBinary: req.SkipBinary}
 	if !req.MaxSet || req.Mode == OutQuiet || req.Mode == OutFilesWith || req.Mode == OutFilesWithout {
 		opts.max = -1 // one line decides
 	}
@@ -1184,7 +1185,7 @@ func (p *printer) file(display string, data []byte, fr FileResult) bool {
 	}
 	if p.pending > 0 {
 		lim := len(data)
-		if fr.BinMatch {
+		if fr.BinMatch || fr.BinSkipped {
 			lim = fr.TextEnd // GNU stops at the binary part's match, quiet
 		}
 		p.prpending(lim)

@@ -444,8 +444,9 @@ type FileResult struct {
 	LateNul bool
 	// TextEnd is where the text part ends (binary mode starts: GNU grep
 	// prints no line past it); BinMatch says a line past it was selected.
-	TextEnd  int
-	BinMatch bool
+	TextEnd    int
+	BinMatch   bool
+	BinSkipped bool // -I gave the file up at TextEnd
 }
 
 // Line is one line to print: its 1-based number and its bytes (without
@@ -461,6 +462,9 @@ type scanOpts struct {
 	max     int  // stop after this many selected lines (-1: no limit)
 	keepBad bool // keep lines with encoding errors (the printer suppresses them)
 	text    bool // -a, -z: no binary part (NUL bytes are text)
+	// skipBinary (-I): where the NUL is read, GNU grep gives up the file
+	// as matching nothing (lines printed before it stay printed).
+	skipBinary bool
 }
 
 // grepBufSize is GNU grep's initial read size: NUL bytes (and with them
@@ -600,6 +604,10 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 		return !stop
 	})
 	if stop || bin < 0 {
+		return res, nil
+	}
+	if o.skipBinary {
+		res.Count, res.BinSkipped = 0, true
 		return res, nil
 	}
 	// Binary part: NUL bytes end lines; output stops at the first match.

@@ -54,6 +54,7 @@ Options (as GNU grep):
   -Z, --null             a NUL byte after file names
   -z, --null-data        lines end in NUL bytes
   -a, --text             read binary files as text (--binary-files=text)
+  -I                     binary files match nothing (--binary-files=without-match)
       --color[=WHEN]     mark matches (always, never, auto: on a terminal)
       --line-buffered    write every line at once
   -q, --quiet            print nothing; exit 0 on the first match
