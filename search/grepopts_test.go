@@ -64,8 +64,13 @@ var optCases = [][]string{
 	{"-z", "needle"}, {"-zn", "needle"}, {"-z", "-o", "n.e"}, {"-z", "^rec"}, {"-zc", "two"}, {"-zl", "line"},
 	{"-z", "-v", "needle"},
 	{"--line-buffered", "-n", "needle"}, {"--line-buffered", "-C1", "needle"},
-	{"-P", "\\d+"}, {"-P", "-o", "\\w+dle"}, {"-P", "-i", "NEEDLE\\s"}, {"-Po", "fo+?"}, {"-P", "-w", "foo"},
+	{"-P", "\\d+"}, {"-P", "-o", "\\w+dle"}, {"-P", "-i", "NEEDLE\\s"}, {"-Po", "fo+?"}, {"-P", "-w", "foo"}, {"-Pow", "foo"}, {"-Pc", "-w", "foo"}, {"-Pn", "-x", "-i", "FOO.*"},
 	{"-P", "(?i)Needle"}, {"-P", "(?i)NEEDLE"}, {"-P", "[^x]{3}dle$"}, {"-Pc", "\\S\\s\\S"}, {"-P", "-x", "ab.*"}, {"-P", "-c", "\\bfoo\\b"}, {"-Pn", "[[:digit:]]|n\\x65e"},
+	{"-onT", "needle"}, {"-cZv", "needle"}, {"--color=always", "-A1", "-m1", "needle"}, {"-ob", "-i", "NEEDLE"},
+	{"-owinb", "FOO"}, {"-xon", "z"}, {"--no-group-separator", "-A0", "needle"}, {"-o", "-e", "needle", "-e", "two"},
+	{"-o", ""}, {"-c", ""}, {"-o", ".$"}, {"-on", "-C2", "-v", "e"}, {"--color=always", "-o", "-v", "-C1", "needle"},
+	{"--color=always", "-c", "-Z", "needle"}, {"--color=always", "-L", "needle"}, {"--color=always", "-b", "-o", "-T", "o"},
+	{"-T", "-c", "needle"}, {"-bv", "e"}, {"-A1", "-B3", "-m2", "-n", "needle"}, {"-C1", "-m1", "-v", "-n", "z"},
 	{"-P", "-o", "\\Qfoo.\\E"}, {"-P", "a\\z"}, {"-P", "-o", "(?:ab|abc)"},
 }
 

@@ -82,7 +82,12 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 			return nil, err
 		}
 		m.Boundary = m.Boundary || boundary
-		m.hasAssert = m.hasAssert || hasAssert(n)
+		if o.Syntax == Perl {
+			t, err := syntax.Parse(n.alts[0][0].text, syntax.Perl)
+			m.hasAssert = m.hasAssert || err != nil || goHasAssert(t)
+		} else {
+			m.hasAssert = m.hasAssert || hasAssert(n)
+		}
 		m.nodes = append(m.nodes, n)
 	}
 	src := m.goSyntax(false, false)
@@ -141,6 +146,9 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 	}
 	word, _ := classSet("word")
 	nonWord := word.negate().remove('\n').goClass()
+	if m.opts.Syntax == Perl {
+		nonWord = `[^0-9A-Za-z_\n]` // PCRE's \w without UCP, as GNU grep 3.8 -w -P
+	}
 	switch {
 	case m.opts.Line:
 		b.WriteString("^(?:")
@@ -180,6 +188,20 @@ func hasAssert(n *node) bool {
 					return true
 				}
 			}
+		}
+	}
+	return false
+}
+
+func goHasAssert(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	}
+	for _, sub := range re.Sub {
+		if goHasAssert(sub) {
+			return true
 		}
 	}
 	return false
@@ -244,6 +266,9 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 		return nil, &UnsupportedError{"-o or --color with -w and an anchor or boundary", "the match positions are not supported"}
 	}
 	word, _ := classSet("word")
+	if m.opts.Syntax == Perl {
+		word = runeSet{'0', '9', 'A', 'Z', '_', '_', 'a', 'z'}
+	}
 	wordBefore := func(i int) bool {
 		r, _ := utf8.DecodeLastRune(line[:i])
 		return i > 0 && r != utf8.RuneError && word.has(r)
