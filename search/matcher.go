@@ -193,6 +193,54 @@ func hasAssert(n *node) bool {
 	return false
 }
 
+// newlineProof rewrites Go syntax so that nothing in it matches a
+// newline (classes and . leave it out, a literal newline matches
+// nothing); it returns src unchanged if it does not parse.
+func newlineProof(src string) string {
+	t, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return src
+	}
+	var fix func(re *syntax.Regexp)
+	fix = func(re *syntax.Regexp) {
+		switch re.Op {
+		case syntax.OpAnyChar:
+			re.Op = syntax.OpAnyCharNotNL
+		case syntax.OpCharClass:
+			set := runeSet(re.Rune).remove('\n')
+			if len(set) == 0 {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+			} else {
+				re.Rune = set
+			}
+		case syntax.OpLiteral:
+			if slices.Contains(re.Rune, '\n') {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+			}
+		}
+		for _, sub := range re.Sub {
+			fix(sub)
+		}
+	}
+	fix(t)
+	return t.String()
+}
+
+// invalidToNewline appends line to dst with each byte of an encoding
+// error replaced by a newline (the offsets stay).
+func invalidToNewline(dst, line []byte) []byte {
+	for i := 0; i < len(line); {
+		r, w := utf8.DecodeRune(line[i:])
+		if r == utf8.RuneError && w == 1 {
+			dst = append(dst, '\n')
+		} else {
+			dst = append(dst, line[i:i+w]...)
+		}
+		i += w
+	}
+	return dst
+}
+
 func goHasAssert(re *syntax.Regexp) bool {
 	switch re.Op {
 	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
@@ -213,6 +261,9 @@ func (m *Matcher) spanRe(v int) *spanRes {
 		var b strings.Builder
 		m.body(&b, v == 1)
 		inner := b.String()
+		if v == 1 && m.opts.Syntax == Perl {
+			inner = newlineProof(inner)
+		}
 		src := inner
 		if m.opts.Line {
 			src = "^(?:" + inner + ")$"
@@ -248,6 +299,14 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 	}
 	if m.Boundary && !isASCII(line) {
 		return nil, &UnsupportedError{"-o or --color with \\b, \\B, \\< or \\>", "match positions next to non-ASCII letters are not supported"}
+	}
+	if m.opts.Syntax == Perl {
+		// As in GrepBuf: invalid bytes are barriers no match crosses.
+		if utf8.Valid(line) {
+			v = 0
+		} else {
+			v, line = 1, invalidToNewline(nil, line)
+		}
 	}
 	sr := m.spanRe(v)
 	if sr.err != nil {
@@ -428,7 +487,11 @@ func (m *Matcher) lineRe(v int) (*regexp.Regexp, error) {
 		return nil, nil
 	}
 	m.lineOnce[v].Do(func() {
-		m.lineRes[v], m.lineErrs[v] = regexp.Compile(m.goSyntax(v == 1, true))
+		src := m.goSyntax(v == 1, true)
+		if v == 1 && m.opts.Syntax == Perl {
+			src = newlineProof(src)
+		}
+		m.lineRes[v], m.lineErrs[v] = regexp.Compile(src)
 		if m.lineErrs[v] != nil {
 			m.lineErrs[v] = translateGoError(m.lineErrs[v])
 		}
@@ -596,6 +659,24 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 			return res, err
 		}
 		lineMatch = lre.Match
+		if m.opts.Syntax == Perl && variant == 1 {
+			// PCRE2 (GNU grep 3.8 sets PCRE2_MATCH_INVALID_UTF) matches
+			// nothing on an invalid byte, and no match crosses one: the
+			// invalid bytes become newlines, which the newline-proof
+			// variant cannot match.
+			vre, err := m.lineRe(0)
+			if err != nil {
+				return res, err
+			}
+			var scratch []byte
+			lineMatch = func(line []byte) bool {
+				if utf8.Valid(line) {
+					return vre.Match(line)
+				}
+				scratch = invalidToNewline(scratch[:0], line)
+				return lre.Match(scratch)
+			}
+		}
 	}
 	defer func() {
 		if lineErr != nil {
