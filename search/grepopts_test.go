@@ -280,6 +280,8 @@ var corpusOptCases = [][]string{
 	{"-rnP", "\\bfunc\\s+\\w+\\("}, {"-rnoP", "\\d{3,}"}, {"-rz", "needle"}, {"-rn", "-A3", "needle"},
 	{"-rn", "-B3", "needle after"}, {"-rnv", "-m5", "-C1", "e"}, {"-rno", "-E", "[[:upper:]]{3,}"},
 	{"-rn", "--color=always", "-i", "-w", "foo"}, {"-rnob", "caf."}, {"-rn", "-m1", "-A2", "needle early"},
+	{"-rno", "\\bfoo\\b"}, {"-rno", "\\<foo"}, {"-rn", "--color=always", "foo\\>"}, {"-rno", "-i", "\\bk"},
+	{"-rno", "\\Bfoo"}, {"-rno", "-E", "\\b\\w+é\\b"},
 	{"-rc", "-A1", "needle"}, {"-rno", "-x", "short needle"}, {"-rn", "-A1", "no trailing"}, {"-rn", "needle early"},
 }
 

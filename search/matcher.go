@@ -65,6 +65,7 @@ type Matcher struct {
 // for -w, the longest one at the start of its input.
 type spanRes struct {
 	search, anchored *regexp.Regexp
+	tree             *syntax.Regexp // search's, for the backtracker
 	err              error
 }
 
@@ -193,6 +194,36 @@ func hasAssert(n *node) bool {
 	return false
 }
 
+// spansUnicode is Spans for a line with non-ASCII text and a pattern with
+// word boundaries: at each start, from the last match's end, the longest
+// match the backtracker finds (it gives up past its step budget).
+func spansUnicode(tree *syntax.Regexp, line []byte) ([][2]int, error) {
+	if tree == nil {
+		return nil, errTooComplex
+	}
+	word, _ := classSet("word")
+	b := &backtracker{line: line, word: word}
+	var out [][2]int
+	for s := 0; s < len(line); {
+		best := -1
+		b.m(tree, s, func(e int) bool {
+			best = max(best, e)
+			return false // every path: the longest end
+		})
+		if b.steps > backtrackBudget {
+			return nil, errTooComplex
+		}
+		if best > s {
+			out = append(out, [2]int{s, best})
+			s = best
+			continue
+		}
+		_, w := utf8.DecodeRune(line[s:])
+		s += w
+	}
+	return out, nil
+}
+
 // newlineProof rewrites Go syntax so that nothing in it matches a
 // newline (classes and . leave it out, a literal newline matches
 // nothing); it returns src unchanged if it does not parse.
@@ -280,6 +311,9 @@ func (m *Matcher) spanRe(v int) *spanRes {
 			return re
 		}
 		sr.search = compile(src)
+		if t, err := syntax.Parse(src, syntax.Perl); err == nil {
+			sr.tree = t.Simplify()
+		}
 		if m.opts.Word && !m.opts.Line {
 			sr.anchored = compile("^(?:" + inner + ")")
 		}
@@ -297,9 +331,6 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 	if invalid {
 		v = 1
 	}
-	if m.Boundary && !isASCII(line) {
-		return nil, &UnsupportedError{"-o or --color with \\b, \\B, \\< or \\>", "match positions next to non-ASCII letters are not supported"}
-	}
 	if m.opts.Syntax == Perl {
 		// As in GrepBuf: invalid bytes are barriers no match crosses.
 		if utf8.Valid(line) {
@@ -311,6 +342,11 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 	sr := m.spanRe(v)
 	if sr.err != nil {
 		return nil, sr.err
+	}
+	if m.Boundary && !isASCII(line) {
+		// Go's \b sees ASCII words only: the backtracker finds the
+		// leftmost-longest matches with GNU's word characters.
+		return spansUnicode(sr.tree, line)
 	}
 	var out [][2]int
 	if sr.anchored == nil {
