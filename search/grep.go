@@ -132,9 +132,6 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 	if err != nil {
 		return stats, err
 	}
-	if (req.OnlyMatching || req.Color) && req.Mode == OutLines && m.opts.Word && !m.opts.Line && m.hasAssert {
-		return stats, &UnsupportedError{"-o or --color with -w and an anchor or boundary", "the match positions are not supported"}
-	}
 	if req.MaxSet && req.MaxCount == 0 {
 		return stats, nil // GNU grep -m 0 reads nothing and exits 1
 	}

@@ -93,7 +93,6 @@ var optErrors = [][]string{
 // error naming the construct) rather than answer differently.
 var optRefused = [][]string{
 	{"-P", "foo(?=bar)"}, {"-P", "(a)\\1"}, {"-P", "a++"}, {"-P", "(?>a)"}, {"-P", "(?<=a)b"},
-	{"-ow", "^foo"}, {"--color=always", "-w", "foo$"},
 }
 
 // grepRun is one grep run's whole visible result.
@@ -281,7 +280,8 @@ var corpusOptCases = [][]string{
 	{"-rn", "-B3", "needle after"}, {"-rnv", "-m5", "-C1", "e"}, {"-rno", "-E", "[[:upper:]]{3,}"},
 	{"-rn", "--color=always", "-i", "-w", "foo"}, {"-rnob", "caf."}, {"-rn", "-m1", "-A2", "needle early"},
 	{"-rno", "\\bfoo\\b"}, {"-rno", "\\<foo"}, {"-rn", "--color=always", "foo\\>"}, {"-rno", "-i", "\\bk"},
-	{"-rno", "\\Bfoo"}, {"-rno", "-E", "\\b\\w+é\\b"},
+	{"-rno", "\\Bfoo"}, {"-rnow", "^foo"}, {"-rn", "--color=always", "-w", "foo$"}, {"-rnow", "\\bfoo"},
+	{"-rnow", "-i", "^[a-z]*"}, {"-rnow", "-E", "foo\\b|bar"}, {"-rnoPw", "^\\w+"}, {"-rno", "-E", "\\b\\w+é\\b"},
 	{"-rc", "-A1", "needle"}, {"-rno", "-x", "short needle"}, {"-rn", "-A1", "no trailing"}, {"-rn", "needle early"},
 }
 

@@ -148,7 +148,12 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 	word, _ := classSet("word")
 	nonWord := word.negate().remove('\n').goClass()
 	if m.opts.Syntax == Perl {
-		nonWord = `[^0-9A-Za-z_\n]` // PCRE's \w without UCP, as GNU grep 3.8 -w -P
+		// PCRE's \w without UCP, as GNU grep 3.8 -w -P; on a line a
+		// newline is an invalid byte's barrier (see GrepBuf), no word.
+		nonWord = `[^0-9A-Za-z_\n]`
+		if perLine {
+			nonWord = `[^0-9A-Za-z_]`
+		}
 	}
 	switch {
 	case m.opts.Line:
@@ -156,7 +161,13 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 	case m.opts.Word:
 		b.WriteString("(?:^|" + nonWord + ")(?:")
 	}
-	m.body(&b, invalid)
+	if m.opts.Syntax == Perl && invalid && perLine {
+		var body strings.Builder
+		m.body(&body, invalid)
+		b.WriteString(newlineProof(body.String()))
+	} else {
+		m.body(&b, invalid)
+	}
 	switch {
 	case m.opts.Line:
 		b.WriteString(")$")
@@ -220,6 +231,74 @@ func spansUnicode(tree *syntax.Regexp, line []byte) ([][2]int, error) {
 		}
 		_, w := utf8.DecodeRune(line[s:])
 		s += w
+	}
+	return out, nil
+}
+
+// spansWord is Spans for -w and a pattern with anchors or boundaries:
+// GNU's loop (the longest match at the leftmost start; shorter ones at
+// that start until one is a whole word; else the next start) over every
+// match end the backtracker finds.
+func spansWord(tree *syntax.Regexp, word runeSet, line []byte) ([][2]int, error) {
+	if tree == nil {
+		return nil, errTooComplex
+	}
+	gw, _ := classSet("word")
+	b := &backtracker{line: line, word: gw}
+	ends := func(s int) []int {
+		var es []int
+		b.m(tree, s, func(e int) bool {
+			es = append(es, e)
+			return false
+		})
+		slices.Sort(es)
+		return slices.Compact(es)
+	}
+	isWord := func(r rune, w int) bool { return w > 0 && r != utf8.RuneError && word.has(r) }
+	bounded := func(s, e int) bool {
+		r, w := utf8.DecodeLastRune(line[:s])
+		r2, w2 := utf8.DecodeRune(line[e:])
+		return !isWord(r, w) && !isWord(r2, w2)
+	}
+	next := func(s int) int {
+		if s >= len(line) {
+			return len(line) + 1
+		}
+		_, w := utf8.DecodeRune(line[s:])
+		return s + w
+	}
+	var out [][2]int
+	for cur := 0; cur < len(line); {
+		accepted := -1
+		s := cur
+		for ; s <= len(line) && accepted < 0; s = next(s) {
+			es := ends(s)
+			if b.steps > backtrackBudget {
+				return nil, errTooComplex
+			}
+			// Longest first; a shorter one only while it is not empty.
+			for i := len(es) - 1; i >= 0; i-- {
+				if i < len(es)-1 && es[i] == s {
+					break
+				}
+				if bounded(s, es[i]) {
+					accepted = es[i]
+					break
+				}
+			}
+			if accepted >= 0 {
+				break
+			}
+		}
+		if accepted < 0 {
+			break
+		}
+		if accepted == s {
+			cur = next(s)
+			continue
+		}
+		out = append(out, [2]int{s, accepted})
+		cur = accepted
 	}
 	return out, nil
 }
@@ -357,12 +436,14 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 		}
 		return out, nil
 	}
-	if m.hasAssert {
-		return nil, &UnsupportedError{"-o or --color with -w and an anchor or boundary", "the match positions are not supported"}
-	}
 	word, _ := classSet("word")
 	if m.opts.Syntax == Perl {
 		word = runeSet{'0', '9', 'A', 'Z', '_', '_', 'a', 'z'}
+	}
+	if m.hasAssert {
+		// Searching from an offset must see the text before it (^, \b):
+		// the backtracker runs GNU's loop over the whole line.
+		return spansWord(sr.tree, word, line)
 	}
 	wordBefore := func(i int) bool {
 		r, _ := utf8.DecodeLastRune(line[:i])
@@ -524,9 +605,6 @@ func (m *Matcher) lineRe(v int) (*regexp.Regexp, error) {
 	}
 	m.lineOnce[v].Do(func() {
 		src := m.goSyntax(v == 1, true)
-		if v == 1 && m.opts.Syntax == Perl {
-			src = newlineProof(src)
-		}
 		m.lineRes[v], m.lineErrs[v] = regexp.Compile(src)
 		if m.lineErrs[v] != nil {
 			m.lineErrs[v] = translateGoError(m.lineErrs[v])
