@@ -128,6 +128,7 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		req.ErrPrefix = "padfs grep"
 	}
 	warn := func(msg string) { fmt.Fprintf(req.Err, "%s: warning: %s\n", req.ErrPrefix, msg) }
+	req.Match.NullData = req.NullData
 	m, err := Compile(req.Patterns, req.Match, warn)
 	if err != nil {
 		return stats, err

@@ -17,6 +17,9 @@ type MatchOptions struct {
 	Word       bool // -w
 	Line       bool // -x
 	Invert     bool // -v
+	// NullData (-z): the data is read with NUL and newline bytes
+	// swapped (see swapNul); sets hold NUL where GNU's hold a newline.
+	NullData bool
 }
 
 // Matcher decides matching lines exactly as GNU grep does in a UTF-8
@@ -78,7 +81,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	}
 	m := &Matcher{opts: o}
 	for _, p := range patterns {
-		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, warn)
+		n, boundary, err := parsePatternZ(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil {
 			return nil, err
 		}
@@ -105,6 +108,11 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if prog, err := syntax.Compile(tree.Simplify()); err == nil {
 		c := prog.StartCond()
 		m.lineStart = c != ^syntax.EmptyOp(0) && c&syntax.EmptyBeginLine != 0
+	}
+	if o.NullData {
+		// The index holds the unswapped bytes: read every file (the
+		// query still holds for the swapped data MayMatch sees).
+		defer func() { m.IndexQuery = allQuery }()
 	}
 	if o.Invert {
 		m.Query, m.IndexQuery = allQuery, allQuery // any file may have a non-matching line

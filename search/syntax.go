@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -86,6 +87,33 @@ type parser struct {
 	warn     func(string)
 	depth    int
 	boundary bool // uses \b \B \< \>
+	nullData bool // grep -z: see zset
+}
+
+// zset is set as grep -z reads swapped data (NUL bytes are line ends,
+// newlines are NULs): it holds NUL if it held a newline, and no newline.
+func zset(s runeSet) runeSet {
+	nl := s.has('\n')
+	s = s.remove('\n').remove(0)
+	if nl {
+		s = s.add(0, 0).norm()
+	}
+	return s
+}
+
+// spaceSet is [:space:] with the newline (the table leaves it out: no
+// line holds one, but a grep -z record does).
+func spaceSet() runeSet {
+	s, _ := classSet("space")
+	return append(slices.Clone(s), '\n', '\n').norm()
+}
+
+// zclass is p.class for a set that may hold a newline.
+func (p *parser) zclass(s runeSet) *node {
+	if p.nullData {
+		s = zset(s)
+	}
+	return p.class(s)
 }
 
 func (p *parser) eof() bool  { return p.pos >= len(p.src) }
@@ -99,14 +127,24 @@ func (p *parser) peekAt(i int) (rune, bool) {
 
 // parsePattern parses one pattern into a group node.
 func parsePattern(pat string, syn Syntax, fold bool, warn func(string)) (*node, bool, error) {
+	return parsePatternZ(pat, syn, fold, false, warn)
+}
+
+// parsePatternZ is parsePattern for grep -z (nullData) too: the matcher
+// then reads data with NUL and newline bytes swapped, and every set
+// holds NUL where GNU's holds a newline (see zset).
+func parsePatternZ(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, bool, error) {
 	if !utf8.ValidString(pat) {
 		return nil, false, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
 	}
-	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn}
+	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn, nullData: nullData}
 	if syn == Perl {
 		src, err := perlToGo(pat)
 		if err != nil {
 			return nil, false, err
+		}
+		if nullData {
+			src = zsyntax(src)
 		}
 		if fold {
 			src = "(?i:" + src + ")"
@@ -329,7 +367,11 @@ func (p *parser) sequence() ([]*node, error) {
 		switch r {
 		case '.':
 			p.pos++
-			seq = append(seq, p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF}))
+			if p.nullData {
+				seq = append(seq, p.zclass(runeSet{0, 0x10FFFF})) // with -z, . matches a newline
+			} else {
+				seq = append(seq, p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF}))
+			}
 		case '[':
 			s, err := p.bracket()
 			if err != nil {
@@ -428,7 +470,7 @@ func (p *parser) escape() (*node, error) {
 	}
 	p.pos += 2
 	word, _ := classSet("word")
-	space, _ := classSet("space")
+	space := spaceSet()
 	switch n {
 	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return nil, &UnsupportedError{"back-reference \\" + string(n),
@@ -444,13 +486,13 @@ func (p *parser) escape() (*node, error) {
 	case '\'':
 		return &node{kind: nAssert, text: "$"}, nil
 	case 'w':
-		return p.class(word), nil
+		return p.zclass(word), nil
 	case 'W':
-		return p.class(word.negate()), nil
+		return p.zclass(word.negate()), nil
 	case 's':
-		return p.class(space), nil
+		return p.zclass(space), nil
 	case 'S':
-		return p.class(space.negate()), nil
+		return p.zclass(space.negate()), nil
 	}
 	return p.lit(n), nil
 }
@@ -492,6 +534,11 @@ func (p *parser) bracket() (runeSet, error) {
 					name = "alpha"
 				}
 				cs, ok := classSet(name)
+				if name == "space" || name == "cntrl" {
+					// The tables leave the newline out (no line holds
+					// one); a grep -z record may.
+					cs = append(slices.Clone(cs), '\n', '\n').norm()
+				}
 				if !ok || name == "word" {
 					return nil, &SyntaxError{"Invalid character class name"}
 				}
@@ -542,6 +589,9 @@ func (p *parser) bracket() (runeSet, error) {
 	}
 	if negate {
 		set = set.negate()
+	}
+	if p.nullData {
+		return zset(set), nil
 	}
 	return set.remove('\n'), nil
 }
@@ -764,4 +814,44 @@ func perlToGo(pat string) (string, error) {
 		return "", &SyntaxError{err.Error()}
 	}
 	return src, nil
+}
+
+// zsyntax rewrites -P's Go syntax for grep -z's swapped data: a class
+// holds NUL where it held a newline (PCRE's . does not match one), a
+// newline escape is a NUL, a NUL escape matches nothing.
+func zsyntax(src string) string {
+	t, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return src
+	}
+	var fix func(re *syntax.Regexp)
+	fix = func(re *syntax.Regexp) {
+		switch re.Op {
+		case syntax.OpAnyCharNotNL:
+			re.Op, re.Rune = syntax.OpCharClass, []rune{1, '\n' - 1, '\n' + 1, 0x10FFFF}
+		case syntax.OpAnyChar:
+			re.Op, re.Rune = syntax.OpCharClass, []rune{0, '\n' - 1, '\n' + 1, 0x10FFFF}
+		case syntax.OpCharClass:
+			if set := zset(runeSet(re.Rune)); len(set) == 0 {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+			} else {
+				re.Rune = set
+			}
+		case syntax.OpLiteral:
+			if slices.Contains(re.Rune, 0) {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+				break
+			}
+			for i, r := range re.Rune {
+				if r == '\n' {
+					re.Rune[i] = 0
+				}
+			}
+		}
+		for _, sub := range re.Sub {
+			fix(sub)
+		}
+	}
+	fix(t)
+	return t.String()
 }
