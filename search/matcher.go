@@ -81,7 +81,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	}
 	m := &Matcher{opts: o}
 	for _, p := range patterns {
-		n, boundary, err := parsePatternZ(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
+		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil {
 			return nil, err
 		}

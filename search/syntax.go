@@ -126,14 +126,10 @@ func (p *parser) peekAt(i int) (rune, bool) {
 }
 
 // parsePattern parses one pattern into a group node.
-func parsePattern(pat string, syn Syntax, fold bool, warn func(string)) (*node, bool, error) {
-	return parsePatternZ(pat, syn, fold, false, warn)
-}
-
-// parsePatternZ is parsePattern for grep -z (nullData) too: the matcher
-// then reads data with NUL and newline bytes swapped, and every set
-// holds NUL where GNU's holds a newline (see zset).
-func parsePatternZ(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, bool, error) {
+// With nullData (grep -z) the matcher reads data with NUL and newline
+// bytes swapped, and every set holds NUL where GNU's holds a newline (see
+// zset).
+func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, bool, error) {
 	if !utf8.ValidString(pat) {
 		return nil, false, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
 	}
