@@ -210,13 +210,22 @@ func TestPruneWithoutMount(t *testing.T) {
 // at once, so that the log holds nearly all of it and no fold succeeds.
 // Either way the recovery must work: it may not depend on whether a fold
 // happened to run during the fill.
+//
+// The last variant goes straight to the hard forget, without the prune
+// before it, and shows the limit: when the log still holds a's history
+// (written just before the fast fill, not yet folded), folding it into
+// padfs.db needs room for a's live data while the log still holds it, and
+// the disk has less. The purge is done, but its compaction fails (exit 2,
+// saying so); pruning a, then padfs compact, recovers. If a's history was
+// folded before the fill, the hard forget succeeds at once.
 func TestDiskFullIsRecoverable(t *testing.T) {
 	needFUSE(t)
-	t.Run("slow", func(t *testing.T) { testDiskFullIsRecoverable(t, "sleep 0.3") })
-	t.Run("fast", func(t *testing.T) { testDiskFullIsRecoverable(t, ":") })
+	t.Run("slow", func(t *testing.T) { testDiskFullIsRecoverable(t, "sleep 0.3", true) })
+	t.Run("fast", func(t *testing.T) { testDiskFullIsRecoverable(t, ":", true) })
+	t.Run("fast-forget-only", func(t *testing.T) { testDiskFullIsRecoverable(t, ":", false) })
 }
 
-func testDiskFullIsRecoverable(t *testing.T, pause string) {
+func testDiskFullIsRecoverable(t *testing.T, pause string, prune bool) {
 	base := t.TempDir()
 	tm := filepath.Join(base, "tmpfs")
 	if err := os.Mkdir(tm, 0o755); err != nil {
@@ -265,19 +274,21 @@ echo never full`)
 		t.Errorf("the search index wrote files on a disk below its reserve:\n%s", files)
 	}
 
-	// prune on the full disk.
-	before := time.Now().UTC().Format(time.RFC3339Nano)
-	r := padfs(t, data, "prune", "--session", a, "--before", before, "--json")
-	if r.code != 0 {
-		t.Fatalf("prune on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
-	}
-	if p := parsePrune(t, r.out); p.Versions == 0 || p.Chunks == 0 {
-		t.Fatalf("prune on a full disk freed nothing: %+v", p)
-	}
-	state("after the prune")
-	// Small writes work again.
-	if r := shResult(t, data, filepath.Join(mnt, a), "echo after prune > small.txt && cat small.txt"); r.code != 0 || r.out != "after prune\n" {
-		t.Errorf("a small write after the prune: exit %d %q %q (needs writers that recover from ENOSPC)", r.code, r.out, r.errout)
+	if prune {
+		// prune on the full disk.
+		before := time.Now().UTC().Format(time.RFC3339Nano)
+		r := padfs(t, data, "prune", "--session", a, "--before", before, "--json")
+		if r.code != 0 {
+			t.Fatalf("prune on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
+		}
+		if p := parsePrune(t, r.out); p.Versions == 0 || p.Chunks == 0 {
+			t.Fatalf("prune on a full disk freed nothing: %+v", p)
+		}
+		state("after the prune")
+		// Small writes work again.
+		if r := shResult(t, data, filepath.Join(mnt, a), "echo after prune > small.txt && cat small.txt"); r.code != 0 || r.out != "after prune\n" {
+			t.Errorf("a small write after the prune: exit %d %q %q (needs writers that recover from ENOSPC)", r.code, r.out, r.errout)
+		}
 	}
 
 	// forget --hard on the full disk: receipt, then the purge, which
@@ -291,7 +302,27 @@ echo never full`)
 		t.Fatalf("receipt: %v %q", err, rec.out)
 	}
 	state("after the receipt")
-	if r := padfs(t, data, "session", "forget", "--hard", b, "--confirm", receipt.Token); r.code != 0 {
+	r := padfs(t, data, "session", "forget", "--hard", b, "--confirm", receipt.Token)
+	const notCompacted = "was purged from the store, but compacting its files failed"
+	switch {
+	case r.code == 0:
+	case !prune && r.code == 2 && strings.Contains(r.errout, notCompacted) && strings.Contains(r.errout, "no space left on device"):
+		// The known limit (see the test's comment): the log holds a's
+		// history unfolded, more live data than the disk has free, so no
+		// fold fits. The purge itself is done; pruning a makes the fold
+		// small enough, and padfs compact then gives the space back.
+		state("after the hard forget that could not compact")
+		if ls := mustPadfs(t, data, "session", "ls", "--all"); strings.Contains(ls, b) {
+			t.Fatalf("session %s still listed after its purge:\n%s", b, ls)
+		}
+		before := time.Now().UTC().Format(time.RFC3339Nano)
+		if r := padfs(t, data, "prune", "--session", a, "--before", before, "--json"); r.code != 0 {
+			t.Fatalf("prune after the purge: exit %d\n%s%s", r.code, r.out, r.errout)
+		}
+		if r := padfs(t, data, "compact"); r.code != 0 {
+			t.Fatalf("compact after the purge and the prune: exit %d\n%s%s", r.code, r.out, r.errout)
+		}
+	default:
 		state("after the failed hard forget")
 		t.Fatalf("forget --hard on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
 	}
