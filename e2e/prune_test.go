@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 type pruneJSON struct {
@@ -201,8 +203,29 @@ func TestPruneWithoutMount(t *testing.T) {
 // prune and padfs session forget --hard still run (the DATA/reserve file
 // gives them room), small writes work again after the prune, and after the
 // hard forget (which compacts) the space is back and the reserve too.
+//
+// The disk fills two ways, since what is on disk then differs: slowly, so
+// that the log is folded into padfs.db as it goes (as for any writer that
+// does not write 32 MiB within a second) until a fold finds no room, and
+// at once, so that the log holds nearly all of it and no fold succeeds.
+// Either way the recovery must work: it may not depend on whether a fold
+// happened to run during the fill.
+//
+// The last variant goes straight to the hard forget, without the prune
+// before it, and shows the limit: when the log still holds a's history
+// (written just before the fast fill, not yet folded), folding it into
+// padfs.db needs room for a's live data while the log still holds it, and
+// the disk has less. The purge is done, but its compaction fails (exit 2,
+// saying so); pruning a, then padfs compact, recovers. If a's history was
+// folded before the fill, the hard forget succeeds at once.
 func TestDiskFullIsRecoverable(t *testing.T) {
 	needFUSE(t)
+	t.Run("slow", func(t *testing.T) { testDiskFullIsRecoverable(t, "sleep 0.3", true) })
+	t.Run("fast", func(t *testing.T) { testDiskFullIsRecoverable(t, ":", true) })
+	t.Run("fast-forget-only", func(t *testing.T) { testDiskFullIsRecoverable(t, ":", false) })
+}
+
+func testDiskFullIsRecoverable(t *testing.T, pause string, prune bool) {
 	base := t.TempDir()
 	tm := filepath.Join(base, "tmpfs")
 	if err := os.Mkdir(tm, 0o755); err != nil {
@@ -220,41 +243,52 @@ func TestDiskFullIsRecoverable(t *testing.T) {
 	if err := os.Mkdir(mnt, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	// state logs what holds the space, for a failure's post-mortem.
+	state := func(step string) {
+		t.Logf("%s: %s", step, strings.TrimSpace(shResult(t, data, tm, `
+df -k . | tail -1 | awk '{printf "%d KiB free; ", $4}'
+du -sk data/padfs.db data/wal data/index data/reserve data/wal/RESERVE 2>/dev/null | tr '\t\n' '  '`).out))
+	}
 	a := newSession(t, data, "a")
 	b := newSession(t, data, "b")
 	startMount(t, data, mnt)
 	if fi, err := os.Stat(filepath.Join(data, "reserve")); err != nil || fi.Size() == 0 {
 		t.Fatalf("no disk-full reserve in %s: %v", data, err)
 	}
-	// History in a, then b fills the disk, slowly enough that the log is
-	// folded into padfs.db as it goes (as it is for any writer that does
-	// not write 32 MiB within a second).
+	// History in a, then b fills the disk.
 	sh(t, data, filepath.Join(mnt, a), `
 echo keep > keep.txt
 for i in 1 2 3 4 5 6; do head -c 1000000 /dev/urandom > big.bin; done
 sha256sum big.bin keep.txt > /dev/null`)
 	want := sh(t, data, filepath.Join(mnt, a), "sha256sum big.bin keep.txt")
 	full := shResult(t, data, filepath.Join(mnt, b), `
-for i in $(seq 1 100); do head -c 1000000 /dev/urandom > f$i.bin || { echo "full at $i"; exit 0; }; sleep 0.3; done
+for i in $(seq 1 100); do head -c 1000000 /dev/urandom > f$i.bin || { echo "full at $i"; exit 0; }; `+pause+`; done
 echo never full`)
 	if !strings.Contains(full.out, "full at") {
 		t.Fatalf("the disk never filled: %q %q", full.out, full.errout)
 	}
-	t.Logf("%s; df: %s", strings.TrimSpace(full.out), strings.TrimSpace(sh(t, data, tm, "df -k . | tail -1")))
+	state(strings.TrimSpace(full.out))
+	// The disk never had the index's reserve free (64 MiB): the search
+	// index must not have taken any of it, not even for an empty index.
+	if files := sh(t, data, data, "find index -type f"); files != "" {
+		t.Errorf("the search index wrote files on a disk below its reserve:\n%s", files)
+	}
 
-	// prune on the full disk.
-	before := time.Now().UTC().Format(time.RFC3339Nano)
-	r := padfs(t, data, "prune", "--session", a, "--before", before, "--json")
-	if r.code != 0 {
-		t.Fatalf("prune on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
-	}
-	if p := parsePrune(t, r.out); p.Versions == 0 || p.Chunks == 0 {
-		t.Fatalf("prune on a full disk freed nothing: %+v", p)
-	}
-	t.Logf("after the prune, df: %s", strings.TrimSpace(sh(t, data, tm, "df -k . | tail -1")))
-	// Small writes work again: they reuse the pages the prune freed.
-	if r := shResult(t, data, filepath.Join(mnt, a), "echo after prune > small.txt && cat small.txt"); r.code != 0 || r.out != "after prune\n" {
-		t.Errorf("a small write after the prune: exit %d %q %q (needs writers that recover from ENOSPC)", r.code, r.out, r.errout)
+	if prune {
+		// prune on the full disk.
+		before := time.Now().UTC().Format(time.RFC3339Nano)
+		r := padfs(t, data, "prune", "--session", a, "--before", before, "--json")
+		if r.code != 0 {
+			t.Fatalf("prune on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
+		}
+		if p := parsePrune(t, r.out); p.Versions == 0 || p.Chunks == 0 {
+			t.Fatalf("prune on a full disk freed nothing: %+v", p)
+		}
+		state("after the prune")
+		// Small writes work again.
+		if r := shResult(t, data, filepath.Join(mnt, a), "echo after prune > small.txt && cat small.txt"); r.code != 0 || r.out != "after prune\n" {
+			t.Errorf("a small write after the prune: exit %d %q %q (needs writers that recover from ENOSPC)", r.code, r.out, r.errout)
+		}
 	}
 
 	// forget --hard on the full disk: receipt, then the purge, which
@@ -267,12 +301,46 @@ echo never full`)
 	if err := json.Unmarshal([]byte(rec.out), &receipt); err != nil || receipt.Token == "" {
 		t.Fatalf("receipt: %v %q", err, rec.out)
 	}
-	if r := padfs(t, data, "session", "forget", "--hard", b, "--confirm", receipt.Token); r.code != 0 {
+	state("after the receipt")
+	r := padfs(t, data, "session", "forget", "--hard", b, "--confirm", receipt.Token)
+	const notCompacted = "was purged from the store, but compacting its files failed"
+	switch {
+	case r.code == 0:
+	case !prune && r.code == 2 && strings.Contains(r.errout, notCompacted) && strings.Contains(r.errout, "no space left on device"):
+		// The known limit (see the test's comment): the log holds a's
+		// history unfolded, more live data than the disk has free, so no
+		// fold fits. The purge itself is done; pruning a makes the fold
+		// small enough, and padfs compact then gives the space back.
+		state("after the hard forget that could not compact")
+		if ls := mustPadfs(t, data, "session", "ls", "--all"); strings.Contains(ls, b) {
+			t.Fatalf("session %s still listed after its purge:\n%s", b, ls)
+		}
+		before := time.Now().UTC().Format(time.RFC3339Nano)
+		if r := padfs(t, data, "prune", "--session", a, "--before", before, "--json"); r.code != 0 {
+			t.Fatalf("prune after the purge: exit %d\n%s%s", r.code, r.out, r.errout)
+		}
+		if r := padfs(t, data, "compact"); r.code != 0 {
+			t.Fatalf("compact after the purge and the prune: exit %d\n%s%s", r.code, r.out, r.errout)
+		}
+	default:
+		state("after the failed hard forget")
 		t.Fatalf("forget --hard on a full disk: exit %d\n%s%s", r.code, r.out, r.errout)
 	}
-	t.Logf("after the hard forget, df: %s", strings.TrimSpace(sh(t, data, tm, "df -k . | tail -1")))
+	state("after the hard forget")
 	if fi, err := os.Stat(filepath.Join(data, "reserve")); err != nil || fi.Size() == 0 {
 		t.Errorf("the reserve was not restored once there was room: %v", err)
+	}
+	// The log was folded into padfs.db, and compacted: b's bytes are gone
+	// from every file, so a's data and the reserve fit in half the disk.
+	if segs, _ := filepath.Glob(filepath.Join(data, "wal", "*.wal")); len(segs) > 1 {
+		t.Errorf("after the hard forget the log still holds %d segments", len(segs))
+	}
+	var fs unix.Statfs_t
+	if err := unix.Statfs(data, &fs); err != nil {
+		t.Fatal(err)
+	}
+	if free := int64(fs.Bavail) * int64(fs.Bsize); free < 16<<20 {
+		t.Errorf("after the hard forget only %d KiB are free, want 16 MiB or more", free>>10)
 	}
 	// Back to normal: a large write, and a's files as they were.
 	if got := sh(t, data, filepath.Join(mnt, a), "head -c 4000000 /dev/urandom > new.bin && stat -c %s new.bin && sha256sum big.bin keep.txt"); got != "4000000\n"+want {

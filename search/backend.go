@@ -266,7 +266,13 @@ func (lb *localBackend) sessionLocked(sid mvcc.SessionID, create bool) (*session
 		if !create {
 			return nil, nil
 		}
+		// A new index writes files at once: on a nearly full disk that
+		// would take the space left for commits that free some.
+		if err := lb.room(); err != nil {
+			return nil, fmt.Errorf("create index %s: %w", dir, err)
+		}
 		if bl, err = bleve.NewUsing(dir, indexMapping(), scorch.Name, scorch.Name, scorchConfig()); err != nil {
+			_ = os.RemoveAll(dir) // a half-made index only holds space
 			return nil, fmt.Errorf("create index %s: %w", dir, err)
 		}
 		if err := bl.SetInternal(keyVersion, []byte(formatVersion)); err != nil {

@@ -104,6 +104,11 @@ func softForget(a *App, sid mvcc.SessionID, asJSON bool) error {
 }
 
 func purgeReceipt(a *App, sid mvcc.SessionID, asJSON bool) error {
+	// The receipt must see what the mount still buffers, else committing
+	// that at the purge voids the token: on a full disk the commit needs
+	// the reserve's room already.
+	releaseReserve(a.Dir)
+	defer restoreReserve(a.Dir)
 	flushBeforeFreeing(a)
 	r, err := a.Store.PlanPurge(sid)
 	if err != nil {
