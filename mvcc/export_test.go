@@ -1,0 +1,296 @@
+package mvcc
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// archiveSession builds a session with history: files (one chunked),
+// an xattr, a removal, a rename, two checkpoints; it returns the session
+// and the HLCs of the checkpoints.
+func archiveSession(e *lcEnv) (SessionID, []HLC) {
+	e.t.Helper()
+	sid := e.session("arch")
+	e.write(sid, "d/f", []byte("one"))
+	big := e.write(sid, "big", bigText(1, 300_000, "needle", 1000))
+	if err := e.st.SetXattr(sid, big.Ino, "user.k", []byte{0, 0xff}, 0); err != nil {
+		e.t.Fatal(err)
+	}
+	c1, err := e.st.CreateCheckpoint(sid, "first")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.write(sid, "d/f", []byte("two"))
+	h, _ := e.st.Header(sid)
+	if err := e.st.Remove(sid, h.Root, "big", false); err != nil {
+		e.t.Fatal(err)
+	}
+	d, _ := e.st.Walk(sid, "d", Latest)
+	if err := e.st.Rename(sid, d.Ino, "f", h.Root, "g\xff", 0); err != nil {
+		e.t.Fatal(err)
+	}
+	c2, err := e.st.CreateCheckpoint(sid, "second")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return sid, []HLC{c1, c2}
+}
+
+// treeAt describes a session's tree as of at: paths, modes, content, xattrs.
+func treeAt(e *lcEnv, sid SessionID, at HLC) string {
+	e.t.Helper()
+	var b strings.Builder
+	err := e.st.ExportTree(sid, at, func(x ExportEntry) error {
+		fmt.Fprintf(&b, "%q %o %d link=%q x=%q", x.Path, x.Node.Mode, x.Node.Nlink, x.LinkTo, x.Xattrs)
+		if x.Node.IsRegular() {
+			data, err := e.st.ReadAll(x.Node)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(&b, " %d:%x", len(data), data[:min(len(data), 16)])
+		}
+		b.WriteByte('\n')
+		return nil
+	})
+	if err != nil {
+		e.t.Fatalf("tree as of %s: %v", at, err)
+	}
+	return b.String()
+}
+
+func exportArchive(e *lcEnv, sid SessionID) []byte {
+	e.t.Helper()
+	var buf bytes.Buffer
+	if _, err := e.st.ExportSession(sid, &buf); err != nil {
+		e.t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// TestSessionArchiveRoundTrip: export then import into a store that already
+// has sessions (so inodes are renumbered) keeps the log, the checkpoints and
+// every past state; the clock moves past the imported HLCs; a second import
+// is refused naming the id.
+func TestSessionArchiveRoundTrip(t *testing.T) {
+	a := lcOpen(t)
+	sid, cks := archiveSession(a)
+	arch := exportArchive(a, sid)
+
+	b := lcOpen(t)
+	other := b.session("other")
+	b.write(other, "x/y", []byte("in the way"))
+	h, err := b.st.ImportSession(bytes.NewReader(arch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.ID != sid || h.Name != "arch" {
+		t.Fatalf("imported header %+v", h)
+	}
+	strip := func(evs []Event) string {
+		var s strings.Builder
+		for _, ev := range evs {
+			ev.Ino = 0
+			fmt.Fprintf(&s, "%+v\n", ev)
+		}
+		return s.String()
+	}
+	if want, got := strip(a.events(sid, LogFilter{})), strip(b.events(sid, LogFilter{})); want != got {
+		t.Errorf("log after import:\n%s\nwant:\n%s", got, want)
+	}
+	wantCk, _ := a.st.ListCheckpoints(sid)
+	gotCk, _ := b.st.ListCheckpoints(sid)
+	if fmt.Sprint(wantCk) != fmt.Sprint(gotCk) {
+		t.Errorf("checkpoints %v, want %v", gotCk, wantCk)
+	}
+	for _, at := range append(cks, Latest) {
+		if want, got := treeAt(a, sid, at), treeAt(b, sid, at); want != got {
+			t.Errorf("tree as of %s:\n%s\nwant:\n%s", at, got, want)
+		}
+	}
+	if !strings.Contains(treeAt(b, sid, cks[0]), "x=map[\"user.k\":\"\\x00\\xff\"]") {
+		t.Errorf("the xattr is missing as of the first checkpoint:\n%s", treeAt(b, sid, cks[0]))
+	}
+	// Inode numbers do not collide with the other session's.
+	seen := map[Ino]SessionID{}
+	for _, s := range []SessionID{other, sid} {
+		b.st.View(func(tx *ReadTx) error {
+			return tx.WalkTree(s, Latest, func(e TreeEntry) error {
+				if o, ok := seen[e.Node.Ino]; ok && o != s {
+					t.Errorf("inode %d is in both sessions", e.Node.Ino)
+				}
+				seen[e.Node.Ino] = s
+				return nil
+			})
+		})
+	}
+	// Later commits come after the imported ones.
+	n := b.write(sid, "later", []byte("x"))
+	if _, last, _ := lastEventOf(a, sid); n.HLC <= last {
+		t.Errorf("a commit after the import has HLC %s, not after the imported %s", n.HLC, last)
+	}
+	if _, err := b.st.ImportSession(bytes.NewReader(arch)); !errors.Is(err, ErrExist) || !strings.Contains(err.Error(), sid.String()) {
+		t.Errorf("second import: %v", err)
+	}
+	if got := treeAt(b, other, Latest); !strings.Contains(got, "in the way") && !strings.Contains(got, "696e2074") {
+		t.Errorf("the other session changed:\n%s", got)
+	}
+}
+
+func lastEventOf(e *lcEnv, sid SessionID) (uint64, HLC, error) {
+	var seq uint64
+	var h HLC
+	err := e.st.View(func(t *ReadTx) error {
+		var err error
+		seq, h, err = t.LastEvent(sid)
+		return err
+	})
+	return seq, h, err
+}
+
+// TestSessionArchiveRefusesDamage: a flipped bit at any offset, a
+// truncation at any length, or bytes after the trailer, are refused as
+// ErrArchive and nothing of the session is imported.
+func TestSessionArchiveRefusesDamage(t *testing.T) {
+	a := lcOpen(t)
+	sid, _ := archiveSession(a)
+	arch := exportArchive(a, sid)
+	b := lcOpen(t)
+	check := func(what string, data []byte) {
+		t.Helper()
+		if _, err := b.st.ImportSession(bytes.NewReader(data)); !errors.Is(err, ErrArchive) {
+			t.Fatalf("%s: import returned %v, want ErrArchive", what, err)
+		}
+	}
+	step := max(1, len(arch)/700)
+	for off := 0; off < len(arch); off += step {
+		bad := bytes.Clone(arch)
+		bad[off] ^= 1 << (off % 8)
+		check(fmt.Sprintf("bit %d of byte %d flipped", off%8, off), bad)
+	}
+	for l := 0; l < len(arch); l += step {
+		check(fmt.Sprintf("truncated to %d bytes", l), arch[:l])
+	}
+	check("a byte after the trailer", append(bytes.Clone(arch), 0))
+	if ss, err := b.st.Sessions(); err != nil || len(ss) != 0 {
+		t.Fatalf("sessions after refused imports: %v %v", ss, err)
+	}
+	if _, err := b.st.ImportSession(bytes.NewReader(arch)); err != nil {
+		t.Fatalf("the intact archive after the refusals: %v", err)
+	}
+}
+
+// TestImportForkWithoutParent: a fork's archive imports into a store
+// without the parent and holds the whole tree; the header keeps the parent.
+func TestImportForkWithoutParent(t *testing.T) {
+	a := lcOpen(t)
+	sid, _ := archiveSession(a)
+	fh, err := a.st.Fork(sid, Latest, ForkOptions{Name: "child"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arch := exportArchive(a, fh.ID)
+	b := lcOpen(t)
+	h, err := b.st.ImportSession(bytes.NewReader(arch))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Parent == nil || *h.Parent != sid {
+		t.Errorf("imported fork's parent %v, want %s", h.Parent, sid)
+	}
+	if want, got := treeAt(a, fh.ID, Latest), treeAt(b, fh.ID, Latest); want != got {
+		t.Errorf("fork tree:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// TestImportTreeCopiesHostTree: ImportTree keeps names (bytes), modes,
+// symlinks, hard links, xattrs, times, empty directories and content, in
+// one commit.
+func TestImportTreeCopiesHostTree(t *testing.T) {
+	src := t.TempDir()
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(os.MkdirAll(filepath.Join(src, "a", "empty"), 0o750))
+	must(os.WriteFile(filepath.Join(src, "a", "f"), []byte("small"), 0o640))
+	big := bigText(2, 5<<20, "x")
+	must(os.WriteFile(filepath.Join(src, "big"), big, 0o644))
+	must(os.WriteFile(filepath.Join(src, "big2"), big, 0o644))
+	must(os.WriteFile(filepath.Join(src, "n\xff"), nil, 0o600))
+	must(os.Link(filepath.Join(src, "a", "f"), filepath.Join(src, "hard")))
+	must(os.Symlink("a/f", filepath.Join(src, "sym")))
+	must(syscall.Setxattr(filepath.Join(src, "a", "f"), "user.t", []byte("v"), 0))
+	must(os.Chtimes(filepath.Join(src, "a", "empty"), time0, time0))
+
+	e := lcOpen(t)
+	h, st, err := e.st.ImportTree(src, ImportOptions{Name: "imp", Workers: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Files != 4 || st.Links != 1 || st.Symlinks != 1 || st.Dirs != 2 || st.Xattrs != 1 || st.Stored > int64(len(big))+1000 {
+		t.Errorf("stats %+v", st)
+	}
+	got := treeAt(e, h.ID, Latest)
+	for _, want := range []string{
+		`"a" 40750 3`, `"a/empty" 40750 2`, `"a/f" 100640 2 link="" x=map["user.t":"v"] 5:736d616c6c`,
+		`"hard" 100640 2 link="a/f"`, `"n\xff" 100600 1`, `"sym" 120777 1`,
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("tree lacks %s:\n%s", want, got)
+		}
+	}
+	for _, p := range []string{"big", "big2"} {
+		n, err := e.st.Walk(h.ID, p, Latest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := e.st.ReadAll(n)
+		if err != nil || !bytes.Equal(data, big) {
+			t.Fatalf("%s: %d bytes, %v", p, len(data), err)
+		}
+	}
+	if n, _ := e.st.Walk(h.ID, "a/empty", Latest); n == nil || n.Mtime != time0.UnixNano() {
+		t.Errorf("a/empty mtime %v", n)
+	}
+	if evs := e.events(h.ID, LogFilter{}); len(evs) != 1 || evs[0].Op != OpImport {
+		t.Errorf("events %+v, want one %s", evs, OpImport)
+	}
+	// A name taken by a live session is refused, before anything is read.
+	if _, _, err := e.st.ImportTree(src, ImportOptions{Name: "imp"}); !errors.Is(err, ErrExist) {
+		t.Errorf("second import named imp: %v", err)
+	}
+}
+
+// FuzzReadSessionArchive: the archive decoder never panics on any input,
+// and what it accepts it accepted whole: the records it reported are as
+// many as the trailer counts.
+func FuzzReadSessionArchive(f *testing.F) {
+	f.Add([]byte(archiveMagic))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var seen uint64
+		info, err := ReadSessionArchive(bytes.NewReader(data), func(kind byte, k, v []byte) error {
+			seen++
+			return nil
+		})
+		if err != nil {
+			if !errors.Is(err, ErrArchive) && !errors.Is(err, ErrFormat) {
+				t.Fatalf("error %v is neither ErrArchive nor ErrFormat", err)
+			}
+			return
+		}
+		if info.Count != seen {
+			t.Fatalf("accepted with count %d after %d records", info.Count, seen)
+		}
+	})
+}
+
+var time0 = time.Date(2001, 2, 3, 4, 5, 6, 123456789, time.UTC)
