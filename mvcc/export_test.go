@@ -294,3 +294,31 @@ func FuzzReadSessionArchive(f *testing.F) {
 }
 
 var time0 = time.Date(2001, 2, 3, 4, 5, 6, 123456789, time.UTC)
+
+// TestImportSessionNames: a live session's name must be free in the
+// target store (refused naming the holder, nothing imported); a forgotten
+// session's need not be.
+func TestImportSessionNames(t *testing.T) {
+	a := lcOpen(t)
+	sid, _ := archiveSession(a)
+	live := exportArchive(a, sid)
+	if _, err := a.st.Forget(sid); err != nil {
+		t.Fatal(err)
+	}
+	gone := exportArchive(a, sid)
+
+	b := lcOpen(t)
+	holder := b.session("arch")
+	if _, err := b.st.ImportSession(bytes.NewReader(live)); !errors.Is(err, ErrExist) || !strings.Contains(err.Error(), holder.String()) {
+		t.Fatalf("import of a live session whose name is taken: %v", err)
+	}
+	if _, err := b.st.Header(sid); !errors.Is(err, ErrNoSession) {
+		t.Fatalf("a refused import left the header: %v", err)
+	}
+	if _, err := b.st.ImportSession(bytes.NewReader(gone)); err != nil {
+		t.Fatalf("import of a forgotten session named like a live one: %v", err)
+	}
+	if _, err := b.st.LiveHeader(sid); !errors.Is(err, ErrForgotten) {
+		t.Errorf("the imported session is not forgotten: %v", err)
+	}
+}

@@ -516,7 +516,8 @@ func (s *Store) ImportSession(r io.Reader) (*SessionHeader, error) {
 	// Decode and check every record; gather the inode numbers.
 	var h *SessionHeader
 	var last counters
-	var maxHLC HLC
+	var maxHLC, stateAt HLC
+	var forgotten bool // as of the newest state record
 	inos := map[Ino]bool{}
 	nodes := make([]*Inode, len(recs))
 	dents := make([]*Dentry, len(recs))
@@ -546,7 +547,10 @@ func (s *Store) ImportSession(r io.Reader) (*SessionHeader, error) {
 			}
 		case pState:
 			if err = versioned(25); err == nil {
-				err = decode(k, rc.v, new(sessionState))
+				var state sessionState
+				if err = decode(k, rc.v, &state); err == nil && hlcFromInv(k) >= stateAt {
+					forgotten, stateAt = state.Forgotten, hlcFromInv(k)
+				}
 			}
 		case pCounters:
 			err = decode(k, rc.v, &last)
@@ -616,8 +620,10 @@ func (s *Store) ImportSession(r io.Reader) (*SessionHeader, error) {
 		} else if v != nil {
 			return fmt.Errorf("%w: session %s is already in this store (forget --hard it first to replace it)", ErrExist, sid)
 		}
-		if err := t.checkNameFree(h.Name, sid); err != nil {
-			return err
+		if !forgotten { // a forgotten session's name is free
+			if err := t.checkNameFree(h.Name, sid); err != nil {
+				return err
+			}
 		}
 		if err := t.needFormat(max(info.Format, formatInline)); err != nil {
 			return err
