@@ -1,9 +1,11 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
@@ -15,11 +17,11 @@ func init() { addSessionCommand(newSessionImportCmd) }
 
 // importTree is `padfs session new --from DIR`: a new session holding a
 // copy of host directory dir, as one commit.
-func importTree(a *App, dir, name string) error {
+func importTree(a *App, dir, name string, tty bool) error {
 	dir = a.Abs(dir)
 	opt := mvcc.ImportOptions{Name: name}
 	stop := func() {}
-	if isTerminal(a.Err) {
+	if tty || isTerminal(a.Err) {
 		opt.Progress, stop = importBar(a.Err)
 	}
 	start := time.Now()
@@ -33,6 +35,28 @@ func importTree(a *App, dir, name string) error {
 		dir, st.Files, st.Dirs, st.Symlinks, st.Others, st.Links, st.Xattrs, st.Bytes, st.Stored, time.Since(start).Seconds())
 	_, err = fmt.Fprintln(a.Out, h.ID)
 	return err
+}
+
+// ttyFlag is a hidden flag the client adds to a command line it forwards
+// to a running mount when its stderr is a terminal: the mount's process
+// sees only the control socket, and draws a progress bar only when told.
+const ttyFlag = "tty-progress"
+
+// forwardTerminal marks the command line for a running mount with
+// --tty-progress when the caller's stderr is a terminal.
+func forwardTerminal(cmd *cobra.Command) {
+	ctx := cmd.Context()
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	if _, served := ctx.Value(servedKey).(*served); served || !isTerminal(os.Stderr) {
+		return
+	}
+	argv, ok := ctx.Value(argvKey).([]string)
+	if !ok {
+		argv = os.Args[1:]
+	}
+	cmd.SetContext(context.WithValue(ctx, argvKey, append(slices.Clone(argv), "--"+ttyFlag)))
 }
 
 // importBar shows an import's progress on a terminal.

@@ -71,9 +71,13 @@ core and deduplicated against the store, and the whole tree is one commit
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, _ := cmd.Flags().GetString("name")
 			from, _ := cmd.Flags().GetString("from")
+			tty, _ := cmd.Flags().GetBool(ttyFlag)
+			if from != "" {
+				forwardTerminal(cmd)
+			}
 			return withApp(cmd, func(a *App) error {
 				if from != "" {
-					return importTree(a, from, name)
+					return importTree(a, from, name, tty)
 				}
 				h, err := a.Store.CreateSession(name, a.Uid, a.Gid)
 				if err != nil {
@@ -87,6 +91,8 @@ core and deduplicated against the store, and the whole tree is one commit
 	}
 	c.Flags().String("name", "", "a human-readable name (a valid file name; unique among live sessions)")
 	c.Flags().String("from", "", "start as a copy of this host directory (one commit)")
+	c.Flags().Bool(ttyFlag, false, "draw the progress bar (set for a running mount when stderr is a terminal)")
+	_ = c.Flags().MarkHidden(ttyFlag)
 	return c
 }
 
