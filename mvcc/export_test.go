@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -230,13 +231,25 @@ func TestImportTreeCopiesHostTree(t *testing.T) {
 	must(os.Symlink("a/f", filepath.Join(src, "sym")))
 	must(syscall.Setxattr(filepath.Join(src, "a", "f"), "user.t", []byte("v"), 0))
 	must(os.Chtimes(filepath.Join(src, "a", "empty"), time0, time0))
+	// A sparse file: data, a 20 MiB hole, data, a hole to the end.
+	sparse := make([]byte, 40<<20)
+	copy(sparse, big[:70000])
+	copy(sparse[20<<20+70000:], big[1<<20:2<<20])
+	sf, err := os.Create(filepath.Join(src, "sparse"))
+	must(err)
+	_, err = sf.WriteAt(sparse[:70000], 0)
+	must(err)
+	_, err = sf.WriteAt(sparse[20<<20+70000:21<<20+70000], 20<<20+70000)
+	must(err)
+	must(sf.Truncate(int64(len(sparse))))
+	must(sf.Close())
 
 	e := lcOpen(t)
 	h, st, err := e.st.ImportTree(src, ImportOptions{Name: "imp", Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Files != 4 || st.Links != 1 || st.Symlinks != 1 || st.Dirs != 2 || st.Xattrs != 1 || st.Stored > int64(len(big))+1000 {
+	if st.Files != 5 || st.Links != 1 || st.Symlinks != 1 || st.Dirs != 2 || st.Xattrs != 1 || st.Stored > int64(len(big))+2<<20 { // big2 stores nothing
 		t.Errorf("stats %+v", st)
 	}
 	got := treeAt(e, h.ID, Latest)
@@ -257,6 +270,19 @@ func TestImportTreeCopiesHostTree(t *testing.T) {
 		if err != nil || !bytes.Equal(data, big) {
 			t.Fatalf("%s: %d bytes, %v", p, len(data), err)
 		}
+	}
+	sn, err := e.st.Walk(h.ID, "sparse", Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if data, err := e.st.ReadAll(sn); err != nil || !bytes.Equal(data, sparse) {
+		t.Fatalf("sparse: %d bytes, %v", len(data), err)
+	}
+	if sum := sha256.Sum256(sparse); !bytes.Equal(sn.ContentHash, sum[:]) {
+		t.Errorf("sparse: content hash %x, want %x", sn.ContentHash, sum)
+	}
+	if holes := sn.HoleBytes(); holes < 35<<20 {
+		t.Errorf("sparse: %d bytes of holes, want about 38 MiB", holes)
 	}
 	if n, _ := e.st.Walk(h.ID, "a/empty", Latest); n == nil || n.Mtime != time0.UnixNano() {
 		t.Errorf("a/empty mtime %v", n)

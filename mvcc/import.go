@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"path/filepath"
@@ -30,7 +31,9 @@ import (
 //     once), storing the chunks as PutContent does, deduplicated by
 //     SHA-256, in batches of about 4 MiB per kv write across files. Chunks
 //     are content-addressed: writing them before the commit is harmless,
-//     and a failed import leaves only orphan chunks (orphans.go).
+//     and a failed import leaves only orphan chunks (orphans.go). The
+//     holes of a sparse file (SEEK_HOLE) are neither read nor chunked,
+//     only hashed as zeros for the content hash.
 //  3. One commit creates the session with the whole tree: one event
 //     (session.import), one HLC, nothing visible before it.
 //
@@ -267,7 +270,7 @@ func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportSt
 					break
 				}
 				n := jobs[i]
-				c, err := b.file(n.path, func(k int) {
+				c, err := b.file(n, func(k int) {
 					if d := done.Add(int64(k)); d/(1<<20) != (d-int64(k))/(1<<20) {
 						opt.Progress.report("import", d, total)
 					}
@@ -304,30 +307,90 @@ type importBatch struct {
 	stored int64
 }
 
-// file stores the content of the host file at path.
-func (b *importBatch) file(path string, read func(int)) (*Content, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+// file stores the content of host file n.
+func (b *importBatch) file(n *hostNode, read func(int)) (*Content, error) {
+	f, err := os.OpenFile(n.path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
 	if err != nil {
-		return nil, fmt.Errorf("import %s: %w", path, err)
+		return nil, fmt.Errorf("import %s: %w", n.path, err)
 	}
 	defer f.Close()
+	if n.st.Size > InlineMax && n.st.Blocks*512 < n.st.Size {
+		c, err := b.sparse(f, n.st.Size, read)
+		if err != nil {
+			return nil, fmt.Errorf("import %s: %w", n.path, err)
+		}
+		return c, nil
+	}
 	r := &countingReader{r: f, fn: read}
 	head := make([]byte, InlineMax+1)
-	n, err := io.ReadFull(r, head)
+	k, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("import %s: %w", path, err)
+		return nil, fmt.Errorf("import %s: %w", n.path, err)
 	}
-	if n <= InlineMax {
-		sum := sha256.Sum256(head[:n])
-		c := &Content{Size: uint64(n), Hash: sum[:]}
-		if n > 0 {
-			c.Inline = head[:n:n]
+	if k <= InlineMax {
+		sum := sha256.Sum256(head[:k])
+		c := &Content{Size: uint64(k), Hash: sum[:]}
+		if k > 0 {
+			c.Inline = head[:k:k]
 		}
 		return c, nil
 	}
 	c := &Content{}
 	whole := sha256.New()
-	err = eachChunk(io.MultiReader(&byteReader{b: head[:n]}, r), func(data []byte, hole bool) error {
+	if err := b.chunks(c, whole, io.MultiReader(&byteReader{b: head[:k]}, r)); err != nil {
+		return nil, fmt.Errorf("import %s: %w", n.path, err)
+	}
+	c.Hash = whole.Sum(nil)
+	return c, nil
+}
+
+// sparse stores the content of a file with holes: the holes the file
+// system reports (SEEK_DATA, SEEK_HOLE) become holes without being read
+// or chunked (only hashed, as zeros), the data between them is chunked.
+func (b *importBatch) sparse(f *os.File, size int64, read func(int)) (*Content, error) {
+	c := &Content{}
+	whole := sha256.New()
+	zeroRun := func(n int64) {
+		for n > 0 {
+			k := min(n, int64(len(zeros)))
+			whole.Write(zeros[:k])
+			c.Extents = appendHole(c.Extents, uint32(k))
+			c.Size += uint64(k)
+			read(int(k))
+			n -= k
+		}
+	}
+	fd := int(f.Fd())
+	for off := int64(0); off < size; {
+		data, err := unix.Seek(fd, off, unix.SEEK_DATA)
+		if errors.Is(err, unix.ENXIO) {
+			data = size // a hole to the end
+		} else if err != nil {
+			return nil, fmt.Errorf("seek data: %w", err)
+		}
+		data = min(data, size)
+		zeroRun(data - off)
+		if data == size {
+			break
+		}
+		hole, err := unix.Seek(fd, data, unix.SEEK_HOLE)
+		if err != nil {
+			return nil, fmt.Errorf("seek hole: %w", err)
+		}
+		hole = min(hole, size)
+		r := &countingReader{r: io.NewSectionReader(f, data, hole-data), fn: read}
+		if err := b.chunks(c, whole, r); err != nil {
+			return nil, err
+		}
+		off = hole
+	}
+	c.Hash = whole.Sum(nil)
+	return c, nil
+}
+
+// chunks cuts r into chunks, adds them to c and to the batch.
+func (b *importBatch) chunks(c *Content, whole hash.Hash, r io.Reader) error {
+	return eachChunk(r, func(data []byte, hole bool) error {
 		c.Size += uint64(len(data))
 		whole.Write(data)
 		if hole {
@@ -343,11 +406,6 @@ func (b *importBatch) file(path string, read func(int)) (*Content, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("import %s: %w", path, err)
-	}
-	c.Hash = whole.Sum(nil)
-	return c, nil
 }
 
 // flush puts the batch's chunks not stored yet, in one kv write.
