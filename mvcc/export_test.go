@@ -348,3 +348,43 @@ func TestImportSessionNames(t *testing.T) {
 		t.Errorf("the imported session is not forgotten: %v", err)
 	}
 }
+
+// TestRefusedImportsLeaveNoChunks: an archive damaged after more than one
+// batch of chunks, and a host tree with a file that cannot be read after
+// another was stored, leave no chunk behind.
+func TestRefusedImportsLeaveNoChunks(t *testing.T) {
+	a := lcOpen(t)
+	sid := a.session("big")
+	a.write(sid, "f", bigText(5, 12<<20, ""))
+	arch := exportArchive(a, sid)
+	bad := bytes.Clone(arch)
+	bad[len(bad)-5] ^= 1 // the trailer: every chunk was read and stored
+	b := lcOpen(t)
+	if _, err := b.st.ImportSession(bytes.NewReader(bad)); !errors.Is(err, ErrArchive) {
+		t.Fatalf("damaged trailer: %v", err)
+	}
+	if n := chunkCount(t, b.st); n != 0 {
+		t.Errorf("a refused session import left %d chunks", n)
+	}
+
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "a"), bigText(6, 9<<20, ""), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere", filepath.Join(src, "b")); err != nil {
+		t.Fatal(err)
+	}
+	// A file that vanishes between the scan and the read.
+	nodes, err := scanHostTree(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes = append(nodes, &hostNode{path: filepath.Join(src, "gone"), parent: 0, name: "gone", first: len(nodes)})
+	nodes[len(nodes)-1].st.Mode = syscall.S_IFREG
+	if _, err := b.st.importContent(nodes, ImportOptions{Workers: 1}, &ImportStats{}); err == nil || !strings.Contains(err.Error(), "gone") {
+		t.Fatalf("import of a vanished file: %v", err)
+	}
+	if n := chunkCount(t, b.st); n != 0 {
+		t.Errorf("a failed tree import left %d chunks", n)
+	}
+}

@@ -30,8 +30,8 @@ import (
 //  2. Read and chunk the regular files on every core (a hard-linked file
 //     once), storing the chunks as PutContent does, deduplicated by
 //     SHA-256, in batches of about 4 MiB per kv write across files. Chunks
-//     are content-addressed: writing them before the commit is harmless,
-//     and a failed import leaves only orphan chunks (orphans.go). The
+//     are content-addressed: writing them before the commit is harmless;
+//     a failed import deletes those it stored that nothing references. The
 //     holes of a sparse file (SEEK_HOLE) are neither read nor chunked,
 //     only hashed as zeros for the content hash.
 //  3. One commit creates the session with the whole tree: one event
@@ -98,12 +98,13 @@ func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *Impo
 		return nil, nil, err
 	}
 	st := &ImportStats{}
-	if err := s.importContent(nodes, opt, st); err != nil {
+	added, err := s.importContent(nodes, opt, st)
+	if err != nil {
 		return nil, nil, err
 	}
 	id, err := NewSessionID()
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, s.dropChunks(added, err)
 	}
 	h := &SessionHeader{ID: id, Name: opt.Name}
 	opt.Progress.report("commit", 0, int64(len(nodes)))
@@ -114,7 +115,7 @@ func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *Impo
 		return t.importNodes(nodes, h, dir, st)
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, s.dropChunks(added, err)
 	}
 	opt.Progress.report("commit", int64(len(nodes)), int64(len(nodes)))
 	return h, st, nil
@@ -240,7 +241,9 @@ func hostXattrs(path string) (map[string][]byte, error) {
 
 // importContent reads and stores the content of every regular file (each
 // inode once) on opt.Workers goroutines.
-func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportStats) error {
+// It returns the chunks it stored that the store lacked; after an error it
+// has deleted those again.
+func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportStats) ([]Hash, error) {
 	var jobs []*hostNode
 	var total int64
 	for i, n := range nodes {
@@ -258,12 +261,14 @@ func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportSt
 	next := atomic.Int64{}
 	var failed atomic.Bool
 	errs := make([]error, workers)
+	batches := make([]*importBatch, workers)
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			b := &importBatch{s: s}
+			batches[w] = b
 			for !failed.Load() {
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) {
@@ -290,12 +295,48 @@ func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportSt
 		}(w)
 	}
 	wg.Wait()
+	var added []Hash
+	for _, b := range batches {
+		added = append(added, b.added...)
+	}
 	if err := errors.Join(errs...); err != nil {
-		return err
+		return nil, s.dropChunks(added, err)
 	}
 	st.Bytes, st.Stored = total, stored.Load()
 	opt.Progress.report("import", total, total)
-	return nil
+	return added, nil
+}
+
+// dropChunks deletes the chunks of hs that no session references (an
+// import that failed stored them) and returns cause, with the cleanup's
+// own failure if any. A commit elsewhere that was about to take one of
+// them notices in its serialized write and stores it again (orphans.go).
+func (s *Store) dropChunks(hs []Hash, cause error) error {
+	if len(hs) == 0 {
+		return cause
+	}
+	err := s.kv.Update(func(tx kv.Txn) error {
+		for _, h := range hs {
+			used := false
+			prefix := key(pChunkRef, h[:])
+			if err := tx.Scan(prefix, kv.PrefixEnd(prefix), func(_, _ []byte) (bool, error) {
+				used = true
+				return false, nil
+			}); err != nil {
+				return err
+			}
+			if !used {
+				if err := tx.Delete(chunkKey(h)); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w (and deleting the chunks it stored failed: %v)", cause, err)
+	}
+	return cause
 }
 
 // importBatch gathers one worker's chunks for one kv write.
@@ -305,6 +346,7 @@ type importBatch struct {
 	vals   [][]byte
 	bytes  int
 	stored int64
+	added  []Hash // chunks this batch stored (the store lacked them)
 }
 
 // file stores the content of host file n.
@@ -424,6 +466,7 @@ func (b *importBatch) flush() error {
 				return err
 			}
 			b.stored += int64(len(b.vals[i]) - 4)
+			b.added = append(b.added, Hash(k[1:]))
 		}
 		return nil
 	})
@@ -537,16 +580,24 @@ func (t *WriteTx) importNodes(nodes []*hostNode, h *SessionHeader, dir string, s
 //
 // The whole archive is checked before anything of the session is written:
 // chunks (checked against their hash as they arrive) are stored early, in
-// batches, like PutContent's, and a refused archive leaves at most orphan
-// chunks; the session's records are decoded and checked, then written in
-// one kv transaction with their chunk references. Inode numbers are
+// batches, like PutContent's (a refused archive deletes again those that
+// nothing references); the session's records are decoded and checked,
+// then written in one kv transaction with their chunk references. Inode numbers are
 // unique across a store, so the session's inodes get new numbers (in the
 // same order); everything else, HLCs included, is kept, and the store's
 // clock moves past the newest imported HLC.
 func (s *Store) ImportSession(r io.Reader) (*SessionHeader, error) {
+	b := &importBatch{s: s}
+	h, err := s.importSession(r, b)
+	if err != nil {
+		return nil, s.dropChunks(b.added, err)
+	}
+	return h, nil
+}
+
+func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, error) {
 	type rec struct{ k, v []byte }
 	var recs []rec
-	b := &importBatch{s: s}
 	info, err := ReadSessionArchive(r, func(kind byte, k, v []byte) error {
 		k, v = append([]byte(nil), k...), append([]byte(nil), v...)
 		if kind == 'C' {
