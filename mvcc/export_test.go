@@ -1,8 +1,10 @@
 package mvcc
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -387,4 +389,113 @@ func TestRefusedImportsLeaveNoChunks(t *testing.T) {
 	if n := chunkCount(t, b.st); n != 0 {
 		t.Errorf("a failed tree import left %d chunks", n)
 	}
+}
+
+// rewriteArchive re-frames arch's records, through keep (which may change
+// or drop them), as a new intact archive: damage no checksum can see.
+func rewriteArchive(t *testing.T, arch []byte, keep func(k, v []byte) ([]byte, bool)) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	aw := &archiveWriter{w: bufio.NewWriter(&out), sum: sha256.New()}
+	aw.write(arch[:len(archiveMagic)+5+28+4]) // magic and version frame
+	_, err := ReadSessionArchive(bytes.NewReader(arch), func(kind byte, k, v []byte) error {
+		if kind == 'C' {
+			aw.frame('C', k, v)
+		} else if v, ok := keep(k, v); ok {
+			aw.frame('K', binary.BigEndian.AppendUint32(nil, uint32(len(k))), k, v)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	aw.frame('T', u64(aw.count), aw.sum.Sum(nil))
+	if err := aw.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestImportChecksRecords: an archive whose checksums are intact but whose
+// records are not a whole session (no counters, a record of another
+// session, an undecodable inode, an inode whose chunk is missing) is
+// refused, naming the problem, and imports nothing.
+func TestImportChecksRecords(t *testing.T) {
+	a := lcOpen(t)
+	sid, _ := archiveSession(a)
+	arch := exportArchive(a, sid)
+	b := lcOpen(t)
+	if _, err := b.st.ImportSession(bytes.NewReader(rewriteArchive(t, arch, func(k, v []byte) ([]byte, bool) { return v, true }))); err != nil {
+		t.Fatalf("the re-framed archive: %v", err)
+	}
+	if _, err := b.st.Purge(sid, mustToken(t, b.st, sid), nil); err != nil {
+		t.Fatal(err)
+	}
+	other := testID()
+	for what, keep := range map[string]func(k, v []byte) ([]byte, bool){
+		"no counters": func(k, v []byte) ([]byte, bool) { return v, k[0] != pCounters },
+		"no header":   func(k, v []byte) ([]byte, bool) { return v, k[0] != pHeader },
+		"another session's key": func(k, v []byte) ([]byte, bool) {
+			if k[0] == pCheckpoint {
+				copy(k[1:17], other[:])
+			}
+			return v, true
+		},
+		"an undecodable inode": func(k, v []byte) ([]byte, bool) {
+			if k[0] == pInode {
+				v = frame([]byte{0xff, 0xff})
+			}
+			return v, true
+		},
+		"an event under the wrong key": func(k, v []byte) ([]byte, bool) {
+			if k[0] == pEvent && k[len(k)-1] == 2 {
+				k[len(k)-1] = 9
+			}
+			return v, true
+		},
+	} {
+		bad := rewriteArchive(t, arch, keep)
+		if _, err := b.st.ImportSession(bytes.NewReader(bad)); !errors.Is(err, ErrArchive) {
+			t.Errorf("%s: import returned %v, want ErrArchive", what, err)
+		}
+		if ss, _ := b.st.Sessions(); len(ss) != 0 {
+			t.Fatalf("%s: a refused import left %v", what, ss)
+		}
+	}
+	// An inode whose chunk the archive lacks (and the store too).
+	stripped := stripChunks(t, arch)
+	if _, err := b.st.ImportSession(bytes.NewReader(stripped)); !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), "lacks a chunk") {
+		t.Errorf("an archive without its chunks: %v", err)
+	}
+	if ss, _ := b.st.Sessions(); len(ss) != 0 {
+		t.Fatalf("a refused import left %v", ss)
+	}
+}
+
+// stripChunks is arch without its chunk records.
+func stripChunks(t *testing.T, arch []byte) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	aw := &archiveWriter{w: bufio.NewWriter(&out), sum: sha256.New()}
+	aw.write(arch[:len(archiveMagic)+5+28+4])
+	if _, err := ReadSessionArchive(bytes.NewReader(arch), func(kind byte, k, v []byte) error {
+		if kind == 'K' {
+			aw.frame('K', binary.BigEndian.AppendUint32(nil, uint32(len(k))), k, v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	aw.frame('T', u64(aw.count), aw.sum.Sum(nil))
+	aw.w.Flush()
+	return out.Bytes()
+}
+
+func mustToken(t *testing.T, st *Store, sid SessionID) string {
+	t.Helper()
+	r, err := st.PlanPurge(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.Token
 }

@@ -627,6 +627,8 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 	var last counters
 	var maxHLC, stateAt HLC
 	var forgotten bool // as of the newest state record
+	var haveCounters bool
+	var maxSeq uint64
 	inos := map[Ino]bool{}
 	nodes := make([]*Inode, len(recs))
 	dents := make([]*Dentry, len(recs))
@@ -655,22 +657,34 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 				err = bad(k, "header of session %s", h.ID)
 			}
 		case pState:
-			if err = versioned(25); err == nil {
+			if len(k) != 25 {
+				err = bad(k, "bad state key")
+			} else if err = versioned(25); err == nil {
 				var state sessionState
 				if err = decode(k, rc.v, &state); err == nil && hlcFromInv(k) >= stateAt {
 					forgotten, stateAt = state.Forgotten, hlcFromInv(k)
 				}
 			}
 		case pCounters:
-			err = decode(k, rc.v, &last)
+			if len(k) != 17 {
+				err = bad(k, "bad counters key")
+			} else {
+				err = decode(k, rc.v, &last)
+				haveCounters = true
+			}
 		case pCheckpoint:
 			if len(rc.v) != 8 {
 				err = bad(k, "checkpoint value of %d bytes", len(rc.v))
 			}
 		case pEvent:
 			ev := new(Event)
-			if err = decode(k, rc.v, ev); err == nil {
+			if len(k) != 25 {
+				err = bad(k, "bad event key")
+			} else if err = decode(k, rc.v, ev); err == nil && ev.Seq != binary.BigEndian.Uint64(k[17:]) {
+				err = bad(k, "event %d under the key of event %d", ev.Seq, binary.BigEndian.Uint64(k[17:]))
+			} else if err == nil {
 				events[i] = ev
+				maxSeq = max(maxSeq, ev.Seq)
 				inos[ev.Ino] = true
 				maxHLC = max(maxHLC, ev.HLC)
 			}
@@ -717,6 +731,12 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 	}
 	if h == nil {
 		return nil, fmt.Errorf("%w: session %s has no header record", ErrArchive, sid)
+	}
+	// The counters give the next commit its sequence number: without them,
+	// or behind the log, it would overwrite imported events.
+	if !haveCounters || last.NextSeq < maxSeq || maxSeq == 0 {
+		return nil, fmt.Errorf("%w: session %s: the log (%d events) and its counters (next %d, present %v) disagree",
+			ErrArchive, sid, maxSeq, last.NextSeq, haveCounters)
 	}
 	inos[h.Root] = true
 	delete(inos, 0)
