@@ -127,10 +127,16 @@ func TestSessionNewFromAndExport(t *testing.T) {
 	base := t.TempDir()
 	tarFile := filepath.Join(base, "f.tar")
 	mustPadfs(t, data, "export", "--session", id, "-o", tarFile)
-	sh(t, data, base, `mkdir x && tar --xattrs --xattrs-include='user.*' -xpf f.tar -C x && tar -tvf f.tar | grep -q '^h.* link to '`)
+	sh(t, data, base, `mkdir x && tar --xattrs --xattrs-include='user.*' -xpf f.tar -C x && tar -tvf f.tar > list && grep -q '^h.* link to ' list`)
 	sameListing(t, "export -o f.tar, extracted", want, listing(t, data, filepath.Join(base, "x")))
-	// ... and on stdout.
+	// ... and on stdout, but not on a terminal.
 	sh(t, data, base, `padfs export --session `+id+` | cmp - f.tar`)
+	if _, err := exec.LookPath("script"); err == nil {
+		out := sh(t, data, base, `script -qec 'padfs export --session `+id+`' /dev/null || true`)
+		if !strings.Contains(out, "refusing to write a tar to a terminal") || len(out) > 200 {
+			t.Errorf("export to a terminal: %q", out)
+		}
+	}
 
 	// Into a directory: holes stay holes.
 	to := filepath.Join(base, "to")

@@ -499,3 +499,27 @@ func mustToken(t *testing.T, st *Store, sid SessionID) string {
 	}
 	return r.Token
 }
+
+// TestImportTreeFileBecameFifo: a file replaced by a fifo between the scan
+// and the read is refused; opening it must not wait for a writer.
+func TestImportTreeFileBecameFifo(t *testing.T) {
+	src := t.TempDir()
+	p := filepath.Join(src, "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	nodes, err := scanHostTree(src, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(p); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := lcOpen(t)
+	if _, err := e.st.importContent(nodes, ImportOptions{}, &ImportStats{}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("import of a file that became a fifo: %v", err)
+	}
+}

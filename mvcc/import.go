@@ -351,11 +351,18 @@ type importBatch struct {
 
 // file stores the content of host file n.
 func (b *importBatch) file(n *hostNode, read func(int)) (*Content, error) {
-	f, err := os.OpenFile(n.path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
+	// O_NONBLOCK: a file replaced by a fifo since the scan must not hang
+	// the import (it is refused below).
+	f, err := os.OpenFile(n.path, os.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("import %s: %w", n.path, err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		return nil, fmt.Errorf("import %s: %w", n.path, err)
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("import %s: %w: no longer a regular file (changed during the import)", n.path, ErrInvalid)
+	}
 	if n.st.Size > InlineMax && n.st.Blocks*512 < n.st.Size {
 		c, err := b.sparse(f, n.st.Size, read)
 		if err != nil {

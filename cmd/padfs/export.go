@@ -56,6 +56,9 @@ renamed into place when complete.`,
 			if out != "" && to != "" {
 				return fmt.Errorf("export: -o and --to exclude each other")
 			}
+			if (out == "" || out == "-") && to == "" && !isServed(cmd) && isTerminal(os.Stdout) {
+				return fmt.Errorf("export: refusing to write a tar to a terminal (use -o FILE, --to DIR, or redirect stdout)")
+			}
 			return withApp(cmd, func(a *App) error {
 				sid, err := pickSession(a, sess)
 				if err != nil {
@@ -123,6 +126,16 @@ A fork exports whole (its tree does not need its parent).`,
 	}
 	c.Flags().StringP("output", "o", "", "the file to write (- for stdout)")
 	return c
+}
+
+// isServed reports whether cmd runs inside a mount's process for a client.
+func isServed(cmd *cobra.Command) bool {
+	ctx := cmd.Context()
+	if ctx == nil {
+		return false
+	}
+	_, ok := ctx.Value(servedKey).(*served)
+	return ok
 }
 
 // writeOutput runs fn on a.Out (file "" or "-") or on a temporary file
