@@ -212,6 +212,12 @@ python3 -c 'import os; os.setxattr("d/f", "user.v", b"1")'`)
 		t.Errorf("log after a write in the imported session:\n%s", got)
 	}
 
+	// The mount's search index learns of it from its log.
+	waitFor(t, "the imported session in the search index", func() bool {
+		r := padfs(t, data2, "search", "--session", id, "--json", "three")
+		return r.code == 0 && strings.Contains(r.out, `"path":"d/f"`) && !strings.Contains(r.out, `"degraded":true`)
+	})
+
 	// A second import is refused, naming the id.
 	if r := padfs(t, data2, "session", "import", arch); r.code == 0 || !strings.Contains(r.errout, id) ||
 		strings.Count(r.errout, "\n") != 1 {
@@ -250,6 +256,12 @@ python3 -c 'import os; os.setxattr("d/f", "user.v", b"1")'`)
 	old := filepath.Join(base, "first-tree")
 	mustPadfs(t, data2, "export", "--session", id, "--asof", "first", "--to", old)
 	sameListing(t, "export --asof first --to", wantFirst, listing(t, data2, old))
+
+	// On stdin, through the running mount's control socket.
+	if got := sh(t, data2, base, `padfs session import - < fork.padfs`); strings.TrimSpace(got) != fork {
+		t.Errorf("import from stdin printed %q, want %s", got, fork)
+	}
+	sameListing(t, "the fork imported from stdin", wantNow, listing(t, data2, filepath.Join(mnt2, "child")))
 
 	// The fork, without its parent: its tree is whole.
 	if got := mustPadfs(t, data3, "session", "import", forkArch); got != fork {
