@@ -105,6 +105,25 @@ func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) 
 		}
 		for _, p := range sessionPrefixes(sid) {
 			if err := scanKeys(t.r, p, func(k, v []byte) error {
+				switch k[0] {
+				case pSuperseded:
+					// S records name keys by inode number, which import
+					// renumbers: the importing store prunes this history
+					// by a scan of its chains instead.
+					return nil
+				case pPrune:
+					// Keep the prune point and the kept checkpoints; what
+					// the records and counts covered is the source's.
+					ps := pruneState{}
+					if err := decode(k, v, &ps); err != nil {
+						return err
+					}
+					ps.RecordsSince, ps.ScannedTo, ps.Counted = 0, 0, false
+					var err error
+					if v, err = encode(&ps); err != nil {
+						return err
+					}
+				}
 				recs = append(recs, rec{k, v})
 				if p[0] == pXattr {
 					format = formatXattrChains

@@ -399,11 +399,14 @@ func (b *importBatch) file(n *hostNode, read func(int)) (*Content, error) {
 func (b *importBatch) sparse(f *os.File, size int64, read func(int)) (*Content, error) {
 	c := &Content{}
 	whole := sha256.New()
+	var holes int64
 	zeroRun := func(n int64) {
 		for n > 0 {
 			k := min(n, int64(len(zeros)))
-			whole.Write(zeros[:k])
-			c.Extents = appendHole(c.Extents, uint32(k))
+			if holes += k; holes <= hashHolesMax {
+				whole.Write(zeros[:k]) // past it there is no whole-file hash
+			}
+			c.Extents = appendHole(c.Extents, uint64(k))
 			c.Size += uint64(k)
 			read(int(k))
 			n -= k
@@ -433,7 +436,17 @@ func (b *importBatch) sparse(f *os.File, size int64, read func(int)) (*Content, 
 		}
 		off = hole
 	}
-	c.Hash = whole.Sum(nil)
+	// As for a file written through the mount: a file with more hole
+	// bytes than hashHolesMax has no whole-file hash.
+	var holeBytes uint64
+	for _, e := range c.Extents {
+		if e.Chunk == nil {
+			holeBytes += e.Len
+		}
+	}
+	if holeBytes <= hashHolesMax {
+		c.Hash = whole.Sum(nil)
+	}
 	return c, nil
 }
 
@@ -443,11 +456,11 @@ func (b *importBatch) chunks(c *Content, whole hash.Hash, r io.Reader) error {
 		c.Size += uint64(len(data))
 		whole.Write(data)
 		if hole {
-			c.Extents = appendHole(c.Extents, uint32(len(data)))
+			c.Extents = appendHole(c.Extents, uint64(len(data)))
 			return nil
 		}
 		h := sha256.Sum256(data)
-		c.Extents = append(c.Extents, Extent{Chunk: append([]byte(nil), h[:]...), Len: uint32(len(data))})
+		c.Extents = append(c.Extents, Extent{Chunk: append([]byte(nil), h[:]...), Len: uint64(len(data))})
 		b.keys = append(b.keys, chunkKey(h))
 		b.vals = append(b.vals, frame(data))
 		if b.bytes += len(data); b.bytes >= chunkBatchBytes {
@@ -725,6 +738,12 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 					err = decode(k, rc.v, new(xattrVersion))
 					inos[Ino(binary.BigEndian.Uint64(k[17:]))] = true
 				}
+			}
+		case pPrune:
+			if len(k) != 17 {
+				err = bad(k, "bad prune state key")
+			} else {
+				err = decode(k, rc.v, new(pruneState))
 			}
 		default:
 			err = bad(k, "unknown key kind")
