@@ -517,9 +517,9 @@ func withPending(p *mvcc.SetAttr, mode, gid uint32) (uint32, uint32) {
 // the kernel says lacks CAP_FSETID, must (killpriv.go): in the pending
 // version when f is dirty, else in a version of its own.
 func (f *fileState) killPrivLocked(ctx context.Context) (bool, error) {
-	mode, gid := f.base.Mode, f.base.Gid
+	mode := f.base.Mode
 	if f.dirty {
-		mode, gid = withPending(&f.pending, mode, gid)
+		mode, _ = withPending(&f.pending, mode, f.base.Gid)
 	}
 	if mode&privBits == 0 {
 		return false, nil
@@ -530,7 +530,7 @@ func (f *fileState) killPrivLocked(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("inode %d of session %s: %w", f.key.ino, f.key.sid, err)
 	}
-	mode, gid = cur.Mode, cur.Gid
+	mode, gid := cur.Mode, cur.Gid
 	if f.dirty {
 		mode, gid = withPending(&f.pending, mode, gid)
 	}
