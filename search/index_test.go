@@ -184,7 +184,7 @@ func TestHighEntropyFileUnindexedButFound(t *testing.T) {
 	}
 	copy(blob[1<<20:], "\nneedle in noise\n")
 	sid := loadSession(t, st, map[string][]byte{"noise.bin": blob, "a.txt": []byte("a needle\n")})
-	if _, ok := contentTrigrams(blob); ok {
+	if _, ok := contentTrigrams(blob, false); ok {
 		t.Fatalf("%d random bytes are under the cap of %d trigrams", len(blob), maxDocTrigrams)
 	}
 	ix, err := OpenWith(data, st, Options{})
@@ -234,5 +234,60 @@ func TestCutShortBuildStartsOver(t *testing.T) {
 	ids, err := ix.be.ids(sid, idQuery{})
 	if err != nil || len(ids) != 1 || ids[0] != "a.txt" {
 		t.Fatalf("documents after catching up: %v (%v), want [a.txt]", ids, err)
+	}
+}
+
+// TestBinaryFilesIndexBuckets: a binary file's document holds trigram
+// buckets (btri), not trigrams, and grep still finds what GNU grep finds
+// in it, reading only the files whose terms allow a match.
+func TestBinaryFilesIndexBuckets(t *testing.T) {
+	st, data := openStore(t)
+	bin := []byte("\x7fELF\x00\x01\x02 runtime.MaxHeaderBytes \x00\xff\xfe tail\n")
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 4000 {
+		bin = append(bin, byte(r.IntN(256)))
+	}
+	files := map[string][]byte{
+		"obj.bin":  bin,
+		"a.txt":    []byte("MaxHeaderBytes in text\n"),
+		"b.txt":    []byte("nothing here\n"),
+		"c/d.bin":  []byte("\x00other binary\n"),
+		"c/e.text": []byte("maxheaderbytes, folded\n"),
+	}
+	sid := loadSession(t, st, files)
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if err := ix.Rebuild(sid, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := ix.be.ids(sid, idQuery{Field: "tri", Term: "hea"}); err != nil || fmt.Sprint(ids) != "[a.txt c/e.text]" {
+		t.Errorf("tri:hea matches %v (%v), want the two text files", ids, err)
+	}
+	if ids, err := ix.be.ids(sid, idQuery{Field: "btri", Term: bucketTerm("hea")}); err != nil || fmt.Sprint(ids) != "[obj.bin]" {
+		t.Errorf("btri bucket of hea matches %v (%v), want [obj.bin]", ids, err)
+	}
+	dir := t.TempDir()
+	writeDir(t, dir, files)
+	for _, c := range []struct {
+		args []string
+		cand int
+	}{
+		{[]string{"-r", "MaxHeaderBytes"}, 3}, // the index is folded
+		{[]string{"-ri", "maxheaderbytes"}, 3},
+		{[]string{"-rc", "other binary"}, 1},
+		{[]string{"-r", "-E", "tail|text"}, 2},
+		{[]string{"-r", "absent-pattern"}, 0},
+	} {
+		want, wcode := gnuGrep(t, dir, c.args)
+		got, code, stats := padGrep(t, ix, sid, c.args)
+		if byFile(got) != byFile(want) || code != wcode {
+			t.Errorf("grep %q: got %q exit %d, GNU grep %q exit %d", c.args, got, code, want, wcode)
+		}
+		if stats.Scanned || stats.Candidates != c.cand {
+			t.Errorf("grep %q: %d candidates (scanned %v), want %d", c.args, stats.Candidates, stats.Scanned, c.cand)
+		}
 	}
 }
