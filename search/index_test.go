@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/padfs/padfs/mvcc"
@@ -289,5 +290,57 @@ func TestBinaryFilesIndexBuckets(t *testing.T) {
 		if stats.Scanned || stats.Candidates != c.cand {
 			t.Errorf("grep %q: %d candidates (scanned %v), want %d", c.args, stats.Candidates, stats.Scanned, c.cand)
 		}
+	}
+}
+
+// TestCatchUpCreatedAndLinked: a file created, hard-linked and written
+// in one stretch of the log (the catch-up asks the index for no other
+// names of an inode created in the stretch), and one linked before the
+// index was built and written after, are found under every name.
+func TestCatchUpCreatedAndLinked(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"old.txt": []byte("old\n")})
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	h, err := st.Header(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := st.Lookup(sid, h.Root, "old.txt", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Link(sid, old.Ino, h.Root, "old-link.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Rebuild(sid, nil); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.Create(sid, h.Root, "new.txt", mvcc.Attr{Mode: syscall.S_IFREG | 0o644}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Link(sid, n.Ino, h.Root, "new-link.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.WriteContent(sid, n.Ino, strings.NewReader("needle new\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.WriteContent(sid, old.Ino, strings.NewReader("needle old\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	if covered, _, _ := ix.Covered(sid); covered == 0 {
+		t.Fatal("nothing covered after the catch-up")
+	}
+	got, code, stats := padGrep(t, ix, sid, []string{"-r", "needle"})
+	want := "new-link.txt:needle new\nnew.txt:needle new\nold-link.txt:needle old\nold.txt:needle old\n"
+	if byFile(got) != byFile(want) || code != 0 || stats.Candidates != 4 {
+		t.Errorf("got %q exit %d, %d candidates; want %q from the index", got, code, stats.Candidates, want)
 	}
 }
