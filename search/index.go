@@ -473,11 +473,11 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	}
 	binary := isBinary(data)
 	if tri, ok := contentTrigrams(data, binary); ok {
-		field := "tri"
 		if binary {
-			field = "btri"
+			doc.AddField(newTermsField("btri", tri, 2))
+		} else {
+			doc.AddField(newTermsField("tri", tri, 3))
 		}
-		doc.AddField(document.NewTextFieldCustom(field, nil, nil, trigramOpts, preAnalyzed(tri)))
 		if _, grown := readModel(data, grepBufSize); grown > grepBufSize {
 			// A line long enough to grow GNU grep's buffer (see run).
 			doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))

@@ -3,8 +3,8 @@ package search
 import (
 	"sync"
 
-	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 )
 
 // Content trigrams for the index: every distinct 3-byte window of a file's
@@ -49,10 +49,10 @@ func (s *trigramSet) reset() {
 // read on every search stay rare.
 const maxDocTrigrams = 1 << 19
 
-// contentTrigrams returns the folded trigrams of data as a bleve token
-// stream, or with binary their buckets (see trigramBucket); ok is false
-// when there are more than maxDocTrigrams distinct trigrams.
-func contentTrigrams(data []byte, binary bool) (ts analysis.TokenStream, ok bool) {
+// contentTrigrams returns the distinct folded trigrams of data, packed 3
+// bytes each, or with binary their buckets (see trigramBucket), 2 bytes
+// each; ok is false when there are more than maxDocTrigrams trigrams.
+func contentTrigrams(data []byte, binary bool) (terms []byte, ok bool) {
 	set := trigramPool.Get().(*trigramSet)
 	defer func() {
 		set.reset()
@@ -69,9 +69,13 @@ func contentTrigrams(data []byte, binary bool) (ts analysis.TokenStream, ok bool
 		}
 	}
 	if binary {
-		return bucketTokens(set.codes), true
+		return bucketTerms(set.codes), true
 	}
-	return tokens(set.codes), true
+	terms = make([]byte, 3*len(set.codes))
+	for i, c := range set.codes {
+		terms[3*i], terms[3*i+1], terms[3*i+2] = byte(c>>16), byte(c>>8), byte(c)
+	}
+	return terms, true
 }
 
 // Binary files index trigram buckets (field "btri") instead of trigrams:
@@ -86,26 +90,62 @@ const bucketBits = 16
 
 func trigramBucket(c uint32) uint32 { return (c * 0x9E3779B1) >> (32 - bucketBits) }
 
-func bucketTokens(codes []uint32) analysis.TokenStream {
+// bucketTerms returns the distinct buckets of codes, packed 2 bytes each.
+func bucketTerms(codes []uint32) []byte {
 	var seen [1 << bucketBits / 64]uint64
-	var bs []uint32
+	var terms []byte
 	for _, c := range codes {
 		b := trigramBucket(c)
 		if seen[b>>6]&(1<<(b&63)) == 0 {
 			seen[b>>6] |= 1 << (b & 63)
-			bs = append(bs, b)
+			terms = append(terms, byte(b>>8), byte(b))
 		}
 	}
-	buf := make([]byte, 2*len(bs))
-	toks := make([]analysis.Token, len(bs))
-	ts := make(analysis.TokenStream, len(bs))
-	for i, b := range bs {
-		t := buf[2*i : 2*i+2 : 2*i+2]
-		t[0], t[1] = byte(b>>8), byte(b)
-		toks[i] = analysis.Token{Term: t, Position: i + 1, Start: 0, End: 2, Type: analysis.AlphaNumeric}
-		ts[i] = &toks[i]
+	return terms
+}
+
+// termsField is a document field of distinct terms computed beforehand
+// (trigrams, buckets), indexed without frequencies, norms or locations.
+// It hands bleve their frequency map directly: the token stream that a
+// bleve TextField goes through cost an allocation per trigram and
+// another per map entry, most of the heap and the garbage of a build.
+type termsField struct {
+	name   string
+	terms  []byte // width bytes each, distinct
+	width  int
+	freqs  index.TokenFrequencies
+	length int
+}
+
+func newTermsField(name string, terms []byte, width int) *termsField {
+	return &termsField{name: name, terms: terms, width: width}
+}
+
+func (f *termsField) Name() string                        { return f.name }
+func (f *termsField) ArrayPositions() []uint64            { return nil }
+func (f *termsField) Options() index.FieldIndexingOptions { return trigramOpts }
+func (f *termsField) Value() []byte                       { return nil }
+func (f *termsField) NumPlainTextBytes() uint64           { return 0 }
+func (f *termsField) EncodedFieldType() byte              { return 't' }
+func (f *termsField) AnalyzedLength() int                 { return f.length }
+func (f *termsField) AnalyzedTokenFrequencies() index.TokenFrequencies {
+	return f.freqs
+}
+func (f *termsField) Size() int { return 64 + 2*len(f.terms) }
+
+// Analyze builds the frequency map (on scorch's analysis goroutines): one
+// allocation for all entries, and keys that are substrings of one string.
+func (f *termsField) Analyze() {
+	w := f.width
+	n := len(f.terms) / w
+	keys := string(f.terms)
+	tfs := make([]index.TokenFreq, n)
+	m := make(index.TokenFrequencies, n)
+	for i := range n {
+		tfs[i].Term = f.terms[i*w : (i+1)*w : (i+1)*w]
+		m[keys[i*w:(i+1)*w]] = &tfs[i]
 	}
-	return ts
+	f.freqs, f.length = m, n
 }
 
 // bucketTerm is the btri term of trigram t (3 bytes).
@@ -140,21 +180,3 @@ func bucketQuery(q *Query) query.Query {
 	}
 	return query.NewDisjunctionQuery(subs)
 }
-
-func tokens(codes []uint32) analysis.TokenStream {
-	buf := make([]byte, 3*len(codes))
-	toks := make([]analysis.Token, len(codes))
-	ts := make(analysis.TokenStream, len(codes))
-	for i, c := range codes {
-		t := buf[3*i : 3*i+3 : 3*i+3]
-		t[0], t[1], t[2] = byte(c>>16), byte(c>>8), byte(c)
-		toks[i] = analysis.Token{Term: t, Position: i + 1, Start: 0, End: 3, Type: analysis.AlphaNumeric}
-		ts[i] = &toks[i]
-	}
-	return ts
-}
-
-// preAnalyzed is an analyzer that returns tokens computed beforehand.
-type preAnalyzed analysis.TokenStream
-
-func (p preAnalyzed) Analyze([]byte) analysis.TokenStream { return analysis.TokenStream(p) }
