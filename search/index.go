@@ -488,7 +488,7 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	// Binary files get trigrams (grep must still find their matches, and
 	// the trigram argument holds for any bytes) but no words to rank.
 	if !binary && len(data) <= MaxTextSize {
-		doc.AddField(document.NewTextFieldCustom("text", nil, data, textOpts, standardAnalyzer))
+		doc.AddField(&textField{data: data})
 	}
 	return doc
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -342,5 +343,29 @@ func TestCatchUpCreatedAndLinked(t *testing.T) {
 	want := "new-link.txt:needle new\nnew.txt:needle new\nold-link.txt:needle old\nold.txt:needle old\n"
 	if byFile(got) != byFile(want) || code != 0 || stats.Candidates != 4 {
 		t.Errorf("got %q exit %d, %d candidates; want %q from the index", got, code, stats.Candidates, want)
+	}
+}
+
+// TestTextFieldMatchesBleve: the text field counts the same terms, with
+// the same frequencies and length (BM25's inputs), as a bleve TextField
+// with the standard analyzer, for a corpus of Go sources and odd text.
+func TestTextFieldMatchesBleve(t *testing.T) {
+	files := corpus(t)
+	files["odd"] = []byte("Don't STOP: the a an fmt.Println(3.14) foo_bar ÉCOLE école 東京 x\r\ny")
+	for p, data := range files {
+		want := document.NewTextFieldCustom("text", nil, append([]byte(nil), data...), textOpts, standardAnalyzer)
+		want.Analyze()
+		got := &textField{data: append([]byte(nil), data...)}
+		got.Analyze()
+		if got.AnalyzedLength() != want.AnalyzedLength() || len(got.freqs) != len(want.AnalyzedTokenFrequencies()) {
+			t.Fatalf("%s: %d tokens, %d terms; bleve %d, %d", p, got.AnalyzedLength(), len(got.freqs),
+				want.AnalyzedLength(), len(want.AnalyzedTokenFrequencies()))
+		}
+		for term, wf := range want.AnalyzedTokenFrequencies() {
+			gf := got.freqs[term]
+			if gf == nil || gf.Frequency() != wf.Frequency() || string(gf.Term) != term {
+				t.Fatalf("%s: term %q: got %+v, bleve frequency %d", p, term, gf, wf.Frequency())
+			}
+		}
 	}
 }
