@@ -60,9 +60,11 @@ func TestBenchIndexBuild(t *testing.T) {
 	}
 	wall, cpu := time.Since(start), cpuTime()-cpu0
 	size, _ := ix.Size(h.ID)
-	t.Logf("%d files, %.1f MB: build %.1fs wall (%.1f MB/s), %.1f CPU-s (%.1f MB per CPU-s); index %.1f MB = %.2f x content",
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	t.Logf("%d files, %.1f MB: build %.1fs wall (%.1f MB/s), %.1f CPU-s (%.1f MB per CPU-s); index %.1f MB = %.2f x content; max RSS %d MB",
 		files, float64(content)/1e6, wall.Seconds(), float64(content)/1e6/wall.Seconds(),
-		cpu.Seconds(), float64(content)/1e6/cpu.Seconds(), float64(size)/1e6, float64(size)/float64(content))
+		cpu.Seconds(), float64(content)/1e6/cpu.Seconds(), float64(size)/1e6, float64(size)/float64(content), ru.Maxrss>>10)
 }
 
 func cpuTime() time.Duration {
