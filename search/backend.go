@@ -101,7 +101,7 @@ var errIndexChanged = errors.New("search index replaced during the query")
 func (q idQuery) bleve() query.Query {
 	switch {
 	case q.Tri != nil:
-		return query.NewDisjunctionQuery([]query.Query{bleveQuery(q.Tri), termQ("unindexed", "y")})
+		return query.NewDisjunctionQuery([]query.Query{bleveQuery(q.Tri), bucketQuery(q.Tri), termQ("unindexed", "y")})
 	case q.Field == "":
 		return query.NewMatchAllQuery()
 	case q.Prefix:

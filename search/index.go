@@ -9,14 +9,16 @@
 //
 //	field      content                                   used by
 //	tri        distinct trigrams of the folded content   grep (and grep -i)
+//	btri       the same, of a binary file, hashed to     grep
+//	           16-bit buckets (see bucketBits)
 //	text       standard analyzer (BM25)                  padfs search
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
 //	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
 //	           than maxDocTrigrams distinct trigrams
 //	grow       GNU grep's read buffer after a long line  grep (buffer carry-over)
 //
-// Binary files (a NUL in the first 8 KiB) and files over 1 MiB get
-// trigrams but no text.
+// Binary files (a NUL in the first 8 KiB) get trigram buckets and no
+// text; files over 1 MiB get trigrams but no text.
 //
 // The index records in its internal storage the event sequence number
 // (and HLC) of the session's commit log it reflects. A background
@@ -60,7 +62,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-6"
+	formatVersion = "padfs-search-7"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.
@@ -469,8 +471,13 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 		return doc
 	}
-	if tri, ok := contentTrigrams(data); ok {
-		doc.AddField(document.NewTextFieldCustom("tri", nil, nil, trigramOpts, preAnalyzed(tri)))
+	binary := isBinary(data)
+	if tri, ok := contentTrigrams(data, binary); ok {
+		if binary {
+			doc.AddField(newTermsField("btri", tri, 2))
+		} else {
+			doc.AddField(newTermsField("tri", tri, 3))
+		}
 		if _, grown := readModel(data, grepBufSize); grown > grepBufSize {
 			// A line long enough to grow GNU grep's buffer (see run).
 			doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))
@@ -480,8 +487,8 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	}
 	// Binary files get trigrams (grep must still find their matches, and
 	// the trigram argument holds for any bytes) but no words to rank.
-	if !isBinary(data) && len(data) <= MaxTextSize {
-		doc.AddField(document.NewTextFieldCustom("text", nil, data, textOpts, standardAnalyzer))
+	if !binary && len(data) <= MaxTextSize {
+		doc.AddField(&textField{data: data})
 	}
 	return doc
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"syscall"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/document"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -184,7 +186,7 @@ func TestHighEntropyFileUnindexedButFound(t *testing.T) {
 	}
 	copy(blob[1<<20:], "\nneedle in noise\n")
 	sid := loadSession(t, st, map[string][]byte{"noise.bin": blob, "a.txt": []byte("a needle\n")})
-	if _, ok := contentTrigrams(blob); ok {
+	if _, ok := contentTrigrams(blob, false); ok {
 		t.Fatalf("%d random bytes are under the cap of %d trigrams", len(blob), maxDocTrigrams)
 	}
 	ix, err := OpenWith(data, st, Options{})
@@ -234,5 +236,136 @@ func TestCutShortBuildStartsOver(t *testing.T) {
 	ids, err := ix.be.ids(sid, idQuery{})
 	if err != nil || len(ids) != 1 || ids[0] != "a.txt" {
 		t.Fatalf("documents after catching up: %v (%v), want [a.txt]", ids, err)
+	}
+}
+
+// TestBinaryFilesIndexBuckets: a binary file's document holds trigram
+// buckets (btri), not trigrams, and grep still finds what GNU grep finds
+// in it, reading only the files whose terms allow a match.
+func TestBinaryFilesIndexBuckets(t *testing.T) {
+	st, data := openStore(t)
+	bin := []byte("\x7fELF\x00\x01\x02 runtime.MaxHeaderBytes \x00\xff\xfe tail\n")
+	r := rand.New(rand.NewPCG(5, 6))
+	for range 4000 {
+		bin = append(bin, byte(r.IntN(256)))
+	}
+	files := map[string][]byte{
+		"obj.bin":  bin,
+		"a.txt":    []byte("MaxHeaderBytes in text\n"),
+		"b.txt":    []byte("nothing here\n"),
+		"c/d.bin":  []byte("\x00other binary\n"),
+		"c/e.text": []byte("maxheaderbytes, folded\n"),
+	}
+	sid := loadSession(t, st, files)
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	if err := ix.Rebuild(sid, nil); err != nil {
+		t.Fatal(err)
+	}
+	if ids, err := ix.be.ids(sid, idQuery{Field: "tri", Term: "hea"}); err != nil || fmt.Sprint(ids) != "[a.txt c/e.text]" {
+		t.Errorf("tri:hea matches %v (%v), want the two text files", ids, err)
+	}
+	if ids, err := ix.be.ids(sid, idQuery{Field: "btri", Term: bucketTerm("hea")}); err != nil || fmt.Sprint(ids) != "[obj.bin]" {
+		t.Errorf("btri bucket of hea matches %v (%v), want [obj.bin]", ids, err)
+	}
+	dir := t.TempDir()
+	writeDir(t, dir, files)
+	for _, c := range []struct {
+		args []string
+		cand int
+	}{
+		{[]string{"-r", "MaxHeaderBytes"}, 3}, // the index is folded
+		{[]string{"-ri", "maxheaderbytes"}, 3},
+		{[]string{"-rc", "other binary"}, 1},
+		{[]string{"-r", "-E", "tail|text"}, 2},
+		{[]string{"-r", "absent-pattern"}, 0},
+	} {
+		want, wcode := gnuGrep(t, dir, c.args)
+		got, code, stats := padGrep(t, ix, sid, c.args)
+		if byFile(got) != byFile(want) || code != wcode {
+			t.Errorf("grep %q: got %q exit %d, GNU grep %q exit %d", c.args, got, code, want, wcode)
+		}
+		if stats.Scanned || stats.Candidates != c.cand {
+			t.Errorf("grep %q: %d candidates (scanned %v), want %d", c.args, stats.Candidates, stats.Scanned, c.cand)
+		}
+	}
+}
+
+// TestCatchUpCreatedAndLinked: a file created, hard-linked and written
+// in one stretch of the log (the catch-up asks the index for no other
+// names of an inode created in the stretch), and one linked before the
+// index was built and written after, are found under every name.
+func TestCatchUpCreatedAndLinked(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"old.txt": []byte("old\n")})
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	h, err := st.Header(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := st.Lookup(sid, h.Root, "old.txt", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Link(sid, old.Ino, h.Root, "old-link.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Rebuild(sid, nil); err != nil {
+		t.Fatal(err)
+	}
+	n, err := st.Create(sid, h.Root, "new.txt", mvcc.Attr{Mode: syscall.S_IFREG | 0o644}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Link(sid, n.Ino, h.Root, "new-link.txt"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.WriteContent(sid, n.Ino, strings.NewReader("needle new\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.WriteContent(sid, old.Ino, strings.NewReader("needle old\n"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	if covered, _, _ := ix.Covered(sid); covered == 0 {
+		t.Fatal("nothing covered after the catch-up")
+	}
+	got, code, stats := padGrep(t, ix, sid, []string{"-r", "needle"})
+	want := "new-link.txt:needle new\nnew.txt:needle new\nold-link.txt:needle old\nold.txt:needle old\n"
+	if byFile(got) != byFile(want) || code != 0 || stats.Candidates != 4 {
+		t.Errorf("got %q exit %d, %d candidates; want %q from the index", got, code, stats.Candidates, want)
+	}
+}
+
+// TestTextFieldMatchesBleve: the text field counts the same terms, with
+// the same frequencies and length (BM25's inputs), as a bleve TextField
+// with the standard analyzer, for a corpus of Go sources and odd text.
+func TestTextFieldMatchesBleve(t *testing.T) {
+	files := corpus(t)
+	files["odd"] = []byte("Don't STOP: the a an fmt.Println(3.14) foo_bar ÉCOLE école 東京 x\r\ny")
+	for p, data := range files {
+		want := document.NewTextFieldCustom("text", nil, append([]byte(nil), data...), textOpts, standardAnalyzer)
+		want.Analyze()
+		got := &textField{data: append([]byte(nil), data...)}
+		got.Analyze()
+		if got.AnalyzedLength() != want.AnalyzedLength() || len(got.freqs) != len(want.AnalyzedTokenFrequencies()) {
+			t.Fatalf("%s: %d tokens, %d terms; bleve %d, %d", p, got.AnalyzedLength(), len(got.freqs),
+				want.AnalyzedLength(), len(want.AnalyzedTokenFrequencies()))
+		}
+		for term, wf := range want.AnalyzedTokenFrequencies() {
+			gf := got.freqs[term]
+			if gf == nil || gf.Frequency() != wf.Frequency() || string(gf.Term) != term {
+				t.Fatalf("%s: term %q: got %+v, bleve frequency %d", p, term, gf, wf.Frequency())
+			}
+		}
 	}
 }

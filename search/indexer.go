@@ -22,11 +22,16 @@ type changes struct {
 	paths    map[string]bool     // re-read these paths
 	subtrees map[string]bool     // re-walk these (renamed, exchanged, removed)
 	inos     map[mvcc.Ino]string // content changed: every name of these inodes
-	full     bool                // re-walk everything (fork, redaction, unknown op)
+	// created are the inodes made in this stretch: all their names are
+	// in it (inode numbers are never reused), so the index need not be
+	// asked for others.
+	created map[mvcc.Ino]bool
+	full    bool // re-walk everything (fork, redaction, unknown op)
 }
 
 func newChanges() *changes {
-	return &changes{paths: map[string]bool{}, subtrees: map[string]bool{}, inos: map[mvcc.Ino]string{}}
+	return &changes{paths: map[string]bool{}, subtrees: map[string]bool{}, inos: map[mvcc.Ino]string{},
+		created: map[mvcc.Ino]bool{}}
 }
 
 // add records one event.
@@ -38,6 +43,9 @@ func (c *changes) add(ev mvcc.Event) {
 		}
 		if ev.Ino != 0 {
 			c.inos[ev.Ino] = ev.Path
+			if ev.Op == "create" {
+				c.created[ev.Ino] = true
+			}
 		}
 	case "unlink", "symlink", "mkdir":
 		if ev.Path != "" {
@@ -165,8 +173,13 @@ func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq 
 	for p := range ch.paths {
 		paths[p] = true
 	}
-	// Other names of files whose content changed (hard links).
+	// Other names of files whose content changed (hard links). (A tar -x
+	// creates thousands of files: one query each was most of a
+	// catch-up's time in the worker.)
 	for ino := range ch.inos {
+		if ch.created[ino] {
+			continue
+		}
 		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10)})
 		if err != nil {
 			return err
@@ -209,7 +222,17 @@ func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq 
 			dels = append(dels, p)
 		}
 	}
-	gen, err := ix.be.begin(sid, 2, catchUpBytes, catchUpDocs)
+	// A large stretch (tar -x, a checkout) is indexed in a build's large
+	// batches: fewer segments to build and to merge.
+	maxBytes, maxDocs := int64(catchUpBytes), catchUpDocs
+	var total int64
+	for _, f := range files {
+		total += int64(min(f.n.Size, MaxIndexedSize))
+	}
+	if total >= batchBytes/2 || len(files) >= batchDocs/2 {
+		maxBytes, maxDocs = batchBytes, batchDocs
+	}
+	gen, err := ix.be.begin(sid, 2, maxBytes, maxDocs)
 	if err != nil {
 		return err
 	}

@@ -3,7 +3,8 @@ package search
 import (
 	"sync"
 
-	"github.com/blevesearch/bleve/v2/analysis"
+	"github.com/blevesearch/bleve/v2/search/query"
+	index "github.com/blevesearch/bleve_index_api"
 )
 
 // Content trigrams for the index: every distinct 3-byte window of a file's
@@ -48,9 +49,10 @@ func (s *trigramSet) reset() {
 // read on every search stay rare.
 const maxDocTrigrams = 1 << 19
 
-// contentTrigrams returns the folded trigrams of data as a bleve token
-// stream; ok is false when there are more than maxDocTrigrams.
-func contentTrigrams(data []byte) (ts analysis.TokenStream, ok bool) {
+// contentTrigrams returns the distinct folded trigrams of data, packed 3
+// bytes each, or with binary their buckets (see trigramBucket), 2 bytes
+// each; ok is false when there are more than maxDocTrigrams trigrams.
+func contentTrigrams(data []byte, binary bool) (terms []byte, ok bool) {
 	set := trigramPool.Get().(*trigramSet)
 	defer func() {
 		set.reset()
@@ -66,23 +68,156 @@ func contentTrigrams(data []byte) (ts analysis.TokenStream, ok bool) {
 			}
 		}
 	}
-	return tokens(set.codes), true
-}
-
-func tokens(codes []uint32) analysis.TokenStream {
-	buf := make([]byte, 3*len(codes))
-	toks := make([]analysis.Token, len(codes))
-	ts := make(analysis.TokenStream, len(codes))
-	for i, c := range codes {
-		t := buf[3*i : 3*i+3 : 3*i+3]
-		t[0], t[1], t[2] = byte(c>>16), byte(c>>8), byte(c)
-		toks[i] = analysis.Token{Term: t, Position: i + 1, Start: 0, End: 3, Type: analysis.AlphaNumeric}
-		ts[i] = &toks[i]
+	if binary {
+		return bucketTerms(set.codes), true
 	}
-	return ts
+	terms = make([]byte, 3*len(set.codes))
+	for i, c := range set.codes {
+		terms[3*i], terms[3*i+1], terms[3*i+2] = byte(c>>16), byte(c>>8), byte(c)
+	}
+	return terms, true
 }
 
-// preAnalyzed is an analyzer that returns tokens computed beforehand.
-type preAnalyzed analysis.TokenStream
+// Binary files index trigram buckets (field "btri") instead of trigrams:
+// their bytes hold millions of distinct trigrams that no text has (the
+// object files and archives of GOROOT/src: 3 million terms, against 0.2
+// million for all its source), which made most of the index's dictionary
+// and of its build time, for files grep rarely looks for. A bucket is 16
+// bits of a hash of the folded trigram, so a binary file holding a
+// trigram holds its bucket: grep asks for both, and a bucket shared by
+// another trigram only costs a file read.
+const bucketBits = 16
 
-func (p preAnalyzed) Analyze([]byte) analysis.TokenStream { return analysis.TokenStream(p) }
+func trigramBucket(c uint32) uint32 { return (c * 0x9E3779B1) >> (32 - bucketBits) }
+
+// bucketTerms returns the distinct buckets of codes, packed 2 bytes each.
+func bucketTerms(codes []uint32) []byte {
+	var seen [1 << bucketBits / 64]uint64
+	var terms []byte
+	for _, c := range codes {
+		b := trigramBucket(c)
+		if seen[b>>6]&(1<<(b&63)) == 0 {
+			seen[b>>6] |= 1 << (b & 63)
+			terms = append(terms, byte(b>>8), byte(b))
+		}
+	}
+	return terms
+}
+
+// termsField is a document field of distinct terms computed beforehand
+// (trigrams, buckets), indexed without frequencies, norms or locations.
+// It hands bleve their frequency map directly: the token stream that a
+// bleve TextField goes through cost an allocation per trigram and
+// another per map entry, most of the heap and the garbage of a build.
+type termsField struct {
+	name   string
+	terms  []byte // width bytes each, distinct
+	width  int
+	freqs  index.TokenFrequencies
+	length int
+}
+
+func newTermsField(name string, terms []byte, width int) *termsField {
+	return &termsField{name: name, terms: terms, width: width}
+}
+
+func (f *termsField) Name() string                        { return f.name }
+func (f *termsField) ArrayPositions() []uint64            { return nil }
+func (f *termsField) Options() index.FieldIndexingOptions { return trigramOpts }
+func (f *termsField) Value() []byte                       { return nil }
+func (f *termsField) NumPlainTextBytes() uint64           { return 0 }
+func (f *termsField) EncodedFieldType() byte              { return 't' }
+func (f *termsField) AnalyzedLength() int                 { return f.length }
+func (f *termsField) AnalyzedTokenFrequencies() index.TokenFrequencies {
+	return f.freqs
+}
+func (f *termsField) Size() int { return 64 + 2*len(f.terms) }
+
+// Analyze builds the frequency map (on scorch's analysis goroutines): one
+// allocation for all entries, and keys that are substrings of one string.
+func (f *termsField) Analyze() {
+	w := f.width
+	n := len(f.terms) / w
+	keys := string(f.terms)
+	tfs := make([]index.TokenFreq, n)
+	m := make(index.TokenFrequencies, n)
+	for i := range n {
+		tfs[i].Term = f.terms[i*w : (i+1)*w : (i+1)*w]
+		m[keys[i*w:(i+1)*w]] = &tfs[i]
+	}
+	f.freqs, f.length = m, n
+}
+
+// textField is the text field: the standard analyzer's tokens, counted
+// into the frequency map without bleve's TextField's allocation per term
+// (and its Size, which walks the map).
+type textField struct {
+	data   []byte
+	freqs  index.TokenFrequencies
+	length int
+}
+
+func (f *textField) Name() string                        { return "text" }
+func (f *textField) ArrayPositions() []uint64            { return nil }
+func (f *textField) Options() index.FieldIndexingOptions { return textOpts }
+func (f *textField) Value() []byte                       { return nil }
+func (f *textField) NumPlainTextBytes() uint64           { return uint64(len(f.data)) }
+func (f *textField) EncodedFieldType() byte              { return 't' }
+func (f *textField) AnalyzedLength() int                 { return f.length }
+func (f *textField) AnalyzedTokenFrequencies() index.TokenFrequencies {
+	return f.freqs
+}
+func (f *textField) Size() int { return 64 }
+
+// Analyze counts the tokens as analysis.TokenFrequency does for a field
+// without term vectors.
+func (f *textField) Analyze() {
+	toks := standardAnalyzer.Analyze(f.data)
+	m := make(index.TokenFrequencies, len(toks)/4+1)
+	tfs := make([]index.TokenFreq, 0, len(toks))
+	for _, t := range toks {
+		if tf, ok := m[string(t.Term)]; ok {
+			tf.SetFrequency(tf.Frequency() + 1)
+			continue
+		}
+		tfs = append(tfs, index.TokenFreq{Term: t.Term})
+		tf := &tfs[len(tfs)-1]
+		tf.SetFrequency(1)
+		m[string(t.Term)] = tf
+	}
+	f.freqs, f.length = m, len(toks)
+	f.data = nil
+}
+
+// bucketTerm is the btri term of trigram t (3 bytes).
+func bucketTerm(t string) string {
+	b := trigramBucket(uint32(t[0])<<16 | uint32(t[1])<<8 | uint32(t[2]))
+	return string([]byte{byte(b >> 8), byte(b)})
+}
+
+// bucketQuery is bleveQuery over the btri field: the binary files that
+// may hold what q asks for.
+func bucketQuery(q *Query) query.Query {
+	switch q.Op {
+	case QAll:
+		return query.NewMatchAllQuery()
+	case QNone:
+		return query.NewMatchNoneQuery()
+	}
+	var subs []query.Query
+	for _, t := range q.Trigram {
+		if len(t) != 3 {
+			// Not a trigram (cannot happen): match every binary file.
+			subs = append(subs, query.NewMatchAllQuery())
+			continue
+		}
+		subs = append(subs, termQ("btri", bucketTerm(t)))
+	}
+	for _, s := range q.Sub {
+		subs = append(subs, bucketQuery(s))
+	}
+	if q.Op == QAnd {
+		return query.NewConjunctionQuery(subs)
+	}
+	return query.NewDisjunctionQuery(subs)
+}

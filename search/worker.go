@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,14 @@ func workerMain(dir string) int {
 	if err := errors.Join(err1, err2); err != nil {
 		log.Error("search worker: no connection to the mount", "err", err)
 		return 2
+	}
+	if p := os.Getenv("PADFS_INDEX_CPUPROFILE"); p != "" {
+		// For measuring the worker: a CPU profile of its whole life.
+		if f, err := os.Create(fmt.Sprintf("%s.%d", p, os.Getpid())); err == nil {
+			if pprof.StartCPUProfile(f) == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
 	}
 	lb := newLocalBackend(dir, log)
 	sv := &server{lb: lb, errs: map[mvcc.SessionID]error{}}
