@@ -50,7 +50,9 @@
 // no FUSE READ). The kernel never drops pages on its own when it sees a
 // new mtime or size (FUSE_EXPLICIT_INVAL_DATA): an open file's pages stay
 // those of the version it read or wrote until InvalidateSession or an
-// open of a newer version (close-to-open, as NFS). Views in
+// open of a newer version (close-to-open, as NFS). A live directory's
+// listing is cached (FOPEN_CACHE_DIR) while the directory is the version
+// it was listed at; every change of its entries is a new one. Views in
 // .asof/ of HLCs already in the past never change and are cached for an
 // hour (negative entries for a minute). The kernel learns of every change
 // made through the mount; changes made behind its back (fork, forget,
@@ -443,10 +445,8 @@ func (m *Server) invalidate(sid mvcc.SessionID) {
 				in.NotifyEntry(name)
 				walk(ch)
 			}
-			in.NotifyContent(-1, 0) // attributes only
-		} else {
-			in.NotifyContent(0, 0) // attributes and pages
 		}
+		in.NotifyContent(0, 0) // attributes and pages (a directory's: its listing)
 	}
 	if m.opts.Session != nil {
 		if *m.opts.Session == sid {

@@ -5,6 +5,8 @@ import (
 	"log"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -255,5 +257,90 @@ func TestPageCacheTruncateStalePages(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(filepath.Join(mntB, "f")); !bytes.Equal(got, now[:300000]) {
 		t.Fatal("truncated through the second mount: stale bytes of the old version")
+	}
+}
+
+// listCounting lists dir and returns its names and the FUSE READDIR(PLUS)
+// requests it caused.
+func listCounting(t *testing.T, c *opCounter, dir string) ([]string, int) {
+	t.Helper()
+	s := c.snapshot()
+	before := s["READDIR"] + s["READDIRPLUS"]
+	f, err := os.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := f.Readdirnames(-1)
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(names)
+	s = c.snapshot()
+	return names, s["READDIR"] + s["READDIRPLUS"] - before
+}
+
+// A live directory's listing is cached by the kernel while the directory
+// is unchanged, and never shown stale: changes through the mount, through
+// another mount of the session and outside FUSE (with
+// InvalidateSessionWait) show at the next listing.
+func TestDirCache(t *testing.T) {
+	mnt, st, m, c := mountCounting(t)
+	sid := sessionOf(t, m)
+	d := filepath.Join(mnt, "d")
+	if err := os.Mkdir(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b"} {
+		if err := os.WriteFile(filepath.Join(d, n), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := func(got []string, ws ...string) {
+		t.Helper()
+		if !slices.Equal(got, ws) {
+			t.Fatalf("listing %v, want %v", got, ws)
+		}
+	}
+	got, _ := listCounting(t, c, d)
+	want(got, "a", "b")
+	got, reqs := listCounting(t, c, d)
+	want(got, "a", "b")
+	if reqs != 0 {
+		t.Errorf("second listing of an unchanged directory: %d READDIRs, want 0 (cached)", reqs)
+	}
+	// Through this mount.
+	if err := os.WriteFile(filepath.Join(d, "c"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = listCounting(t, c, d)
+	want(got, "a", "b", "c")
+	if err := os.Remove(filepath.Join(d, "a")); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = listCounting(t, c, d)
+	want(got, "b", "c")
+	// Through a second mount of the session.
+	mntB := filepath.Join(t.TempDir(), "b")
+	mountAt(t, st, mntB, Options{Session: &sid, SpillDir: t.TempDir()})
+	if err := os.WriteFile(filepath.Join(mntB, "d", "e"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, _ = listCounting(t, c, d)
+	want(got, "b", "c", "e")
+	// Outside FUSE, announced.
+	din, err := st.Walk(sid, "d", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Create(sid, din.Ino, "f", mvcc.Attr{Mode: 0o644}, ""); err != nil {
+		t.Fatal(err)
+	}
+	m.InvalidateSessionWait(sid)
+	got, _ = listCounting(t, c, d)
+	want(got, "b", "c", "e", "f")
+	// rm -r empties it (listing while unlinking, then rewinding).
+	if out, err := shErr(mnt, "rm -r d && ls -a"); err != nil || strings.Contains(out, "d\n") {
+		t.Fatalf("rm -r d: %v: %s", err, out)
 	}
 }
