@@ -52,12 +52,14 @@
 // those of the version it read or wrote until InvalidateSession or an
 // open of a newer version (close-to-open, as NFS). A live directory's
 // listing is cached (FOPEN_CACHE_DIR) while the directory is the version
-// it was listed at; every change of its entries is a new one. Views in
-// .asof/ of HLCs already in the past never change and are cached for an
-// hour (negative entries for a minute). The kernel learns of every change
-// made through the mount; changes made behind its back (fork, forget,
-// redact, checkpoint by the CLI, writes through session.Wrap in the mount's
-// process) must be announced with InvalidateSession, which drops the
+// it was listed at; every change of its entries is a new one. Symlink
+// targets are cached (a target never changes: a new one is a new
+// inode). Views in .asof/ of HLCs already in the past never change and
+// are cached for an hour (negative entries for a minute). The kernel
+// learns of every change made through the mount; changes made behind its
+// back (fork, forget, redact, checkpoint by the CLI, writes through
+// session.Wrap in the mount's process) must be announced with
+// InvalidateSession, which drops the
 // kernel's entries (negative ones included), attributes and pages of the
 // session. What neither covers is bounded by the timeout: a background
 // commit of a file refines the st_blocks estimate and the ctime that stat
@@ -279,6 +281,9 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		// the pages only for the content they came from (keepCache)
 		// and InvalidateSession drops them for changes made elsewhere.
 		ExplicitDataCacheControl: true,
+		// A symlink's target never changes (a new target is a new
+		// inode); InvalidateSession drops it with the pages.
+		EnableSymlinkCaching: true,
 	}
 	if opts.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")

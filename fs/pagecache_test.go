@@ -344,3 +344,33 @@ func TestDirCache(t *testing.T) {
 		t.Fatalf("rm -r d: %v: %s", err, out)
 	}
 }
+
+// Symlink targets are cached by the kernel (a symlink's target never
+// changes; a new target is a new inode).
+func TestSymlinkCache(t *testing.T) {
+	mnt, _, _, c := mountCounting(t)
+	l := filepath.Join(mnt, "l")
+	if err := os.Symlink("target-one", l); err != nil {
+		t.Fatal(err)
+	}
+	readlink := func(want string) int {
+		t.Helper()
+		before := c.snapshot()["READLINK"]
+		got, err := os.Readlink(l)
+		if err != nil || got != want {
+			t.Fatalf("readlink %s: %q, %v; want %q", l, got, err, want)
+		}
+		return c.snapshot()["READLINK"] - before
+	}
+	readlink("target-one")
+	if n := readlink("target-one"); n != 0 {
+		t.Errorf("second readlink: %d READLINKs, want 0 (cached)", n)
+	}
+	if err := os.Remove(l); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("target-two", l); err != nil {
+		t.Fatal(err)
+	}
+	readlink("target-two")
+}
