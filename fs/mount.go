@@ -45,12 +45,21 @@
 //
 // Live entries, negative entries (names that do not exist) and attributes
 // are cached for a minute; content is kept across opens (FOPEN_KEEP_CACHE)
-// while the inode's ContentHLC is the one the kernel last read. Views in
-// .asof/ of HLCs already in the past never change and are cached for an
-// hour (negative entries for a minute). The kernel learns of every change
-// made through the mount; changes made behind its back (fork, forget,
-// redact, checkpoint by the CLI, writes through session.Wrap in the mount's
-// process) must be announced with InvalidateSession, which drops the
+// while the inode's ContentHLC is the one the kernel last read or wrote
+// (a file written through the mount reads back from the page cache, with
+// no FUSE READ). The kernel never drops pages on its own when it sees a
+// new mtime or size (FUSE_EXPLICIT_INVAL_DATA): an open file's pages stay
+// those of the version it read or wrote until InvalidateSession or an
+// open of a newer version (close-to-open, as NFS). A live directory's
+// listing is cached (FOPEN_CACHE_DIR) while the directory is the version
+// it was listed at; every change of its entries is a new one. Symlink
+// targets are cached (a target never changes: a new one is a new
+// inode). Views in .asof/ of HLCs already in the past never change and
+// are cached for an hour (negative entries for a minute). The kernel
+// learns of every change made through the mount; changes made behind its
+// back (fork, forget, redact, checkpoint by the CLI, writes through
+// session.Wrap in the mount's process) must be announced with
+// InvalidateSession, which drops the
 // kernel's entries (negative ones included), attributes and pages of the
 // session. What neither covers is bounded by the timeout: a background
 // commit of a file refines the st_blocks estimate and the ctime that stat
@@ -264,6 +273,17 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		// (killpriv.go), which spares a GETXATTR before every write.
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
 		Logger:            opts.debugLog,
+
+		// EXPLICIT_INVAL_DATA: the kernel keeps a file's pages when
+		// it sees its mtime or size change (it truncates past a new
+		// size itself). Those changes are padfs's own commits of what
+		// the kernel wrote, which its pages hold already; Open keeps
+		// the pages only for the content they came from (keepCache)
+		// and InvalidateSession drops them for changes made elsewhere.
+		ExplicitDataCacheControl: true,
+		// A symlink's target never changes (a new target is a new
+		// inode); InvalidateSession drops it with the pages.
+		EnableSymlinkCaching: true,
 	}
 	if opts.AllowOther {
 		mo.Options = append(mo.Options, "default_permissions")
@@ -430,10 +450,8 @@ func (m *Server) invalidate(sid mvcc.SessionID) {
 				in.NotifyEntry(name)
 				walk(ch)
 			}
-			in.NotifyContent(-1, 0) // attributes only
-		} else {
-			in.NotifyContent(0, 0) // attributes and pages
 		}
+		in.NotifyContent(0, 0) // attributes and pages (a directory's: its listing)
 	}
 	if m.opts.Session != nil {
 		if *m.opts.Session == sid {

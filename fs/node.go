@@ -23,6 +23,8 @@ type Node struct {
 	view *view
 	// kcache is the ContentHLC of the content the kernel's page cache was
 	// last filled from (0: unknown); Open keeps the cache when it matches.
+	// For a live directory it is the version (HLC) whose listing the
+	// kernel may cache.
 	kcache atomic.Uint64
 }
 

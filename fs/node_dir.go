@@ -64,6 +64,23 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 	var fl uint32
 	if n.view != nil && n.view.stable {
 		fl = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE
+	} else if n.view == nil {
+		// Every change of the entries is a new version of the
+		// directory (its mtime), so the kernel's listing is kept
+		// while the version is the one it was read at or after (the
+		// kernel drops it itself at its own changes in it).
+		if in, err := n.inode(); err == nil {
+			fl = fuse.FOPEN_CACHE_DIR
+			if h := uint64(in.HLC); n.kcache.Load() == h {
+				fl |= fuse.FOPEN_KEEP_CACHE
+			} else {
+				// Unlike a file's pages, a listing outlives an
+				// open without KEEP_CACHE (the kernel checks only
+				// the mtime it has): drop it before the reply.
+				n.NotifyContent(0, 0)
+				n.kcache.Store(h)
+			}
+		}
 	}
 	return &dirHandle{load: load, sync: n.m.st.Sync}, fl, 0
 }
