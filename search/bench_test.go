@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -35,7 +34,7 @@ func TestBenchGrepGoSource(t *testing.T) {
 	if os.Getenv("PADFS_BENCH_GREP") == "" {
 		t.Skip("set PADFS_BENCH_GREP=1 to run the grep benchmark")
 	}
-	src := filepath.Join(runtime.GOROOT(), "src")
+	src := filepath.Join(goroot(t), "src")
 	data := t.TempDir()
 	st, err := mvcc.OpenDir(data)
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"sort"
 	"strings"
 	"syscall"
@@ -67,7 +66,7 @@ func corpus(t testing.TB) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
 	for _, pkg := range []string{"strings", "bytes", "bufio", "unicode/utf8", "regexp", "regexp/syntax", "sort", "path"} {
-		src := filepath.Join(runtime.GOROOT(), "src", pkg)
+		src := filepath.Join(goroot(t), "src", pkg)
 		ents, err := os.ReadDir(src)
 		if err != nil {
 			t.Skipf("GOROOT sources: %v", err)
@@ -177,3 +176,14 @@ func padGrep(t testing.TB, ix *Index, sid mvcc.SessionID, args []string) (string
 }
 
 func waitABit() { time.Sleep(10 * time.Millisecond) }
+
+// goroot is `go env GOROOT` (runtime.GOROOT is deprecated: it names the
+// root the test binary was built with).
+func goroot(t testing.TB) string {
+	t.Helper()
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		t.Skipf("go env GOROOT: %v", err)
+	}
+	return strings.TrimSpace(string(out))
+}
