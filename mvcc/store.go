@@ -23,6 +23,10 @@ type Store struct {
 	watchers []func(SessionID, Event)
 
 	paths pathCache
+	// hw is the HLC high-water mark this process last wrote or read in a
+	// write transaction (under the KV's write serialization). Another
+	// process sharing the store (PostgreSQL) moves the stored one.
+	hw HLC
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
@@ -60,7 +64,44 @@ func New(kvs kv.Store) (*Store, error) {
 		return nil, err
 	}
 	s.clock = NewClock(last)
+	s.hw = last
 	return s, nil
+}
+
+// KV returns the ordered KV under the store (for the composition above
+// mvcc: a driver's leases and maintenance).
+func (s *Store) KV() kv.Store { return s.kv }
+
+// tickLocked issues the HLC of a write transaction: greater than every HLC
+// this process issued and than the stored high-water mark, which other
+// processes sharing the store advance (so HLCs increase across hosts too),
+// and records it as the new high-water mark. A high-water mark this
+// process did not write means another process committed since our last
+// write: the cached paths become suspect (pathCache).
+func (s *Store) tickLocked(tx kv.Txn) (HLC, error) {
+	v, err := tx.Get(metaKey("hlc"))
+	if err != nil {
+		return 0, err
+	}
+	if len(v) == 8 {
+		if hw := HLC(binary.BigEndian.Uint64(v)); hw != s.hw {
+			s.clock.Observe(hw)
+			s.paths.suspectAll()
+		}
+	}
+	h := s.clock.Tick()
+	s.hw = h
+	return h, tx.Put(metaKey("hlc"), u64(uint64(h)))
+}
+
+// Observe makes the clock issue only HLCs above h (an HLC another process
+// issued).
+func (c *Clock) Observe(h HLC) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h > c.last {
+		c.last = h
+	}
 }
 
 // Close closes the underlying KV.
@@ -75,8 +116,9 @@ func (s *Store) Sync() error { return s.kv.Sync() }
 func (s *Store) Now() (HLC, error) {
 	var h HLC
 	err := s.kv.Update(func(tx kv.Txn) error {
-		h = s.clock.Tick()
-		return tx.Put(metaKey("hlc"), u64(uint64(h)))
+		var err error
+		h, err = s.tickLocked(tx)
+		return err
 	})
 	return h, err
 }
