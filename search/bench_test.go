@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/fs"
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -37,7 +38,7 @@ func TestBenchGrepGoSource(t *testing.T) {
 	}
 	src := filepath.Join(runtime.GOROOT(), "src")
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestBenchGrepGoSource(t *testing.T) {
 	}
 
 	// The mount: GNU grep over it, and padfs grep in its process.
-	st, err = mvcc.OpenDir(data)
+	st, err = storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}

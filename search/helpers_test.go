@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -21,7 +22,7 @@ import (
 func openStore(t testing.TB) (*mvcc.Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

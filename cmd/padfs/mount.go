@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/padfs/padfs/fs"
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/mvcc/kv"
 	"github.com/padfs/padfs/timetravel"
@@ -55,6 +57,7 @@ once (committed data is safe; the dead mount then needs umount -l).`,
 	c.Flags().String("session", "", "mount this session (id or name) at the root (default: all sessions as directories)")
 	c.Flags().Bool("allow-other", false, "let other users in (file modes and ownership are enforced by the kernel)")
 	c.Flags().Bool("debug", false, "debug logging (and go-fuse's request trace)")
+	c.Flags().Duration("lease-ttl", 15*time.Second, "with --store postgres://...: how long after this process stops renewing (crash, pause) its read-write lease expires")
 	c.Flags().String("asof", "", "with --session: mount that session read-only as of an HLC, RFC 3339 time or checkpoint (works for forgotten sessions too)")
 	return c
 }
@@ -88,7 +91,8 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	st, err := openStore(dir)
+	url := storeURL(cmd)
+	st, err := openStore(dir, url)
 	if errors.Is(err, kv.ErrLocked) {
 		if info, qerr := queryMount(dir); qerr == nil {
 			return fmt.Errorf("data directory %s is in use by another padfs (pid %d, mounted at %s)", dir, info.Pid, info.Mountpoint)
@@ -135,6 +139,21 @@ func runMount(cmd *cobra.Command, args []string) error {
 		}
 	}
 
+	if asof == nil {
+		// A shared store (PostgreSQL) admits one writer per session.
+		ttl, _ := cmd.Flags().GetDuration("lease-ttl")
+		release, err := storeopen.LeaseMount(st, sid, ttl)
+		if err != nil {
+			closeStore()
+			return err
+		}
+		defer func() {
+			if err := release(); err != nil {
+				log.Warn("release lease", "err", err)
+			}
+		}()
+	}
+
 	opts := fs.Options{
 		Session:    sid,
 		AsOf:       asof,
@@ -148,7 +167,7 @@ func runMount(cmd *cobra.Command, args []string) error {
 			return err
 		},
 	}
-	hookApp := &App{Dir: dir, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
+	hookApp := &App{Dir: dir, URL: url, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
 		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
 	hookApp.Cwd, _ = os.Getwd()
 	var stops []func()
@@ -179,7 +198,7 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if sid != nil {
 		info.Session = sid.String()
 	}
-	ctl, err := listenCtl(App{Dir: dir, Store: st, Changed: m.InvalidateSession, Flush: m.Flush, Mount: info}, log)
+	ctl, err := listenCtl(App{Dir: dir, URL: url, Store: st, Changed: m.InvalidateSession, Flush: m.Flush, Mount: info}, log)
 	if err != nil {
 		if uerr := m.Unmount(); uerr != nil {
 			log.Error("unmount", "mountpoint", mnt, "err", uerr)

@@ -275,3 +275,34 @@ func (s *Server) Stop() error {
 
 // Dir is the server's temporary directory (data/, server.log, the socket).
 func (s *Server) Dir() string { return s.dir }
+
+// StartT starts a server for one test and its subtests (for packages
+// whose TestMain is taken): it skips the test where PostgreSQL is not
+// installed, fails it if the server does not start, and stops the server
+// at the test's cleanup, also on failure.
+func StartT(t testing.TB) *Server {
+	t.Helper()
+	s, err := Start()
+	if errors.Is(err, errNoBinaries) {
+		t.Skipf("pgtest: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Stop(); err != nil {
+			t.Errorf("pgtest: %v", err)
+		}
+	})
+	return s
+}
+
+// DB creates a fresh database on s for t and returns its URL.
+func (s *Server) DB(t testing.TB) string {
+	t.Helper()
+	u, err := s.CreateDB(context.Background())
+	if err != nil {
+		t.Fatalf("pgtest: %v", err)
+	}
+	return u
+}
