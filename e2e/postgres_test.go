@@ -92,6 +92,12 @@ func testTwoHosts(t *testing.T, url string) {
 	if g := mustPgPadfs(t, b.data, url, "grep", "-n", "--session", s1, "needle"); g != "a.txt:1:alpha needle changed" {
 		t.Errorf("grep on host b over session one = %q", g)
 	}
+	// Host b's search index follows session one, written on host a: its
+	// hits stop being "degraded" (read past the index) once it caught up.
+	waitFor(t, "host b's index to follow session one", func() bool {
+		r := pgPadfs(t, b.data, url, "search", "--json", "--session", s1, "needle")
+		return r.code == 0 && strings.Contains(r.out, `"path":"a.txt"`) && !strings.Contains(r.out, `"degraded":true`)
+	})
 	// Session one, mounted read-write on host a, mounts read-only as of
 	// now on a third host.
 	now := mustPgPadfs(t, b.data, url, "now")

@@ -96,3 +96,57 @@ func TestSharedPathCache(t *testing.T) {
 		t.Fatalf("log after another process renamed d to e: %q; last event names %q, want e/f2", paths, got)
 	}
 }
+
+// TestPollOthers: commits of another process reach this process's
+// watchers through PollOthers; our own commits are not reported twice.
+func TestPollOthers(t *testing.T) {
+	a, b := openShared(t)
+	var mu sync.Mutex
+	var heard []Event
+	b.Watch(func(_ SessionID, ev Event) {
+		mu.Lock()
+		heard = append(heard, ev)
+		mu.Unlock()
+	})
+	h, err := a.CreateSession("s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, err := b.PollOthers(); err != nil || n != 0 {
+		t.Fatalf("first poll: %d, %v; want a baseline (0)", n, err)
+	}
+	writeFile(t, a, h.ID, h.Root, "x", []byte("1"))
+	writeFile(t, a, h.ID, h.Root, "y", []byte("2"))
+	if n, err := b.PollOthers(); err != nil || n != 1 {
+		t.Fatalf("poll after two commits of the other process: %d sessions, %v; want 1", n, err)
+	}
+	mu.Lock()
+	if len(heard) != 1 || heard[0].Path != "y" {
+		t.Errorf("watcher heard %+v; want the newest event (y)", heard)
+	}
+	heard = nil
+	mu.Unlock()
+	writeFile(t, b, h.ID, h.Root, "z", []byte("3")) // ours: heard at commit
+	if n, err := b.PollOthers(); err != nil || n != 0 {
+		t.Fatalf("poll after our own commit: %d, %v; want 0", n, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, ev := range heard {
+		if ev.Path != "z" {
+			t.Errorf("watcher heard %+v; want only our own commits (z), once", heard)
+		}
+	}
+}
+
+// TestFollowClose: Close stops the poller Follow started (and a second
+// Follow is a no-op).
+func TestFollowClose(t *testing.T) {
+	a, _ := openShared(t)
+	a.Follow(time.Millisecond)
+	a.Follow(time.Millisecond)
+	time.Sleep(5 * time.Millisecond)
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -21,6 +21,7 @@ type Store struct {
 
 	mu       sync.Mutex
 	watchers []func(SessionID, Event)
+	follow   *follower // other writers' commits (follow.go)
 
 	paths pathCache
 	// hw is the HLC high-water mark this process last wrote or read in a
@@ -104,8 +105,11 @@ func (c *Clock) Observe(h HLC) {
 	}
 }
 
-// Close closes the underlying KV.
-func (s *Store) Close() error { return s.kv.Close() }
+// Close stops following other writers and closes the underlying KV.
+func (s *Store) Close() error {
+	s.stopFollowing()
+	return s.kv.Close()
+}
 
 // Sync returns when every commit so far survives a power loss.
 func (s *Store) Sync() error { return s.kv.Sync() }
@@ -134,6 +138,16 @@ func (s *Store) Watch(fn func(SessionID, Event)) {
 }
 
 func (s *Store) notify(sid SessionID, ev Event) {
+	s.mu.Lock()
+	f := s.follow
+	s.mu.Unlock()
+	if f != nil {
+		f.sawLocal(sid, ev.Seq)
+	}
+	s.notifyWatchers(sid, ev)
+}
+
+func (s *Store) notifyWatchers(sid SessionID, ev Event) {
 	s.mu.Lock()
 	ws := s.watchers
 	s.mu.Unlock()

@@ -29,6 +29,10 @@ import (
 // is not given.
 const EnvStore = "PADFS_STORE"
 
+// FollowInterval is how often a process on a shared store polls it for
+// other processes' commits (one read of the HLC high-water mark).
+const FollowInterval = time.Second
+
 // IsURL reports whether s names a PostgreSQL store (postgres:// or
 // postgresql://).
 func IsURL(s string) bool {
@@ -61,6 +65,9 @@ func Open(dir, storeURL string) (*mvcc.Store, error) {
 		pg.Close()
 		return nil, fmt.Errorf("store %s: %w", Redact(storeURL), err)
 	}
+	// Other hosts commit too: their commits reach this process's watchers
+	// (the search index) within a second.
+	st.Follow(FollowInterval)
 	return st, nil
 }
 
