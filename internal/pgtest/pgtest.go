@@ -159,7 +159,11 @@ func Start() (*Server, error) {
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}
 		owner, group = uid, gid
 	}
-	dir, err := os.MkdirTemp("", "padfs-pg-")
+	base, err := tempBase(owner, group)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(base, "padfs-pg-")
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
@@ -193,6 +197,9 @@ func Start() (*Server, error) {
 		"-k", s.sock, "-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "shared_buffers=32MB",
+		// Nothing in /dev/shm (small in containers), no parallel workers or
+		// autovacuum competing with the tests for the cores.
+		"-c", "dynamic_shared_memory_type=mmap", "-c", "max_parallel_workers_per_gather=0", "-c", "autovacuum=off",
 		"-c", "log_min_messages=warning", "-c", "log_statement=none")
 	// Its own process group (Stop kills the whole group); killed with the
 	// test binary if that dies first.
@@ -209,6 +216,52 @@ func Start() (*Server, error) {
 		return nil, fmt.Errorf("pgtest: server in %s did not start: %v; server log:\n%s", dir, err, bytes.TrimSpace(log))
 	}
 	return s, nil
+}
+
+// tempBase is where the server's directory goes: $TMPDIR if the server's
+// user can reach it and the socket path stays well under the kernel's 107
+// bytes, else /tmp.
+func tempBase(uid, gid int) (string, error) {
+	for _, d := range []string{os.TempDir(), "/tmp"} {
+		if len(d) <= 64 && reachable(d, uid, gid) {
+			return d, nil
+		}
+	}
+	return "", fmt.Errorf("pgtest: neither %s nor /tmp can be reached by uid %d, which runs the server", os.TempDir(), uid)
+}
+
+// reachable reports whether uid (group gid) may search every directory
+// from / to dir.
+func reachable(dir string, uid, gid int) bool {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return false
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		fi, err := os.Stat(d)
+		if err != nil || !fi.IsDir() {
+			return false
+		}
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		perm := fi.Mode().Perm()
+		switch {
+		case !ok:
+			return false
+		case int(st.Uid) == uid:
+			if perm&0o100 == 0 {
+				return false
+			}
+		case int(st.Gid) == gid:
+			if perm&0o010 == 0 {
+				return false
+			}
+		case perm&0o001 == 0:
+			return false
+		}
+		if d == "/" {
+			return true
+		}
+	}
 }
 
 // waitReady connects until the server answers, it exits, or timeout.
@@ -275,6 +328,9 @@ func (s *Server) Stop() error {
 
 // Dir is the server's temporary directory (data/, server.log, the socket).
 func (s *Server) Dir() string { return s.dir }
+
+// Pid is the postmaster's process id.
+func (s *Server) Pid() int { return s.cmd.Process.Pid }
 
 // StartT starts a server for one test and its subtests (for packages
 // whose TestMain is taken): it skips the test where PostgreSQL is not

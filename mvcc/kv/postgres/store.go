@@ -656,3 +656,28 @@ func (s *Store) Close() error {
 
 // ctxTimeout bounds the housekeeping statements (leases, schema).
 const ctxTimeout = 10 * time.Second
+
+var _ kv.Compactor = (*Store)(nil)
+
+// Compact rewrites the table (VACUUM FULL), so that no deleted row's bytes
+// remain in its files: what hard forget and redaction promise. It holds an
+// exclusive lock on the table while it runs, so every host's padfs waits.
+// PostgreSQL's WAL (until its segments are recycled), its replicas and
+// its backups still hold the bytes; that is for their administrators.
+func (s *Store) Compact(progress func(done, total int64)) error {
+	if s.closed.Load() {
+		return kv.ErrClosed
+	}
+	if progress != nil {
+		progress(0, 1)
+	}
+	// VACUUM cannot run inside a transaction: the simple protocol runs it
+	// on its own.
+	if _, err := s.pool.Exec(context.Background(), "VACUUM (FULL) padfs_kv"); err != nil {
+		return s.wrap(err)
+	}
+	if progress != nil {
+		progress(1, 1)
+	}
+	return nil
+}
