@@ -49,7 +49,15 @@ and serves the control socket DATA/padfs.sock, through which the other padfs
 commands on the same data directory reach this process. Logs go to stderr.
 SIGINT or SIGTERM commits dirty buffers and unmounts; if the mountpoint is
 busy, a second signal detaches it lazily (umount -l) and a third one exits at
-once (committed data is safe; the dead mount then needs umount -l).`,
+once (committed data is safe; the dead mount then needs umount -l).
+
+With --store postgres://... (or $PADFS_STORE) a read-write mount takes the
+lease of its session (without --session: of all sessions), so that one
+process at a time writes it; another read-write mount of it, on any host,
+fails naming the holder (pid, host, since). The lease is renewed every
+--lease-ttl/3 and expires --lease-ttl (15s) after a crashed or paused holder
+stopped renewing it; a holder that lost it can no longer commit (EIO).
+--asof mounts take no lease.`,
 		Example: "  padfs mount --session $(padfs session new) ~/pad\n  padfs mount --session refactor ~/pad\n  padfs mount --data /srv/pads --allow-other /mnt/pads",
 		Args:    cobra.ExactArgs(1),
 		RunE:    runMount,

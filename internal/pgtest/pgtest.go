@@ -49,26 +49,23 @@ type Server struct {
 
 var (
 	mu      sync.Mutex
-	current *Server
-	skipWhy string // why there is no server (binaries missing)
-	failure error  // the server is installed but did not start
+	inMain  bool    // Main runs the tests: DB may start the server
+	current *Server // started by the first DB
+	failure error   // why it did not start
 )
 
-// Main starts a server, runs the tests and stops the server, also when
-// tests fail. It returns m.Run's exit code.
+// Main runs the tests and stops the package's server, if one of them
+// started it (DB starts it on first use, so tests that need none pay
+// nothing), also when tests fail. It returns m.Run's exit code.
 func Main(m *testing.M) int {
-	srv, err := Start()
 	mu.Lock()
-	switch {
-	case errors.Is(err, errNoBinaries):
-		skipWhy = err.Error()
-	case err != nil:
-		failure = err
-	default:
-		current = srv
-	}
+	inMain = true
 	mu.Unlock()
 	code := m.Run()
+	mu.Lock()
+	srv := current
+	current, failure = nil, errors.New("server stopped")
+	mu.Unlock()
 	if srv != nil {
 		if err := srv.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, "pgtest:", err)
@@ -77,21 +74,27 @@ func Main(m *testing.M) int {
 	return code
 }
 
-// DB creates a fresh, empty database on the package's server and returns
-// its URL (postgres://USER@/NAME?host=SOCKETDIR). It skips the test when
-// PostgreSQL is not installed, and fails it when the server did not start.
+// DB creates a fresh, empty database on the package's server (starting it
+// on first use) and returns its URL (postgres://USER@/NAME?host=SOCKETDIR).
+// It skips the test when PostgreSQL is not installed, and fails it when
+// the server does not start.
 func DB(t testing.TB) string {
 	t.Helper()
 	mu.Lock()
-	srv, why, ferr := current, skipWhy, failure
+	if !inMain {
+		mu.Unlock()
+		t.Fatal("pgtest: no server: call pgtest.Main from TestMain")
+	}
+	if current == nil && failure == nil {
+		current, failure = Start()
+	}
+	srv, ferr := current, failure
 	mu.Unlock()
 	switch {
+	case errors.Is(ferr, errNoBinaries):
+		t.Skipf("pgtest: %v", ferr)
 	case ferr != nil:
 		t.Fatalf("pgtest: %v", ferr)
-	case srv == nil && why != "":
-		t.Skipf("pgtest: %s", why)
-	case srv == nil:
-		t.Fatal("pgtest: no server: call pgtest.Main from TestMain")
 	}
 	u, err := srv.CreateDB(context.Background())
 	if err != nil {

@@ -164,8 +164,11 @@ func (l *Lease) renew() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ctxTimeout)
+		// Renewing an expired lease that nobody took over (the server was
+		// away longer than the TTL) is safe: a taker would have changed
+		// the token, and commits in between failed their check.
 		tag, err := l.s.pool.Exec(ctx, `UPDATE padfs_lease SET expires = clock_timestamp() + $3 * interval '1 millisecond'
-			WHERE name = $1 AND token = $2 AND expires > clock_timestamp()`, l.name, l.token, l.ttl.Milliseconds())
+			WHERE name = $1 AND token = $2`, l.name, l.token, l.ttl.Milliseconds())
 		cancel()
 		switch {
 		case err != nil:

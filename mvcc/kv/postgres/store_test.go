@@ -196,3 +196,29 @@ func TestCompact(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestLeaseRevived: a lease that expired while its holder could not renew
+// it (the server was away), and that nobody took over, is renewed again:
+// commits fail while it is expired and succeed once it is renewed.
+func TestLeaseRevived(t *testing.T) {
+	s := open(t, pgtest.DB(t))
+	t.Cleanup(func() { s.Close() })
+	ctx := context.Background()
+	l, err := s.Acquire(ctx, "S", postgres.LeaseOptions{Host: "a", Pid: 1, TTL: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	put := func() error { return s.Update(func(tx kv.Txn) error { return tx.Put([]byte("k"), nil) }) }
+	if _, err := s.Pool().Exec(ctx, "UPDATE padfs_lease SET expires = clock_timestamp() - interval '1 hour'"); err != nil {
+		t.Fatal(err)
+	}
+	if err := put(); !errors.Is(err, postgres.ErrFenced) {
+		t.Fatalf("commit under an expired lease = %v; want ErrFenced", err)
+	}
+	for put() != nil { // until the next renewal
+		time.Sleep(20 * time.Millisecond)
+	}
+	if l.Lost() {
+		t.Error("lease marked lost after it was renewed")
+	}
+}
