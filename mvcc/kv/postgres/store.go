@@ -391,7 +391,7 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 		s.batch = b
 	}
 	t := &txn{b: b, undo: map[string]undo{}}
-	ferr := fn(t)
+	panicked, ferr := callFn(fn, t)
 	t.ended = true
 	if ferr == nil && b.r.err != nil {
 		ferr = b.r.err // a failed query the callback ignored
@@ -407,11 +407,25 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 		s.finishLocked(b)
 	}
 	s.mu.Unlock()
+	if panicked != nil {
+		panic(panicked) // after its writes were undone and the lock released, as bbolt does
+	}
 	if ferr != nil {
 		return ferr
 	}
 	<-b.done
 	return b.err
+}
+
+// callFn runs an Update's callback; a panic comes back as p (and an
+// error), so that Update can undo its writes before re-raising it.
+func callFn(fn func(kv.Txn) error, t *txn) (p any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			p, err = r, fmt.Errorf("postgres store: update panicked: %v", r)
+		}
+	}()
+	return nil, fn(t)
 }
 
 // beginLocked starts a batch: a transaction holding the writer lock.

@@ -222,3 +222,36 @@ func TestLeaseRevived(t *testing.T) {
 		t.Error("lease marked lost after it was renewed")
 	}
 }
+
+// TestUpdatePanics: a callback that panics has its writes undone and
+// leaves the store usable (the panic reaches the caller, as with bbolt).
+func TestUpdatePanics(t *testing.T) {
+	s := open(t, pgtest.DB(t))
+	t.Cleanup(func() { s.Close() })
+	func() {
+		defer func() {
+			if r := recover(); r != "boom" {
+				t.Errorf("recovered %v; want the callback's panic", r)
+			}
+		}()
+		s.Update(func(tx kv.Txn) error {
+			tx.Put([]byte("p"), []byte("1"))
+			panic("boom")
+		})
+	}()
+	if err := s.Update(func(tx kv.Txn) error { return tx.Put([]byte("q"), []byte("2")) }); err != nil {
+		t.Fatalf("Update after a panicking one: %v", err)
+	}
+	if err := s.View(func(r kv.Reader) error {
+		if v, _ := r.Get([]byte("p")); v != nil {
+			t.Errorf("the panicking Update's write is there: %q", v)
+		}
+		v, err := r.Get([]byte("q"))
+		if string(v) != "2" {
+			t.Errorf("q = %q", v)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
