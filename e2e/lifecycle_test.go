@@ -57,7 +57,7 @@ func TestForkThenEditBothSides(t *testing.T) {
 		cat $F/d/x $F/hard
 	`)
 	want := strings.Join([]string{
-		strings.Join(sortedIDs(src, fork), " ") + " ",
+		strings.Join(append(sortedIDs(src, fork), "by-name"), " ") + " ", // ids, then by-name/
 		"v1", "x", "d/x", "hardlink kept", "new inode",
 		"v1", "main", "alt", "main does not see alt", "x", "x", ""}, "\n")
 	if out != want {
@@ -247,17 +247,25 @@ func TestCheckpointNameInAsof(t *testing.T) {
 }
 
 // hunksByFile splits a recursive unified diff into file -> hunks (from the
-// first "@@"), or the "Binary files" line, keyed by the path below the
+// first "@@"), or "binary" for GNU's "Binary files" line and padfs's git
+// binary patch, keyed by the path below the
 // compared roots.
 func hunksByFile(t *testing.T, diff string, headerPath func(line string) string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	var cur string
+	binary := false // in a git binary patch (padfs), until the next file
 	for _, l := range strings.SplitAfter(diff, "\n") {
 		switch {
-		case strings.HasPrefix(l, "diff "),
-			strings.HasPrefix(l, "new file mode"), strings.HasPrefix(l, "deleted file mode"),
-			strings.HasPrefix(l, "old mode"), strings.HasPrefix(l, "new mode"):
+		case strings.HasPrefix(l, "diff "):
+			f := strings.Fields(l)
+			cur, binary = headerPath(f[len(f)-1]), false
+		case binary:
+		case strings.HasPrefix(l, "GIT binary patch"):
+			out[cur], binary = "binary", true
+		case strings.HasPrefix(l, "new file mode"), strings.HasPrefix(l, "deleted file mode"),
+			strings.HasPrefix(l, "old mode"), strings.HasPrefix(l, "new mode"),
+			strings.HasPrefix(l, "index "), strings.HasPrefix(l, "similarity index "):
 		case strings.HasPrefix(l, "--- "), strings.HasPrefix(l, "+++ "):
 			if p := strings.TrimSpace(strings.SplitN(l[4:], "\t", 2)[0]); p != "/dev/null" {
 				cur = headerPath(p)

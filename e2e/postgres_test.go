@@ -50,6 +50,33 @@ func TestPostgres(t *testing.T) {
 	t.Run("TwoHosts", func(t *testing.T) { testTwoHosts(t, srv.DB(t)) })
 	t.Run("Lease", func(t *testing.T) { testLease(t, srv.DB(t)) })
 	t.Run("Fenced", func(t *testing.T) { testFenced(t, srv.DB(t)) })
+	t.Run("FurtherMount", func(t *testing.T) { testFurtherMount(t, srv.DB(t)) })
+}
+
+// testFurtherMount: a further mount served by a running padfs process
+// (a second `padfs mount` on its data directory) takes its session's lease
+// in that process: another host is refused it, naming that process, until
+// the further mount ends.
+func testFurtherMount(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s1 := mustPgPadfs(t, a.data, url, "session", "new")
+	s2 := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s1)
+	a2 := newHost(t, "a2")
+	m2 := startMount(t, a.data, a2.mnt, "--store", url, "--session", s2)
+	sh(t, a.data, a2.mnt, "printf 'two\\n' > t.txt")
+	pid := strconv.Itoa(ma.cmd.Process.Pid)
+	r := failMount(t, b.data, b.mnt, "--store", url, "--session", s2)
+	if !strings.Contains(r.errout, "mounted by pid "+pid) {
+		t.Errorf("mount of a session served as a further mount elsewhere: %q; want it held by pid %s", r.errout, pid)
+	}
+	m2.stop()
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", s2)
+	if got := sh(t, b.data, b.mnt, "cat t.txt"); got != "two\n" {
+		t.Errorf("session two after its further mount ended: %q", got)
+	}
+	mb.stop()
+	ma.stop()
 }
 
 // testTwoHosts: two processes on two data directories mount two sessions

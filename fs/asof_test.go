@@ -157,7 +157,6 @@ func TestRemount(t *testing.T) {
 	src := filepath.Join(t.TempDir(), "src")
 	makeTree(t, src)
 	sh(t, mnt, "cp -a "+src+" tree && echo tail >> tree/big.bin")
-	want := sh(t, mnt, treeListing)
 	// A file still open and dirty at unmount time... is committed by
 	// Unmount's flush (the descriptor is closed first: an open file
 	// keeps the mount busy).
@@ -167,7 +166,7 @@ func TestRemount(t *testing.T) {
 	}
 	f.Write([]byte("late write"))
 	f.Close()
-	want = sh(t, mnt, treeListing)
+	want := sh(t, mnt, treeListing)
 	if err := m.Unmount(); err != nil {
 		t.Fatal(err)
 	}

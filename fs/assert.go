@@ -27,6 +27,7 @@ var (
 	_ = (gofs.NodeReleaser)((*Node)(nil))
 	_ = (gofs.NodeFsyncer)((*Node)(nil))
 	_ = (gofs.NodeAllocater)((*Node)(nil))
+	_ = (gofs.NodeLseeker)((*Node)(nil))
 	_ = (gofs.NodeReadlinker)((*Node)(nil))
 	_ = (gofs.NodeGetxattrer)((*Node)(nil))
 	_ = (gofs.NodeSetxattrer)((*Node)(nil))
@@ -68,6 +69,13 @@ var (
 	_ = (gofs.NodeRenamer)((*sessionsRoot)(nil))
 	_ = (gofs.NodeSetattrer)((*sessionsRoot)(nil))
 	_ = (gofs.NodeSetxattrer)((*sessionsRoot)(nil))
+
+	_ = (gofs.NodeGetattrer)((*byName)(nil))
+	_ = (gofs.NodeLookuper)((*byName)(nil))
+	_ = (gofs.NodeReaddirer)((*byName)(nil))
+	_ = (gofs.NodeMkdirer)((*byName)(nil))
+	_ = (gofs.NodeGetattrer)((*byNameLink)(nil))
+	_ = (gofs.NodeReadlinker)((*byNameLink)(nil))
 
 	_ = (gofs.NodeGetattrer)((*virtualDir)(nil))
 	_ = (gofs.NodeLookuper)((*virtualDir)(nil))

@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -176,13 +177,16 @@ func (m *Server) openFiles() []*fileState {
 }
 
 // commit writes f's buffer as one version if it is dirty.
-func (m *Server) commit(f *fileState) error {
+func (m *Server) commit(f *fileState) error { return m.commitCtx(context.Background(), f) }
+
+// commitCtx is commit that ctx stops early (then f stays dirty).
+func (m *Server) commitCtx(ctx context.Context, f *fileState) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.commitLocked()
+	return f.commitLocked(ctx)
 }
 
-func (f *fileState) commitLocked() error {
+func (f *fileState) commitLocked(ctx context.Context) error {
 	if !f.dirty {
 		return nil
 	}
@@ -203,8 +207,11 @@ func (f *fileState) commitLocked() error {
 		f.unlinked = true
 		return nil
 	}
-	r := io.NewSectionReader(lockedReader{f}, 0, f.size)
-	n, err := f.m.st.WriteContentAttr(f.key.sid, f.key.ino, r, f.mtime, f.pending)
+	sp := mvcc.Sparse{R: lockedReader{f}, Size: f.size, Data: f.dataRangesLocked()}
+	n, err := f.m.st.WriteSparseAttr(ctx, f.key.sid, f.key.ino, sp, f.mtime, f.pending)
+	if err != nil && ctx.Err() != nil {
+		return fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, ctx.Err())
+	}
 	if err != nil {
 		f.failed = time.Now()
 		err = fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, err)
@@ -223,6 +230,27 @@ func (f *fileState) commitLocked() error {
 	return nil
 }
 
+// dataRangesLocked returns the runs of the view that may hold data: the
+// present pages and the base's data below baseLimit. The rest reads as
+// zeros, so a commit stores it as holes without reading it.
+func (f *fileState) dataRangesLocked() []mvcc.Range {
+	pages := make([]int64, 0, len(f.mem)+len(f.slots))
+	for pg := range f.mem {
+		pages = append(pages, pg)
+	}
+	for pg := range f.slots {
+		pages = append(pages, pg)
+	}
+	slices.Sort(pages)
+	var pr []mvcc.Range
+	for _, pg := range pages {
+		if start := pg * pageSize; start < f.size {
+			pr = append(pr, mvcc.Range{Off: start, Len: min(pageSize, f.size-start)})
+		}
+	}
+	return mvcc.MergeRanges(pr, f.base.DataRanges(f.baseLimit))
+}
+
 func (f *fileState) unlinkedLocked() bool {
 	cur, err := f.m.st.LatestInode(f.key.sid, f.key.ino)
 	return err == nil && cur.Nlink == 0
@@ -235,7 +263,9 @@ func (f *fileState) due(now time.Time) bool {
 	if !f.dirty || f.unlinked || now.Sub(f.failed) < retryAfter {
 		return false
 	}
-	limit := maxDirty + time.Duration(f.size/(8<<20))*time.Second
+	// Scaled by the bytes buffered, not the size: a sparse file may be
+	// huge and cheap to commit.
+	limit := maxDirty + time.Duration((len(f.mem)+len(f.slots))/(8<<20/pageSize))*time.Second
 	return now.Sub(f.last) >= quietFor || now.Sub(f.since) >= limit
 }
 
@@ -296,13 +326,6 @@ func (f *fileState) touchLocked(mtime int64) {
 	f.mtime = mtime
 }
 
-// contentHLC is the commit the clean part of the view comes from.
-func (f *fileState) contentHLC() mvcc.HLC {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	return f.base.ContentHLC
-}
-
 // overlay is what a dirty buffer changes in an inode's attributes.
 type overlay struct {
 	size, blocks uint64
@@ -310,7 +333,7 @@ type overlay struct {
 	pending      mvcc.SetAttr
 }
 
-// attr reports, while f is dirty, the buffer's size, mtime, an estimate of
+// attrLocked reports (f.mu held), while f is dirty, the buffer's size, mtime, an estimate of
 // st_blocks and the pending attribute changes.
 func (f *fileState) attrLocked() (bool, overlay) {
 	if !f.dirty {
@@ -318,7 +341,9 @@ func (f *fileState) attrLocked() (bool, overlay) {
 	}
 	var stored int64
 	if f.base.Size > 0 {
-		stored = int64(f.base.Blocks()*512) * f.baseLimit / int64(f.base.Size)
+		// The base's stored bytes, prorated below baseLimit (in float:
+		// a sparse size times a block count overflows int64).
+		stored = int64(float64(f.base.Blocks()*512) * (float64(f.baseLimit) / float64(f.base.Size)))
 	}
 	stored += int64(len(f.mem)+len(f.slots)) * pageSize
 	stored = min(stored, f.size+511)
@@ -363,9 +388,12 @@ type lockedReader struct{ f *fileState }
 
 func (r lockedReader) ReadAt(p []byte, off int64) (int, error) { return r.f.readAtLocked(p, off) }
 
-// readAt reads the current content (dirty or not).
-func (f *fileState) readAt(p []byte, off int64) (int, error) {
-	f.mu.RLock()
+// readAt reads the current content (dirty or not) for request ctx (see
+// lockFor).
+func (f *fileState) readAt(ctx context.Context, p []byte, off int64) (int, error) {
+	if !f.lockFor(ctx, true) {
+		return 0, errKilled
+	}
 	defer f.mu.RUnlock()
 	return f.readAtLocked(p, off)
 }
@@ -460,7 +488,9 @@ func pageLen(n int64) int64 { return min(pageSize, (n+4095)&^4095) }
 // setuid/setgid (killpriv.go) in the same version, and reports whether
 // the mode changed.
 func (f *fileState) writeAt(ctx context.Context, p []byte, off int64, kill bool) (killed bool, err error) {
-	f.mu.Lock()
+	if !f.lockFor(ctx, false) {
+		return false, errKilled
+	}
 	defer f.mu.Unlock()
 	if err := f.writeAtLocked(p, off); err != nil {
 		return false, err
@@ -487,9 +517,9 @@ func withPending(p *mvcc.SetAttr, mode, gid uint32) (uint32, uint32) {
 // the kernel says lacks CAP_FSETID, must (killpriv.go): in the pending
 // version when f is dirty, else in a version of its own.
 func (f *fileState) killPrivLocked(ctx context.Context) (bool, error) {
-	mode, gid := f.base.Mode, f.base.Gid
+	mode := f.base.Mode
 	if f.dirty {
-		mode, gid = withPending(&f.pending, mode, gid)
+		mode, _ = withPending(&f.pending, mode, f.base.Gid)
 	}
 	if mode&privBits == 0 {
 		return false, nil
@@ -500,7 +530,7 @@ func (f *fileState) killPrivLocked(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("inode %d of session %s: %w", f.key.ino, f.key.sid, err)
 	}
-	mode, gid = cur.Mode, cur.Gid
+	mode, gid := cur.Mode, cur.Gid
 	if f.dirty {
 		mode, gid = withPending(&f.pending, mode, gid)
 	}
@@ -659,18 +689,56 @@ func (f *fileState) truncateLocked(size int64) error {
 	return nil
 }
 
-// punchHole zeroes [off, off+n) without changing the size.
+// punchHole zeroes [off, off+n) without changing the size. The work is
+// bounded by the data in the range, not by its length: a page that would
+// read as zeros without its buffer (no base data under it) is dropped, and
+// only pages over base data are kept, zeroed.
 func (f *fileState) punchHole(off, n int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	end := min(off+n, f.size)
+	if off >= end {
+		return nil
+	}
 	zero := make([]byte, pageSize)
-	for off < end {
-		c := min(end-off, pageSize-off%pageSize)
+	// Partial pages at the edges: zeros written over them.
+	if in := off % pageSize; in != 0 || end-off < pageSize {
+		c := min(end-off, pageSize-in)
 		if err := f.writeAtLocked(zero[:c], off); err != nil {
 			return err
 		}
 		off += c
+	}
+	if off < end && end%pageSize != 0 && end < f.size {
+		c := end % pageSize
+		if err := f.writeAtLocked(zero[:c], end-c); err != nil {
+			return err
+		}
+		end -= c
+	}
+	// Whole pages in [off, end): drop the buffered ones, then zero
+	// those over base data.
+	first, last := off/pageSize, (end+pageSize-1)/pageSize // [first, last)
+	drop := func(pg int64) bool { return pg >= first && pg < last }
+	for pg := range f.mem {
+		if drop(pg) {
+			delete(f.mem, pg)
+			f.m.memBytes.Add(-pageSize)
+		}
+	}
+	for pg := range f.slots {
+		if drop(pg) {
+			delete(f.slots, pg) // its spill slot is not reused
+		}
+	}
+	for _, d := range f.base.DataRanges(f.baseLimit) {
+		s, e := max(d.Off, off), min(d.Off+d.Len, end)
+		for pos := s - s%pageSize; pos < e; pos += pageSize {
+			c := min(pageSize, f.size-pos)
+			if err := f.writeAtLocked(zero[:c], pos); err != nil {
+				return err
+			}
+		}
 	}
 	f.touchLocked(time.Now().UnixNano())
 	return nil

@@ -45,6 +45,8 @@ func toErrno(op string, err error) syscall.Errno {
 		return syscall.EROFS
 	case errors.Is(err, mvcc.ErrPerm):
 		return syscall.EPERM
+	case errors.Is(err, mvcc.ErrTooBig):
+		return syscall.EFBIG
 	case errors.Is(err, context.Canceled):
 		return syscall.EINTR
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):

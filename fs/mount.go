@@ -72,6 +72,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -120,6 +121,9 @@ type Options struct {
 	// the retry paths (failed, dropIfIdle) need exercising. It runs
 	// with the buffer locked: it must not touch the mount.
 	commitHook func(sid mvcc.SessionID, ino mvcc.Ino) error
+	// killedHook (tests only) runs when a long request is stopped: its
+	// caller found being killed, or CancelRequests (cancel.go).
+	killedHook func(err error)
 	// manualTicks (tests only) stops the background ticker's clock:
 	// the test calls m.tick with the time it chooses, so what the
 	// ticker does does not depend on the machine's speed.
@@ -183,6 +187,11 @@ type Server struct {
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
 	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
+	// bg counts commits that went on without the killed caller they
+	// were for (interrupt.go); shutdown waits for them.
+	bg sync.WaitGroup
+	// cancel: long operations a killed caller or Unmount stops (cancel.go).
+	cancel cancelables
 
 	negMu     sync.Mutex
 	negs      map[negKey]negEntry // negative entries the kernel may hold
@@ -271,6 +280,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
+	closeFUSEOnExec()
 	go server.Serve()
 	if err := server.WaitMount(); err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
@@ -279,6 +289,28 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	m.root = root.EmbeddedInode()
 	go m.ticker()
 	return m, nil
+}
+
+// closeFUSEOnExec marks this process's /dev/fuse descriptors close-on-exec.
+// go-fuse's direct mount (padfs as root) leaves its descriptor inheritable,
+// so every program padfs (or a test) starts would hold the server's end of
+// the mount: were padfs to die, the connection would live on in the child,
+// and every process touching the mount (that child too) would wait for a
+// reply forever instead of failing with ENOTCONN.
+func closeFUSEOnExec() {
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && t == "/dev/fuse" {
+			syscall.CloseOnExec(fd)
+		}
+	}
 }
 
 // Wait blocks until the file system is unmounted (by Unmount or from
@@ -291,6 +323,7 @@ func (m *Server) Wait() {
 // Unmount commits every dirty buffer, then unmounts. It fails (and the
 // mount keeps running) when the mountpoint is busy.
 func (m *Server) Unmount() error {
+	m.CancelRequests() // a long truncate or commit must not hold it up
 	ferr := m.Flush()
 	if err := m.server.Unmount(); err != nil {
 		return errors.Join(ferr, fmt.Errorf("unmount %s: %w", m.mountpoint, err))
@@ -304,6 +337,7 @@ func (m *Server) shutdown() {
 	m.stopOnce.Do(func() {
 		close(m.stop)
 		<-m.tickDone
+		m.bg.Wait()
 		if err := m.Flush(); err != nil {
 			slog.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
 		}
@@ -362,6 +396,14 @@ func (m *Server) InvalidateSession(sid mvcc.SessionID) {
 	go m.invalidate(sid)
 }
 
+// InvalidateSessionWait is InvalidateSession that returns when the
+// kernel's caches are dropped, so a command that changed the session
+// (restore, undo, fork...) exits only once the mount shows the change. It
+// must not be called from inside a FUSE request of this mount.
+func (m *Server) InvalidateSessionWait(sid mvcc.SessionID) {
+	m.invalidate(sid)
+}
+
 func (m *Server) invalidate(sid mvcc.SessionID) {
 	// Names that did not exist may now: drop the negative entries first.
 	for _, k := range m.takeNegatives(sid) {
@@ -407,8 +449,19 @@ func (m *Server) invalidate(sid mvcc.SessionID) {
 		// A new session (fork, session new) may take over a name
 		// another session's entry holds, and changes the root's
 		// link count.
-		if h, err := m.st.Header(sid); err == nil && h.Name != "" {
+		h, err := m.st.Header(sid)
+		if err == nil && h.Name != "" {
 			m.root.NotifyEntry(h.Name)
+		}
+		// by-name/ entries are not cached past a tick, but a rename
+		// must not show the old name even that long.
+		if bn := m.root.GetChild(byNameDir); bn != nil {
+			for name := range bn.Children() {
+				bn.NotifyEntry(name)
+			}
+			if err == nil && h.Name != "" {
+				bn.NotifyEntry(h.Name)
+			}
 		}
 		m.root.NotifyContent(-1, 0)
 	}

@@ -83,6 +83,10 @@ func TestNegativeEntriesSessionsRoot(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(mnt, "01ARZ3NDEKTSV4RRFFQ69G5FAV")); !os.IsNotExist(err) {
 		t.Fatalf("unknown session: %v", err)
 	}
+	// Names are unique among live sessions: the old one gives its up.
+	if err := st.RenameSession(old.ID, "work-old"); err != nil {
+		t.Fatal(err)
+	}
 	h, err := st.Fork(old.ID, mvcc.Latest, mvcc.ForkOptions{Name: "work"})
 	if err != nil {
 		t.Fatal(err)

@@ -90,7 +90,9 @@ func (n *Node) inode() (*mvcc.Inode, error) {
 // those of now (see liveInode), which in may predate.
 func (n *Node) fillAttr(a *fuse.Attr, in *mvcc.Inode) {
 	if n.view == nil && in.IsRegular() {
-		if cur, o, dirty, err := n.m.liveInode(n.s.id, in.Ino); err == nil {
+		// Not given up for a killed caller: the kernel takes the
+		// reply's size whoever asked (see liveInode).
+		if cur, o, dirty, err := n.m.liveInode(context.Background(), n.s.id, in.Ino); err == nil {
 			n.fillAttrOver(a, cur, o, dirty)
 			return
 		}
@@ -144,13 +146,17 @@ func (n *Node) fillAttrOver(a *fuse.Attr, in *mvcc.Inode, o overlay, dirty bool)
 // kernel then takes the old size and puts the next O_APPEND write at the
 // old end, over what was just appended. Without a buffer, the version is
 // read after the check: any commit before the check is in it.
-func (m *Server) liveInode(sid mvcc.SessionID, ino mvcc.Ino) (*mvcc.Inode, overlay, bool, error) {
+//
+// A caller killed while it waits for the buffer gets errKilled.
+func (m *Server) liveInode(ctx context.Context, sid mvcc.SessionID, ino mvcc.Ino) (*mvcc.Inode, overlay, bool, error) {
 	f := m.file(sid, ino)
 	if f == nil {
 		in, err := m.st.LatestInode(sid, ino)
 		return in, overlay{}, false, err
 	}
-	f.mu.RLock()
+	if !f.lockFor(ctx, true) {
+		return nil, overlay{}, false, errKilled
+	}
 	defer f.mu.RUnlock()
 	in, err := m.st.LatestInode(sid, ino)
 	if err != nil {
@@ -186,7 +192,7 @@ func (n *Node) attach(ctx context.Context, parent *gofs.Inode, in *mvcc.Inode, o
 func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
 	if n.view == nil && n.StableAttr().Mode == syscall.S_IFREG {
 		// One read, in step with the buffer (see liveInode).
-		in, o, dirty, err := n.m.liveInode(n.s.id, n.ino)
+		in, o, dirty, err := n.m.liveInode(ctx, n.s.id, n.ino)
 		if err != nil {
 			return toErrno("getattr", err)
 		}

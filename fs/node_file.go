@@ -11,6 +11,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // File operations of Node.
@@ -47,7 +48,10 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		// Atomic O_TRUNC (Linux truncates even with O_RDONLY): the
 		// truncation joins the writes that follow in one version
 		// (nothing at all for an empty clean file).
-		f.mu.Lock()
+		if !f.lockFor(ctx, false) {
+			n.m.releaseLater(f)
+			return nil, 0, toErrno("open", errKilled)
+		}
 		var err error
 		if f.size != 0 || f.dirty {
 			if err = f.truncateLocked(0); err == nil {
@@ -67,7 +71,12 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 			n.NotifyContent(-1, 0) // the OPEN reply carries no mode
 		}
 	}
-	fl := n.keepCache(f.contentHLC())
+	if !f.lockFor(ctx, true) {
+		n.m.releaseLater(f)
+		return nil, 0, toErrno("open", errKilled)
+	}
+	fl := n.keepCache(f.base.ContentHLC)
+	f.mu.RUnlock()
 	if !writable && flags&syscall.O_TRUNC == 0 {
 		// A read-only descriptor changed nothing, so its close(2) need
 		// not wait for a FLUSH (one round trip less per file for grep,
@@ -95,7 +104,7 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 	var c int
 	var err error
 	if h.f != nil {
-		c, err = h.f.readAt(dest, off)
+		c, err = h.f.readAt(ctx, dest, off)
 	} else {
 		c, err = n.m.st.ReadAt(h.snap, dest, off)
 	}
@@ -114,6 +123,9 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 	if off < 0 {
 		return 0, syscall.EINVAL
 	}
+	if off+int64(len(data)) > mvcc.MaxFileSize {
+		return 0, syscall.EFBIG
+	}
 	killed, err := h.f.writeAt(ctx, data, off, n.m.killFlagged(ctx))
 	if err != nil {
 		return 0, toErrno("write", err)
@@ -131,7 +143,7 @@ func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	if !ok || h.f == nil {
 		return 0
 	}
-	return toErrno("flush", n.m.commit(h.f))
+	return toErrno("flush", n.m.commitFor(ctx, h.f))
 }
 
 // Release drops a handle; the last one commits and frees the buffer.
@@ -146,11 +158,11 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 // Fsync commits the inode and returns when the store is durable.
 func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
 	if h, ok := fh.(*handle); ok && h.f != nil {
-		if err := n.m.commit(h.f); err != nil {
+		if err := n.m.commitFor(ctx, h.f); err != nil {
 			return toErrno("fsync", err)
 		}
 	} else if f := n.m.file(n.s.id, n.ino); f != nil && n.view == nil {
-		if err := n.m.commit(f); err != nil {
+		if err := n.m.commitFor(ctx, f); err != nil {
 			return toErrno("fsync", err)
 		}
 	}
@@ -185,6 +197,13 @@ func (n *Node) currentMode(f *fileState) (mode, gid uint32, err error) {
 func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
 	if n.readOnly() {
 		return syscall.EROFS
+	}
+	kctx := context.Background()
+	if _, ok := in.GetSize(); ok {
+		// A truncate re-reads the data it keeps (cancel.go).
+		var stop func()
+		kctx, stop = n.m.cancelable(ctx)
+		defer stop()
 	}
 	var sa mvcc.SetAttr
 	changed := false
@@ -240,7 +259,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		}
 	}
 	if size, ok := in.GetSize(); ok {
-		if size > 1<<62 {
+		if size > mvcc.MaxFileSize {
 			return syscall.EFBIG
 		}
 		if f != nil && (f.isDirty() || (h != nil && h.writable)) {
@@ -280,13 +299,13 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 				}
 			} else {
 				var ni *mvcc.Inode
-				if ni, err = n.m.st.SetAttr(n.s.id, n.ino, sa); err == nil && !f.dirty {
+				if ni, err = n.m.st.SetAttrCtx(kctx, n.s.id, n.ino, sa); err == nil && !f.dirty {
 					f.resetLocked(ni)
 				}
 			}
 			f.mu.Unlock()
 		} else {
-			_, err = n.m.st.SetAttr(n.s.id, n.ino, sa)
+			_, err = n.m.st.SetAttrCtx(kctx, n.s.id, n.ino, sa)
 		}
 		if err != nil {
 			return toErrno("setattr", err)
@@ -318,8 +337,12 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 		}
 		return syscall.EBADF
 	}
+	if off > mvcc.MaxFileSize || size > mvcc.MaxFileSize-off {
+		return syscall.EFBIG
+	}
 	switch mode {
 	case 0:
+		// Nothing to reserve: a hole grows the file, storing nothing.
 		h.f.mu.Lock()
 		var err error
 		if end := int64(off + size); end > h.f.size {
@@ -335,6 +358,54 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 		return toErrno("fallocate", h.f.punchHole(int64(off), int64(size)))
 	}
 	return syscall.EOPNOTSUPP
+}
+
+// Lseek answers SEEK_DATA and SEEK_HOLE (the kernel does SEEK_SET, CUR
+// and END itself) from the extents and the dirty buffer's pages, without
+// reading content. A range reported as data may still read as zeros.
+func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
+	h, ok := fh.(*handle)
+	if !ok {
+		return 0, syscall.EBADF
+	}
+	var data []mvcc.Range
+	var size int64
+	if h.f != nil {
+		h.f.mu.RLock()
+		data, size = h.f.dataRangesLocked(), h.f.size
+		h.f.mu.RUnlock()
+	} else {
+		data, size = h.snap.DataRanges(mvcc.MaxFileSize), int64(h.snap.Size)
+	}
+	return seekData(data, size, off, whence)
+}
+
+// seekData is lseek(2)'s SEEK_DATA and SEEK_HOLE over a file of size whose
+// data is in the ordered, merged ranges data.
+func seekData(data []mvcc.Range, size int64, off uint64, whence uint32) (uint64, syscall.Errno) {
+	if whence != unix.SEEK_DATA && whence != unix.SEEK_HOLE {
+		return 0, syscall.EINVAL
+	}
+	if off >= uint64(size) {
+		return 0, syscall.ENXIO
+	}
+	pos := int64(off)
+	for _, r := range data {
+		if r.Off+r.Len <= pos {
+			continue
+		}
+		if whence == unix.SEEK_DATA {
+			return uint64(max(pos, r.Off)), 0
+		}
+		if r.Off <= pos {
+			return uint64(min(r.Off+r.Len, size)), 0 // the hole after r (or EOF)
+		}
+		break
+	}
+	if whence == unix.SEEK_DATA {
+		return 0, syscall.ENXIO // only holes from pos on
+	}
+	return off, 0
 }
 
 // Readlink returns a symlink's target.

@@ -2,7 +2,9 @@ package fs
 
 import (
 	"context"
+	"sort"
 	"syscall"
+	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -10,7 +12,12 @@ import (
 )
 
 // sessionsRoot is the root of a mount without Options.Session: one
-// directory per live session, listed by ULID.
+// directory per live session, listed by ULID, and by-name/, which lists
+// the named live sessions as symlinks NAME -> ../ULID. Names sit beside
+// ids there rather than as second entries at the root, so that find, du
+// and cp -a of the root see every session once (they do not follow
+// symlinks). A session named "by-name" is still reached by its id and as
+// by-name/by-name.
 type sessionsRoot struct {
 	gofs.Inode
 	m *Server
@@ -43,6 +50,7 @@ func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fus
 	if err != nil {
 		return toErrno("getattr sessions", err)
 	}
+	out.Nlink++ // by-name/
 	for _, s := range all {
 		if !s.Forgotten {
 			out.Nlink++
@@ -51,8 +59,16 @@ func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fus
 	return 0
 }
 
-// Lookup finds a live session by ULID or name.
+// byNameDir is the name of the root's directory of symlinks by name.
+const byNameDir = "by-name"
+
+// Lookup finds by-name/, or a live session by ULID or name.
 func (r *sessionsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	if name == byNameDir {
+		fillSynthDir(&out.Attr, r.m, 0o555)
+		out.SetAttrTimeout(time.Nanosecond) // 0 would mean the default
+		return r.NewInode(ctx, &byName{m: r.m}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: synthIno([]byte(byNameDir))}), 0
+	}
 	h, err := r.findSession(name)
 	if err != nil {
 		noNegativeEntry(out) // sessions appear without notice (fork)
@@ -67,7 +83,8 @@ func (r *sessionsRoot) Readdir(ctx context.Context) (gofs.DirStream, syscall.Err
 	if err != nil {
 		return nil, toErrno("readdir sessions", err)
 	}
-	es := make([]fuse.DirEntry, 0, len(all))
+	es := make([]fuse.DirEntry, 0, len(all)+1)
+	es = append(es, fuse.DirEntry{Name: byNameDir, Mode: syscall.S_IFDIR, Ino: synthIno([]byte(byNameDir))})
 	for _, s := range all {
 		if !s.Forgotten {
 			es = append(es, fuse.DirEntry{Name: s.ID.String(), Mode: syscall.S_IFDIR, Ino: uint64(s.Root)})
@@ -81,7 +98,7 @@ func (r *sessionsRoot) Mkdir(ctx context.Context, name string, mode uint32, out 
 	if err := mvcc.ValidName(name); err != nil {
 		return nil, toErrno("mkdir session", err)
 	}
-	if _, err := r.findSession(name); err == nil {
+	if _, err := r.findSession(name); err == nil || name == byNameDir {
 		return nil, syscall.EEXIST
 	}
 	h, err := r.m.st.CreateSession(name, r.m.opts.Uid, r.m.opts.Gid)
@@ -98,6 +115,9 @@ func (r *sessionsRoot) Mkdir(ctx context.Context, name string, mode uint32, out 
 
 // Rmdir soft-forgets a session through Options.Forget.
 func (r *sessionsRoot) Rmdir(ctx context.Context, name string) syscall.Errno {
+	if name == byNameDir {
+		return syscall.EPERM
+	}
 	h, err := r.findSession(name)
 	if err != nil {
 		return toErrno("forget session", err)
@@ -147,4 +167,112 @@ func (r *sessionsRoot) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse
 
 func (r *sessionsRoot) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
 	return syscall.EPERM
+}
+
+// byName is the root's by-name/ directory: one symlink NAME -> ../ULID per
+// named live session (the newest of a name, as lookups at the root
+// resolve it). Sessions are created, renamed and forgotten without notice
+// to this directory, so none of its entries or attributes are cached.
+type byName struct {
+	gofs.Inode
+	readOnlyDir
+	m *Server
+}
+
+// byNameLink is one symlink of by-name/. Its target is resolved at every
+// readlink: the name may have passed to another session since the lookup.
+type byNameLink struct {
+	gofs.Inode
+	d    *byName
+	name string
+}
+
+// names returns the named live sessions, name -> ULID, newest winning.
+func (d *byName) names() (map[string]mvcc.SessionID, error) {
+	all, err := d.m.st.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	names := map[string]mvcc.SessionID{}
+	for _, s := range all { // oldest first: newest wins
+		if !s.Forgotten && s.Name != "" {
+			names[s.Name] = s.ID
+		}
+	}
+	return names, nil
+}
+
+func linkIno(name string) uint64 { return synthIno([]byte(byNameDir), []byte(name)) }
+
+// Getattr describes by-name/.
+func (d *byName) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillSynthDir(&out.Attr, d.m, 0o555)
+	out.SetTimeout(time.Nanosecond)
+	return 0
+}
+
+// Lookup resolves a session name to its symlink.
+func (d *byName) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+	noNegativeEntry(out) // a session may take this name at any time
+	names, err := d.names()
+	if err != nil {
+		return nil, toErrno("lookup by-name", err)
+	}
+	if _, ok := names[name]; !ok {
+		return nil, syscall.ENOENT
+	}
+	ch := d.NewInode(ctx, &byNameLink{d: d, name: name}, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: linkIno(name)})
+	fillLink(&out.Attr, d.m)
+	// Not cached at all (go-fuse reads a zero timeout as "the default").
+	out.SetEntryTimeout(time.Nanosecond)
+	out.SetAttrTimeout(time.Nanosecond)
+	return ch, 0
+}
+
+// Readdir lists the session names, sorted.
+func (d *byName) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+	names, err := d.names()
+	if err != nil {
+		return nil, toErrno("readdir by-name", err)
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	es := make([]fuse.DirEntry, 0, len(sorted))
+	for _, n := range sorted {
+		es = append(es, fuse.DirEntry{Name: n, Mode: syscall.S_IFLNK, Ino: linkIno(n)})
+	}
+	return gofs.NewListDirStream(es), 0
+}
+
+// linkTarget is what every by-name/ symlink holds: ../ULID.
+func linkTarget(id mvcc.SessionID) string { return "../" + id.String() }
+
+func fillLink(a *fuse.Attr, m *Server) {
+	fillSynthDir(a, m, 0o777)
+	a.Mode = syscall.S_IFLNK | 0o777
+	a.Nlink = 1
+	a.Size = uint64(len(linkTarget(mvcc.SessionID{}))) // every ULID has 26 characters
+}
+
+// Getattr describes the symlink.
+func (l *byNameLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+	fillLink(&out.Attr, l.d.m)
+	out.SetTimeout(time.Nanosecond)
+	return 0
+}
+
+// Readlink returns ../ULID of the session that has the name now.
+func (l *byNameLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+	names, err := l.d.names()
+	if err != nil {
+		return nil, toErrno("readlink by-name", err)
+	}
+	id, ok := names[l.name]
+	if !ok {
+		return nil, syscall.ENOENT
+	}
+	return []byte(linkTarget(id)), 0
 }

@@ -32,7 +32,7 @@ func TestMultiSession(t *testing.T) {
 		return err
 	}})
 
-	if got := sh(t, mnt, "ls"); got != pre.ID.String()+"\n" {
+	if got := sh(t, mnt, "ls"); got != pre.ID.String()+"\nby-name\n" {
 		t.Errorf("root lists %q", got)
 	}
 	// mkdir creates a session; it is then listed by its ULID and can be
@@ -84,6 +84,84 @@ func TestMultiSession(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(mnt, work.ID.String())); !os.IsNotExist(err) {
 		t.Errorf("forgotten session by id: %v", err)
+	}
+}
+
+// TestMultiSessionByName: the root's by-name/ lists the named live
+// sessions as symlinks to their id directories, follows creations,
+// renames and forgets at once, and cannot be written.
+func TestMultiSessionByName(t *testing.T) {
+	data := t.TempDir()
+	st, err := storeopen.OpenDir(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pre, err := st.CreateSession("pre", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	anon, err := st.CreateSession("", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	m := mountAt(t, st, mnt, Options{Forget: func(id mvcc.SessionID) error {
+		_, err := st.Forget(id)
+		return err
+	}})
+
+	if got := sh(t, mnt, "ls by-name"); got != "pre\n" {
+		t.Errorf("ls by-name: %q", got)
+	}
+	if got := sh(t, mnt, "readlink by-name/pre"); got != "../"+pre.ID.String()+"\n" {
+		t.Errorf("readlink by-name/pre: %q", got)
+	}
+	sh(t, mnt, "echo hi > by-name/pre/f")
+	if got := sh(t, mnt, "cat "+pre.ID.String()+"/f"); got != "hi\n" {
+		t.Errorf("written through by-name/pre: %q", got)
+	}
+	// find sees each session once: it does not follow the symlinks.
+	if got := sh(t, mnt, "find . -name f | sort"); got != "./"+pre.ID.String()+"/f\n" {
+		t.Errorf("find: %q", got)
+	}
+	// Created (mkdir and behind the mount's back), renamed, forgotten:
+	// by-name/ follows.
+	sh(t, mnt, "mkdir work")
+	if err := st.RenameSession(anon.ID, "anon"); err != nil {
+		t.Fatal(err)
+	}
+	if got := sh(t, mnt, "ls by-name"); got != "anon\npre\nwork\n" {
+		t.Errorf("ls by-name after mkdir and rename: %q", got)
+	}
+	if got := sh(t, mnt, "readlink by-name/anon"); got != "../"+anon.ID.String()+"\n" {
+		t.Errorf("readlink by-name/anon: %q", got)
+	}
+	if err := st.RenameSession(pre.ID, "post"); err != nil {
+		t.Fatal(err)
+	}
+	m.InvalidateSessionWait(pre.ID) // as padfs session rename does
+	if _, err := os.Lstat(filepath.Join(mnt, "by-name", "pre")); !os.IsNotExist(err) {
+		t.Errorf("by-name/pre after the rename: %v", err)
+	}
+	if got := sh(t, mnt, "cat by-name/post/f"); got != "hi\n" {
+		t.Errorf("cat by-name/post/f: %q", got)
+	}
+	sh(t, mnt, "rmdir work")
+	if got := sh(t, mnt, "ls by-name"); got != "anon\npost\n" {
+		t.Errorf("ls by-name after rmdir work: %q", got)
+	}
+	if err := os.Mkdir(filepath.Join(mnt, "by-name"), 0o755); !errors.Is(err, os.ErrExist) {
+		t.Errorf("mkdir by-name: %v", err)
+	}
+	if err := syscall.Rmdir(filepath.Join(mnt, "by-name")); err != syscall.EPERM {
+		t.Errorf("rmdir by-name: %v", err)
+	}
+	if err := os.Symlink("x", filepath.Join(mnt, "by-name", "x")); !isErrno(err, syscall.EROFS) {
+		t.Errorf("symlink in by-name: %v", err)
+	}
+	if err := os.Remove(filepath.Join(mnt, "by-name", "post")); !isErrno(err, syscall.EROFS) {
+		t.Errorf("unlink in by-name: %v", err)
 	}
 }
 

@@ -2,9 +2,11 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"hash"
 	"hash/crc32"
 	"io"
@@ -41,7 +43,7 @@ type chunkBatch struct {
 
 type batchItem struct {
 	off int    // of the frame in buf; -1 for a hole (no bytes kept)
-	n   uint32 // chunk length
+	n   uint64 // chunk length (a hole's may be long)
 	h   Hash   // set by the storer
 }
 
@@ -70,17 +72,58 @@ type chunkStorer struct {
 	exited  chan struct{}    // closed when the storer goroutine returns
 	err     error            // the storer's first error
 	made    int              // batches allocated (caller only)
+	holes   uint64           // hole bytes so far (storer)
 }
 
 // putChunks stores the chunks of the file whose bytes are head followed by
 // the rest of r.
-func (s *Store) putChunks(head []byte, r io.Reader) (*Content, error) {
-	cs := &chunkStorer{s: s, whole: sha256.New()}
-	cc := newChunkCutter(io.MultiReader(bytes.NewReader(head), r))
-	defer cc.release()
+func (s *Store) putChunks(ctx context.Context, head []byte, r io.Reader) (*Content, error) {
+	cs := s.newChunkStorer()
+	b, err := cs.cut(ctx, getBatch(), io.MultiReader(bytes.NewReader(head), r))
+	if err != nil {
+		return nil, cs.abort(b, err)
+	}
+	return cs.close(b)
+}
+
+// putSparse stores the chunks of sp's data ranges; the rest become holes
+// without being read.
+func (s *Store) putSparse(ctx context.Context, sp Sparse) (*Content, error) {
+	cs := s.newChunkStorer()
 	b := getBatch()
-	cs.made = 1
+	var pos int64
+	for _, d := range sp.Data {
+		if d.Off < pos || d.Off+d.Len > sp.Size {
+			return nil, cs.abort(b, fmt.Errorf("%w: data range [%d, %d) of a %d-byte file out of order", ErrInvalid, d.Off, d.Off+d.Len, sp.Size))
+		}
+		if d.Off > pos {
+			b.items = append(b.items, batchItem{off: -1, n: uint64(d.Off - pos)})
+		}
+		var err error
+		if b, err = cs.cut(ctx, b, io.NewSectionReader(sp.R, d.Off, d.Len)); err != nil {
+			return nil, cs.abort(b, err)
+		}
+		pos = d.Off + d.Len
+	}
+	if pos < sp.Size {
+		b.items = append(b.items, batchItem{off: -1, n: uint64(sp.Size - pos)})
+	}
+	return cs.close(b)
+}
+
+func (s *Store) newChunkStorer() *chunkStorer {
+	return &chunkStorer{s: s, whole: sha256.New(), made: 1}
+}
+
+// cut chunks r into b (and the batches after it, handed to the storer as
+// they fill) and returns the batch being filled; ctx ends it early.
+func (cs *chunkStorer) cut(ctx context.Context, b *chunkBatch, r io.Reader) (*chunkBatch, error) {
+	cc := newChunkCutter(r)
+	defer cc.release()
 	for {
+		if err := ctx.Err(); err != nil {
+			return b, err
+		}
 		// Leave room for a header and a whole chunk, so that the chunker
 		// writes in place.
 		off := len(b.buf)
@@ -88,12 +131,12 @@ func (s *Store) putChunks(head []byte, r io.Reader) (*Content, error) {
 		dst := b.buf[off+4 : off+4 : off+4+chunkMax]
 		data, hole, err := cc.next(dst)
 		if errors.Is(err, io.EOF) {
-			break
+			return b, nil
 		} else if err != nil {
-			return nil, cs.abort(b, err)
+			return b, err
 		}
 		if hole {
-			b.items = append(b.items, batchItem{off: -1, n: uint32(len(data))})
+			b.items = append(b.items, batchItem{off: -1, n: uint64(len(data))})
 			continue
 		}
 		if len(data) > 0 && &data[0] == &dst[:1][0] {
@@ -101,13 +144,18 @@ func (s *Store) putChunks(head []byte, r io.Reader) (*Content, error) {
 		} else { // not cut in place (cannot happen: chunks never exceed chunkMax)
 			b.buf = append(b.buf[:off+4], data...)
 		}
-		b.items = append(b.items, batchItem{off: off, n: uint32(len(data))})
+		b.items = append(b.items, batchItem{off: off, n: uint64(len(data))})
 		if len(b.buf) >= chunkBatchBytes {
 			if b, err = cs.hand(b); err != nil {
-				return nil, cs.abort(nil, err)
+				return nil, err
 			}
 		}
 	}
+}
+
+// close stores the last batch b, waits for the storer and returns the
+// content.
+func (cs *chunkStorer) close(b *chunkBatch) (*Content, error) {
 	if !cs.started {
 		err := cs.store(b)
 		putBatch(b)
@@ -124,7 +172,9 @@ func (s *Store) putChunks(head []byte, r io.Reader) (*Content, error) {
 			return nil, err
 		}
 	}
-	cs.c.Hash = cs.whole.Sum(nil)
+	if cs.holes <= hashHolesMax {
+		cs.c.Hash = cs.whole.Sum(nil)
+	}
 	return &cs.c, nil
 }
 
@@ -208,7 +258,14 @@ func (cs *chunkStorer) store(b *chunkBatch) error {
 		cs.c.Size += uint64(it.n)
 		if it.off < 0 {
 			cs.c.Extents = appendHole(cs.c.Extents, it.n)
-			cs.whole.Write(zeros[:it.n])
+			cs.holes += it.n
+			// Past hashHolesMax there will be no whole-file hash:
+			// stop feeding it zeros.
+			for left := it.n; left > 0 && cs.holes <= hashHolesMax; {
+				c := min(left, uint64(len(zeros)))
+				cs.whole.Write(zeros[:c])
+				left -= c
+			}
 			continue
 		}
 		frame := b.buf[it.off : it.off+4+int(it.n)]

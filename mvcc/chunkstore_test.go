@@ -37,12 +37,12 @@ func refContent(t *testing.T, data []byte) (*Content, map[Hash][]byte) {
 			t.Fatal(err)
 		}
 		if bytes.Equal(k.Data, make([]byte, len(k.Data))) {
-			c.Extents = appendHole(c.Extents, uint32(len(k.Data)))
+			c.Extents = appendHole(c.Extents, uint64(len(k.Data)))
 			continue
 		}
 		h := Hash(sha256.Sum256(k.Data))
 		chunks[h] = append([]byte(nil), k.Data...)
-		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint32(len(k.Data))})
+		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint64(len(k.Data))})
 	}
 }
 

@@ -1,6 +1,8 @@
 package mvcc
 
 import (
+	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -18,6 +20,22 @@ const (
 	chunkMax  = 256 << 10
 )
 
+// Sparse files. A hole is an extent without a chunk, of any length: a
+// truncate that grows a file, or a write far beyond its end, stores no
+// zeros and reads none back.
+const (
+	// MaxFileSize is the largest size of a file (EFBIG beyond): 2^62
+	// keeps every offset plus length far from int64 overflow.
+	MaxFileSize = 1 << 62
+	// hashHolesMax: a file with more hole bytes than this has no
+	// whole-file hash (ContentHash nil, no sha256 in its events), since
+	// hashing its zeros would cost what the holes save.
+	hashHolesMax = 16 << 20
+	// MaxInMemory is the largest file Content reads into memory (diff,
+	// redact, grep); above it, ErrTooBig.
+	MaxInMemory = 1 << 30
+)
+
 var zeros [chunkMax]byte
 
 // Content is the result of storing a file's bytes.
@@ -32,13 +50,17 @@ type Content struct {
 // outside any commit: chunks are content-addressed, so writing them early is
 // harmless, and the commit that references them stays short.
 func (s *Store) PutContent(r io.Reader) (*Content, error) {
+	return s.putContent(context.Background(), r)
+}
+
+func (s *Store) putContent(ctx context.Context, r io.Reader) (*Content, error) {
 	head := make([]byte, InlineMax+1)
 	n, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	if n > InlineMax {
-		return s.putChunks(head[:n], r) // chunkstore.go
+		return s.putChunks(ctx, head[:n], r) // chunkstore.go
 	}
 	sum := sha256.Sum256(head[:n])
 	c := &Content{Size: uint64(n), Inline: append([]byte(nil), head[:n]...), Hash: sum[:]}
@@ -48,8 +70,110 @@ func (s *Store) PutContent(r io.Reader) (*Content, error) {
 	return c, nil
 }
 
-func appendHole(ext []Extent, n uint32) []Extent {
-	if l := len(ext); l > 0 && ext[l-1].Chunk == nil && uint64(ext[l-1].Len)+uint64(n) < 1<<31 {
+// Range is a run [Off, Off+Len) of a file.
+type Range struct{ Off, Len int64 }
+
+// Sparse is the content of a file of Size bytes of which only the Data
+// ranges (in order, disjoint) are read from R: the rest is zeros.
+type Sparse struct {
+	R    io.ReaderAt
+	Size int64
+	Data []Range
+}
+
+// PutSparse is PutContent of sp that reads only its data: holes cost
+// nothing, however long. ctx ends it early with ctx.Err().
+func (s *Store) PutSparse(ctx context.Context, sp Sparse) (*Content, error) {
+	if sp.Size < 0 || sp.Size > MaxFileSize {
+		return nil, fmt.Errorf("%w: size %d", ErrTooBig, sp.Size)
+	}
+	if sp.Size <= InlineMax {
+		buf := make([]byte, sp.Size)
+		for _, d := range sp.Data {
+			if d.Off < 0 || d.Off+d.Len > sp.Size {
+				return nil, fmt.Errorf("%w: data range [%d, %d) of a %d-byte file", ErrInvalid, d.Off, d.Off+d.Len, sp.Size)
+			}
+			if n, err := sp.R.ReadAt(buf[d.Off:d.Off+d.Len], d.Off); err != nil && !(errors.Is(err, io.EOF) && n == int(d.Len)) {
+				return nil, err
+			}
+		}
+		return s.PutContent(bytes.NewReader(buf))
+	}
+	return s.putSparse(ctx, sp) // chunkstore.go
+}
+
+// DataRanges returns the runs of n's content below limit that are not
+// holes, adjacent chunks merged.
+func (n *Inode) DataRanges(limit int64) []Range {
+	limit = min(limit, int64(n.Size))
+	if n.Extents == nil {
+		if l := min(int64(len(n.Inline)), limit); l > 0 {
+			return []Range{{0, l}}
+		}
+		return nil
+	}
+	var out []Range
+	var pos int64
+	for _, e := range n.Extents {
+		if pos >= limit {
+			break
+		}
+		l := min(int64(e.Len), limit-pos)
+		if e.Chunk != nil {
+			out = addRange(out, Range{pos, l})
+		}
+		pos += int64(e.Len)
+	}
+	return out
+}
+
+// addRange appends r to the ordered ranges rs, merging it with the last
+// one when they touch or overlap.
+func addRange(rs []Range, r Range) []Range {
+	if l := len(rs); l > 0 && rs[l-1].Off+rs[l-1].Len >= r.Off {
+		rs[l-1].Len = max(rs[l-1].Len, r.Off+r.Len-rs[l-1].Off)
+		return rs
+	}
+	return append(rs, r)
+}
+
+// MergeRanges merges two ordered lists of ranges into one.
+func MergeRanges(a, b []Range) []Range {
+	out := make([]Range, 0, len(a)+len(b))
+	for len(a) > 0 || len(b) > 0 {
+		if len(b) == 0 || (len(a) > 0 && a[0].Off <= b[0].Off) {
+			out, a = addRange(out, a[0]), a[1:]
+		} else {
+			out, b = addRange(out, b[0]), b[1:]
+		}
+	}
+	return out
+}
+
+// inHole reports whether [off, end) of n lies in holes (reading it needs
+// no chunk).
+func (n *Inode) inHole(off, end int64) bool {
+	if n.Extents == nil {
+		return off >= int64(len(n.Inline))
+	}
+	var pos int64
+	for _, e := range n.Extents {
+		next := pos + int64(e.Len)
+		if next > off {
+			if e.Chunk != nil {
+				return false
+			}
+			if next >= end {
+				return true
+			}
+		}
+		pos = next
+	}
+	return true
+}
+
+func appendHole(ext []Extent, n uint64) []Extent {
+	if l := len(ext); l > 0 && ext[l-1].Chunk == nil {
 		ext[l-1].Len += n
 		return ext
 	}
@@ -142,8 +266,16 @@ func padTo(b []byte, size uint64) []byte {
 	return append(append([]byte(nil), b...), make([]byte, size-uint64(len(b)))...)
 }
 
-// ReadAt reads n's content in its own snapshot.
+// ReadAt reads n's content in its own snapshot (none for a hole).
 func (s *Store) ReadAt(n *Inode, p []byte, off int64) (int, error) {
+	if off >= 0 && off < int64(n.Size) && n.inHole(off, off+int64(len(p))) {
+		c := min(int64(len(p)), int64(n.Size)-off)
+		clear(p[:c])
+		if c < int64(len(p)) {
+			return int(c), io.EOF
+		}
+		return int(c), nil
+	}
 	var c int
 	err := s.View(func(t *ReadTx) error {
 		var err error

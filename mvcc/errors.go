@@ -20,4 +20,5 @@ var (
 	ErrForgotten   = errors.New("session is forgotten")      // ENOENT / refused mount
 	ErrFormat      = errors.New("unsupported store format")  // refused open
 	ErrPerm        = errors.New("operation not permitted")   // EPERM
+	ErrTooBig      = errors.New("file too large")            // EFBIG
 )

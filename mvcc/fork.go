@@ -42,6 +42,9 @@ func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, er
 	}
 	h := &SessionHeader{ID: id, Name: opt.Name}
 	_, err := s.commit(id, commitNew, func(t *WriteTx) error {
+		if err := t.checkNameFree(opt.Name, id); err != nil {
+			return err
+		}
 		sh, err := t.Header(src)
 		if err != nil {
 			return err

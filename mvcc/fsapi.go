@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strings"
@@ -56,7 +57,24 @@ func (s *Store) WriteContentAttr(sid SessionID, ino Ino, r io.Reader, mtime int6
 // returned as is. The Go API's Edit uses it to refuse a lost update.
 func (s *Store) WriteContentIf(sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr, check func(cur *Inode) error) (*Inode, error) {
 	var n *Inode
-	err := s.commitContent(r, func(c *Content) error {
+	err := s.commitContent(r, s.commitWrite(sid, ino, mtime, a, check, &n))
+	return n, err
+}
+
+// WriteSparseAttr is WriteContentAttr of sparse content: only sp's data is
+// read (the fs layer's dirty buffers know their holes). ctx ends it early.
+func (s *Store) WriteSparseAttr(ctx context.Context, sid SessionID, ino Ino, sp Sparse, mtime int64, a SetAttr) (*Inode, error) {
+	var n *Inode
+	err := s.commitPut(func(int) (*Content, error) { return s.PutSparse(ctx, sp) },
+		s.commitWrite(sid, ino, mtime, a, nil, &n))
+	return n, err
+}
+
+// commitWrite returns the commit of WriteContentIf, which sets *out.
+func (s *Store) commitWrite(sid SessionID, ino Ino, mtime int64, a SetAttr, check func(cur *Inode) error, out **Inode) func(*Content) error {
+	return func(c *Content) error {
+		var n *Inode
+		defer func() { *out = n }()
 		_, err := s.Update(sid, func(t *WriteTx) error {
 			var err error
 			if n, err = t.Latest(ino); err != nil {
@@ -108,6 +126,5 @@ func (s *Store) WriteContentIf(sid SessionID, ino Ino, r io.Reader, mtime int64,
 			return nil
 		})
 		return err
-	})
-	return n, err
+	}
 }

@@ -288,6 +288,29 @@ func (st *fsckState) check(k, v []byte) {
 		if err != nil {
 			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
 		}
+	case pXattr:
+		var x xattrVersion
+		_, _, err := splitXattrKey(k)
+		if err == nil {
+			err = decode(k, v, &x)
+		}
+		if err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
+	case pSuperseded, pPrune:
+		var err error
+		if k[0] == pSuperseded && len(k) != 1+16+8 || k[0] == pPrune && len(k) != 1+16 {
+			err = fmt.Errorf("malformed key")
+		} else if k[0] == pSuperseded {
+			var s supersession
+			err = decode(k, v, &s)
+		} else {
+			var ps pruneState
+			err = decode(k, v, &ps)
+		}
+		if err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
 	default:
 		bad(ProblemRecord, fmt.Sprintf("unknown key prefix %q", k[0]))
 	}

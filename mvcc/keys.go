@@ -5,7 +5,7 @@ package mvcc
 // the bitwise NOT of the HLC so that the NEWEST version sorts FIRST.
 //
 //	"M" name                                   -> store meta: format, HLC high-water, next inode
-//	"H" sid[16]                                -> session header (immutable: created, name, parent)
+//	"H" sid[16]                                -> session header (created, name, parent; only the name changes, by RenameSession)
 //	"Z" sid[16] ^hlc[8]                        -> session state versions (live / forgotten)
 //	"N" sid[16]                                -> session counters (next event seq; derived)
 //	"K" sid[16] name                           -> checkpoint name -> HLC
@@ -14,7 +14,9 @@ package mvcc
 //	"I" sid[16] ino[8] ^hlc[8]                 -> inode versions (attrs, content manifest)
 //	"X" sid[16] ino[8] name 0x00 ^hlc[8]       -> xattr versions (value, or removed; xattr.go)
 //	"C" sha256[32]                             -> content chunk, shared by every version and session
-//	"R" sha256[32] sid[16]                     -> "session sid references chunk" (for purge)
+//	"R" sha256[32] sid[16]                     -> "session sid references chunk": count of its inode versions naming it (empty: not counted yet)
+//	"S" sid[16] hlc[8]                         -> keys the commit at hlc superseded or made tombstones (superseded.go; for prune)
+//	"P" sid[16]                                -> prune state: pruned up to, points kept, records since (prune.go)
 //
 // A version chain, e.g. of the entry "main.go" in directory 7 of session S:
 //
@@ -51,6 +53,8 @@ const (
 	pXattr      = 'X'
 	pChunk      = 'C'
 	pChunkRef   = 'R'
+	pSuperseded = 'S'
+	pPrune      = 'P'
 )
 
 func key(prefix byte, parts ...[]byte) []byte {
@@ -106,10 +110,16 @@ func chunkKey(h Hash) []byte { return key(pChunk, h[:]) }
 
 func chunkRefKey(h Hash, sid SessionID) []byte { return key(pChunkRef, h[:], sid[:]) }
 
+// supersededKey is time-ordered (plain HLC, oldest first), so that pruning
+// up to T reads the records of the commits up to T and no others.
+func supersededKey(sid SessionID, at HLC) []byte { return key(pSuperseded, sid[:], u64(uint64(at))) }
+
+func pruneKey(sid SessionID) []byte { return key(pPrune, sid[:]) }
+
 // sessionPrefixes lists the key prefixes that hold a session's own keys.
 func sessionPrefixes(sid SessionID) [][]byte {
 	var out [][]byte
-	for _, p := range []byte{pHeader, pState, pCounters, pCheckpoint, pEvent, pDentry, pInode, pXattr} {
+	for _, p := range []byte{pHeader, pState, pCounters, pCheckpoint, pEvent, pDentry, pInode, pXattr, pSuperseded, pPrune} {
 		out = append(out, key(p, sid[:]))
 	}
 	return out

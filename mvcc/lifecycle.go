@@ -107,6 +107,9 @@ func (t *ReadTx) Content(n *Inode) ([]byte, error) { return t.ContentInto(n, nil
 // ContentInto is Content reading into buf when it has the capacity (a
 // caller reading many files recycles its buffers).
 func (t *ReadTx) ContentInto(n *Inode, buf []byte) ([]byte, error) {
+	if n.Size > MaxInMemory {
+		return nil, fmt.Errorf("%w: inode %d is %d bytes, more than %d to read at once", ErrTooBig, n.Ino, n.Size, MaxInMemory)
+	}
 	if uint64(cap(buf)) < n.Size {
 		buf = make([]byte, n.Size)
 	}
@@ -158,7 +161,7 @@ func (t *ReadTx) sessionChunks(sid SessionID) (map[Hash]uint32, error) {
 			if e.Chunk != nil {
 				var h Hash
 				copy(h[:], e.Chunk)
-				out[h] = e.Len
+				out[h] = uint32(e.Len) // a chunk: at most chunkMax
 			}
 		}
 		return nil

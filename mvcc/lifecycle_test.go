@@ -707,7 +707,6 @@ func TestDiffStatuses(t *testing.T) {
 		t.Fatalf("diff of a state with itself: %v", ch)
 	}
 	// Rename over an existing file is one R; a type change is D + A.
-	from = e.now()
 	e.write(sid, "x.txt", []byte("x\n"))
 	from = e.now()
 	if err := e.st.Rename(sid, h.Root, "new.txt", h.Root, "x.txt", 0); err != nil {

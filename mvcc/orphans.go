@@ -68,18 +68,39 @@ func checkChunkLocked(tx kv.Reader, h Hash) error {
 // forget or redaction deleted the stored chunks as orphans before the
 // commit took them, it stores them again (r must then be an io.Seeker).
 func (s *Store) commitContent(r io.Reader, commit func(*Content) error) error {
+	sk, canRetry := r.(io.Seeker)
+	return s.commitPut(func(attempt int) (*Content, error) {
+		if attempt > 0 {
+			if !canRetry {
+				return nil, errNoRetry
+			}
+			if _, err := sk.Seek(0, io.SeekStart); err != nil {
+				return nil, err
+			}
+		}
+		return s.PutContent(r)
+	}, commit)
+}
+
+// errNoRetry: the content cannot be stored again (see commitPut).
+var errNoRetry = errors.New("content cannot be read again")
+
+// commitPut is commitContent with put storing the content (attempt 0, 1,
+// 2); put returning errNoRetry ends it with the commit's error.
+func (s *Store) commitPut(put func(attempt int) (*Content, error), commit func(*Content) error) error {
+	var last error
 	for attempt := 0; ; attempt++ {
-		c, err := s.PutContent(r)
+		c, err := put(attempt)
+		if errors.Is(err, errNoRetry) {
+			return last
+		}
 		if err != nil {
 			return err
 		}
 		err = commit(c)
-		sk, ok := r.(io.Seeker)
-		if !errors.Is(err, errChunkGone) || !ok || attempt == 2 {
+		if !errors.Is(err, errChunkGone) || attempt == 2 {
 			return err
 		}
-		if _, err := sk.Seek(0, io.SeekStart); err != nil {
-			return err
-		}
+		last = err
 	}
 }

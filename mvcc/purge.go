@@ -97,7 +97,7 @@ func (t *ReadTx) planPurge(sid SessionID) (*PurgeReceipt, []Hash, error) {
 				if e.Chunk != nil {
 					var h Hash
 					copy(h[:], e.Chunk)
-					chunks[h] = e.Len
+					chunks[h] = uint32(e.Len) // a chunk: at most chunkMax
 				}
 			}
 			return nil
@@ -202,6 +202,7 @@ func (s *Store) Purge(sid SessionID, token string, progress Progress) (*PurgeRec
 			return fmt.Errorf("%w: session %s", ErrToken, sid)
 		}
 		s.paths.drop(sid)
+		s.dropPruneCache(sid)
 		total, done := int64(r.Keys), int64(0)
 		progress.report("purge", 0, total)
 		step := func() {

@@ -28,9 +28,12 @@ const FormatVersion = formatXattrChains
 type Hash [32]byte
 
 // Extent is a run of file content: a chunk, or a hole of zeros (Chunk nil).
+// A chunk is at most 256 KiB; a hole may be as long as MaxFileSize. Len was
+// a uint32 before holes could be long: CBOR encodes an unsigned integer in
+// its shortest form whatever the Go type, so old records read the same.
 type Extent struct {
 	Chunk []byte `cbor:"1,keyasint,omitempty"` // SHA-256 of the chunk; nil for a hole
-	Len   uint32 `cbor:"2,keyasint"`
+	Len   uint64 `cbor:"2,keyasint"`
 }
 
 // Inode is one version of a file, directory or symlink.
@@ -102,7 +105,8 @@ type Dentry struct {
 	HLC  HLC    `cbor:"-"` // from the key
 }
 
-// SessionHeader is written once when a session is created and never changed.
+// SessionHeader is written when a session is created; only RenameSession
+// changes it (the name).
 type SessionHeader struct {
 	ID      SessionID `cbor:"1,keyasint"`
 	Name    string    `cbor:"2,keyasint,omitempty"`

@@ -533,6 +533,10 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 				}
 			}
 		}
+		// Versions were rewritten in place: count the references afresh.
+		if err := recountChunkRefsLocked(t.w, sid, nil); err != nil {
+			return err
+		}
 		if _, err := deleteOrphanChunks(t.w); err != nil {
 			return err
 		}

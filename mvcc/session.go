@@ -47,6 +47,9 @@ func (s *Store) CreateSession(name string, uid, gid uint32) (*SessionHeader, err
 	}
 	h := &SessionHeader{ID: id, Name: name}
 	_, err = s.commit(h.ID, commitNew, func(t *WriteTx) error {
+		if err := t.checkNameFree(name, id); err != nil {
+			return err
+		}
 		root, err := t.AllocIno()
 		if err != nil {
 			return err
@@ -142,7 +145,9 @@ func (s *Store) LiveHeader(sid SessionID) (*SessionHeader, error) {
 }
 
 // ResolveSession finds a session by id (any session, forgotten or not) or
-// else by name (the newest live session with that name).
+// else by name (the live session with that name: names are unique among
+// live sessions; a store written before they were may hold several, and
+// then the newest wins).
 func (s *Store) ResolveSession(idOrName string) (*SessionHeader, error) {
 	if id, err := ParseSessionID(idOrName); err == nil {
 		return s.Header(id)
@@ -158,4 +163,70 @@ func (s *Store) ResolveSession(idOrName string) (*SessionHeader, error) {
 		}
 	}
 	return nil, fmt.Errorf("%w: no live session has the id or name %q (padfs session ls lists them)", ErrNoSession, idOrName)
+}
+
+// OpRename is the event of RenameSession (Detail: "OLD -> NEW").
+const OpRename = "session.rename"
+
+// checkNameFree refuses name when a live session other than self has it:
+// a name picks one session (padfs mount --session NAME, the root of a
+// mount of all sessions), so two live sessions cannot share one. A
+// forgotten session's name is free again.
+func (t *ReadTx) checkNameFree(name string, self SessionID) error {
+	if name == "" {
+		return nil
+	}
+	prefix := []byte{pHeader}
+	var taken *SessionID
+	err := t.r.Scan(prefix, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+		var h SessionHeader
+		if err := decode(k, v, &h); err != nil {
+			return false, err
+		}
+		if h.Name != name || h.ID == self {
+			return true, nil
+		}
+		gone, _, err := t.Forgotten(h.ID, Latest)
+		if err != nil {
+			return false, err
+		}
+		if !gone {
+			taken = &h.ID
+		}
+		return taken == nil, nil
+	})
+	if err != nil {
+		return err
+	}
+	if taken != nil {
+		return fmt.Errorf("%w: session %s is already named %q (rename or forget it first: padfs session rename / forget)",
+			ErrExist, taken, name)
+	}
+	return nil
+}
+
+// RenameSession gives a live session a new name (unique among live
+// sessions), as one commit: event session.rename. The header records the
+// current name; the log keeps the old ones.
+func (s *Store) RenameSession(sid SessionID, name string) error {
+	if err := ValidSessionName(name); err != nil {
+		return err
+	}
+	_, err := s.Update(sid, func(t *WriteTx) error {
+		h, err := t.Header(sid)
+		if err != nil {
+			return err
+		}
+		if err := t.checkNameFree(name, sid); err != nil {
+			return err
+		}
+		old := h.Name
+		h.Name = name
+		if err := t.put(headerKey(sid), h); err != nil {
+			return err
+		}
+		t.SetEvent(Event{Op: OpRename, Path: ".", Detail: old + " -> " + name})
+		return nil
+	})
+	return err
 }

@@ -28,6 +28,10 @@ type Store struct {
 	// write transaction (under the KV's write serialization). Another
 	// process sharing the store (PostgreSQL) moves the stored one.
 	hw HLC
+
+	recorded sync.Map   // SessionID -> true: its prune state notes its S records
+	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
+	pruneMu  sync.Mutex // one prune at a time
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
@@ -160,6 +164,10 @@ func (s *Store) notifyWatchers(sid SessionID, ev Event) {
 type ReadTx struct {
 	s *Store
 	r kv.Reader
+	// heads, in a commit, remembers the newest key of each chain read as
+	// of Latest ("" for none), so that writing the chain's next version
+	// needs no second seek to learn what it supersedes (versionPut).
+	heads map[string]string
 }
 
 // View runs fn against a consistent snapshot.
@@ -177,6 +185,9 @@ func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
 		}
 		return false, nil
 	})
+	if err == nil && at == Latest && t.heads != nil {
+		t.heads[string(chain)] = string(k)
+	}
 	return k, v, err
 }
 
@@ -212,6 +223,10 @@ func (t *ReadTx) Forgotten(sid SessionID, at HLC) (bool, HLC, error) {
 
 // Lookup returns the entry name in directory parent as of at.
 func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry, error) {
+	at, err := t.clampAt(sid, at)
+	if err != nil {
+		return Dentry{}, err
+	}
 	k, v, err := t.seekChain(dentryChain(sid, parent, name), at)
 	if err != nil {
 		return Dentry{}, err
@@ -232,6 +247,10 @@ func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry,
 
 // Inode returns the version of ino current as of at.
 func (t *ReadTx) Inode(sid SessionID, ino Ino, at HLC) (*Inode, error) {
+	at, err := t.clampAt(sid, at)
+	if err != nil {
+		return nil, err
+	}
 	k, v, err := t.seekChain(inodeChain(sid, ino), at)
 	if err != nil {
 		return nil, err
@@ -251,6 +270,10 @@ func (t *ReadTx) Inode(sid SessionID, ino Ino, at HLC) (*Inode, error) {
 // until fn returns false. It costs one seek per name the directory ever had
 // (two for a past state), never a walk of each name's history.
 func (t *ReadTx) ReadDir(sid SessionID, dir Ino, at HLC, fn func(Dentry) bool) error {
+	at, err := t.clampAt(sid, at)
+	if err != nil {
+		return err
+	}
 	prefix := dirPrefix(sid, dir)
 	end := kv.PrefixEnd(prefix)
 	pos := prefix

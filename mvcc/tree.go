@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -492,6 +493,13 @@ func (t *WriteTx) checkNotAncestor(dir, newParent Ino) error {
 
 // SetAttr changes attributes of ino (chmod, chown, utimens, truncate).
 func (s *Store) SetAttr(sid SessionID, ino Ino, a SetAttr) (*Inode, error) {
+	return s.SetAttrCtx(context.Background(), sid, ino, a)
+}
+
+// SetAttrCtx is SetAttr that ctx ends early (before the commit: a
+// truncate re-reads the data it keeps). A truncate stores no zeros: what
+// it adds, and the holes it keeps, are holes.
+func (s *Store) SetAttrCtx(ctx context.Context, sid SessionID, ino Ino, a SetAttr) (*Inode, error) {
 	var content *Content
 	if a.Size != nil {
 		// Truncate stores the new content before the commit (see PutContent).
@@ -502,10 +510,13 @@ func (s *Store) SetAttr(sid SessionID, ino Ino, a SetAttr) (*Inode, error) {
 		if old.IsDir() {
 			return nil, fmt.Errorf("%w: truncate of a directory", ErrIsDir)
 		}
+		if *a.Size > MaxFileSize {
+			return nil, fmt.Errorf("%w: truncate of inode %d to %d bytes", ErrTooBig, ino, *a.Size)
+		}
 		if *a.Size != old.Size {
-			r := io.MultiReader(io.NewSectionReader(s.Reader(old), 0, int64(min(old.Size, *a.Size))),
-				io.LimitReader(zeroReader{}, int64(*a.Size)-int64(min(old.Size, *a.Size))))
-			if content, err = s.PutContent(r); err != nil {
+			size := int64(*a.Size)
+			sp := Sparse{R: s.Reader(old), Size: size, Data: old.DataRanges(size)}
+			if content, err = s.PutSparse(ctx, sp); err != nil {
 				return nil, err
 			}
 		}
@@ -551,10 +562,6 @@ func (s *Store) SetAttr(sid SessionID, ino Ino, a SetAttr) (*Inode, error) {
 	})
 	return n, err
 }
-
-type zeroReader struct{}
-
-func (zeroReader) Read(p []byte) (int, error) { clear(p); return len(p), nil }
 
 // WriteContent commits new content for ino, read from r (the file's whole
 // new content), with mtime (ns). Other attributes are kept.

@@ -18,6 +18,7 @@ type WriteTx struct {
 
 	staged      map[Ino]string // directory paths learned by this commit
 	treeChanged bool           // a directory moved or went away
+	sup         supersession   // what this commit superseded (superseded.go)
 }
 
 // HLC is the stamp of this commit.
@@ -52,7 +53,7 @@ const (
 func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) (Event, error) {
 	var ev Event
 	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
+		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx, heads: map[string]string{}}, w: tx, sid: sid}
 		if err := t.checkSessionLocked(kind); err != nil {
 			return err
 		}
@@ -75,6 +76,9 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 			s.paths.drop(sid)
 		} else {
 			s.paths.add(sid, t.staged)
+		}
+		if err := t.writeSupersessionLocked(kind); err != nil {
+			return err
 		}
 		ev, err = t.appendEventLocked()
 		if err == nil {
@@ -145,42 +149,44 @@ func (t *WriteTx) put(k []byte, v any) error {
 }
 
 // PutInode writes a new version of n stamped with this commit's HLC and
-// records that the session references n's chunks.
+// counts the session's references to n's chunks.
 func (t *WriteTx) PutInode(n *Inode) error {
-	if err := t.putChunkRefs(n); err != nil {
+	n.HLC = t.hlc
+	chain := inodeChain(t.sid, n.Ino)
+	k := append(chain, inv(t.hlc)...)
+	prev, err := t.versionPut(chain, k, n.Nlink == 0)
+	if err != nil {
 		return err
 	}
-	n.HLC = t.hlc
-	return t.put(append(inodeChain(t.sid, n.Ino), inv(t.hlc)...), n)
+	var old *Inode
+	if prev != nil {
+		old = new(Inode)
+		if err := decode(k, prev, old); err != nil {
+			return err
+		}
+	}
+	if err := t.adjustChunkRefs(old, n); err != nil {
+		return err
+	}
+	return t.put(k, n)
 }
 
 // PutDentry writes a new version of the entry name in parent; ino 0 writes
 // a tombstone.
 func (t *WriteTx) PutDentry(parent Ino, name string, ino Ino, typ uint32) error {
-	k := append(dentryChain(t.sid, parent, name), inv(t.hlc)...)
+	chain := dentryChain(t.sid, parent, name)
+	k := append(chain, inv(t.hlc)...)
+	if _, err := t.versionPut(chain, k, ino == 0); err != nil {
+		return err
+	}
 	return t.put(k, &Dentry{Ino: ino, Type: typ})
 }
 
-// putChunkRefs records that the commit's session references n's chunks.
+// putChunkRefs makes sure the session references n's chunks (redaction,
+// which rewrites versions in place and then recounts).
 func (t *WriteTx) putChunkRefs(n *Inode) error {
-	for _, e := range n.Extents {
-		if e.Chunk == nil {
-			continue
-		}
-		var h Hash
-		copy(h[:], e.Chunk)
-		rk := chunkRefKey(h, t.sid)
-		if v, err := t.w.Get(rk); err != nil {
-			return err
-		} else if v != nil {
-			continue
-		}
-		// The session did not hold this chunk yet, so nothing kept it from
-		// being deleted as an orphan since PutContent stored it.
-		if err := checkChunkLocked(t.w, h); err != nil {
-			return err
-		}
-		if err := t.w.Put(rk, []byte{}); err != nil {
+	for _, h := range chunkSet(n) {
+		if err := t.incChunkRef(h); err != nil {
 			return err
 		}
 	}

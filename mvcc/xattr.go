@@ -81,6 +81,10 @@ func (t *ReadTx) xattrIn(sid SessionID, n *Inode, name string, at HLC) ([]byte, 
 // chainXattr returns the version of attribute name of ino in force at at,
 // or nil if its chain has none.
 func (t *ReadTx) chainXattr(sid SessionID, ino Ino, name string, at HLC) (*xattrVersion, error) {
+	at, err := t.clampAt(sid, at)
+	if err != nil {
+		return nil, err
+	}
 	k, v, err := t.seekChain(xattrChain(sid, ino, name), at)
 	if err != nil || k == nil {
 		return nil, err
@@ -209,7 +213,12 @@ func (t *WriteTx) putXattr(ino Ino, name string, value []byte) error {
 		return err
 	}
 	x := xattrVersion{Value: value, Removed: value == nil}
-	return t.put(append(xattrChain(t.sid, ino, name), inv(t.hlc)...), &x)
+	chain := xattrChain(t.sid, ino, name)
+	k := append(chain, inv(t.hlc)...)
+	if _, err := t.versionPut(chain, k, x.Removed); err != nil {
+		return err
+	}
+	return t.put(k, &x)
 }
 
 // needFormat raises the store's format record to v (never lowers it).

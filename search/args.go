@@ -1,7 +1,11 @@
 package search
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/padfs/padfs/mvcc"
@@ -14,6 +18,10 @@ type GrepArgs struct {
 	GrepRequest
 	Data, Session, AsOf string
 	Help                bool
+	// ColorWhen is --color's WHEN ("always", "never", "auto"; "" not
+	// given): the caller turns "auto" into Color when its output is a
+	// terminal.
+	ColorWhen string
 }
 
 // ParseGrepArgs parses a GNU grep style command line (short options may be
@@ -34,6 +42,10 @@ func ParseGrepArgs(args []string) (GrepRequest, error) {
 // ParseGrepCommandLine is ParseGrepArgs keeping the padfs options.
 func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 	var a GrepArgs
+	a.Before, a.After = -1, -1
+	context := -1
+	digits := "" // -NUM, GNU's --context=NUM
+	listMode, count, quiet := OutLines, false, false
 	var patterns []string
 	havePattern := false
 	var operands []string
@@ -51,7 +63,73 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		}
 		var err error
 		var v string
+		num := func(dst *int, what string) {
+			if v, err = need(); err == nil {
+				*dst, err = parseCount(v, what)
+			}
+		}
 		switch name {
+		case "after-context":
+			num(&a.After, "context length")
+		case "before-context":
+			num(&a.Before, "context length")
+		case "context":
+			num(&context, "context length")
+		case "max-count":
+			var n int
+			if num(&n, "max count"); err == nil {
+				a.MaxCount, a.MaxSet = n, n >= 0 // GNU: a negative count is no limit
+			}
+		case "group-separator":
+			if v, err = need(); err == nil {
+				a.GroupSep, a.NoGroupSep = &v, false
+			}
+		case "no-group-separator":
+			a.GroupSep, a.NoGroupSep = nil, true
+		case "color", "colour":
+			a.ColorWhen = "auto"
+			if hasVal {
+				switch strings.ToLower(val) {
+				case "always", "yes", "force":
+					a.ColorWhen = "always"
+				case "never", "no", "none":
+					a.ColorWhen = "never"
+				case "auto", "tty", "if-tty":
+				default:
+					err = fmt.Errorf("invalid argument '%s' for '--color'", val)
+				}
+			}
+		case "binary-files":
+			if v, err = need(); err == nil {
+				switch v {
+				case "text":
+					a.Text = true
+				case "binary":
+					a.Text, a.SkipBinary = false, false
+				case "without-match":
+					a.Text, a.SkipBinary = false, true
+				default:
+					err = fmt.Errorf("invalid argument '%s' for '--binary-files'", v)
+				}
+			}
+		case "text":
+			a.Text, a.SkipBinary = true, false
+		case "I":
+			a.Text, a.SkipBinary = false, true
+		case "only-matching":
+			a.OnlyMatching = true
+		case "byte-offset":
+			a.ByteOffset = true
+		case "initial-tab":
+			a.InitialTab = true
+		case "null":
+			a.Null = true
+		case "null-data":
+			a.NullData = true
+		case "line-buffered":
+			a.LineBuffered = true
+		case "perl-regexp":
+			a.Match.Syntax = Perl
 		case "regexp":
 			if v, err = need(); err == nil {
 				patterns, havePattern = append(patterns, strings.Split(v, "\n")...), true
@@ -93,11 +171,11 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		case "basic-regexp":
 			a.Match.Syntax = Basic
 		case "files-with-matches":
-			a.Mode = OutFilesWith
+			listMode = OutFilesWith
 		case "files-without-match":
-			a.Mode = OutFilesWithout
+			listMode = OutFilesWithout
 		case "count":
-			a.Mode = OutCount
+			count = true
 		case "line-number":
 			a.LineNumbers = true
 		case "no-filename":
@@ -105,9 +183,10 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		case "with-filename":
 			a.Filename = 1
 		case "quiet", "silent":
-			a.Mode = OutQuiet
+			quiet = true
 		case "no-messages":
 			silent = true
+		case "binary": // -U: no CR stripping on Unix anyway
 		case "help":
 			a.Help = true
 		default:
@@ -136,15 +215,27 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		case len(arg) > 1 && arg[0] == '-':
 			for j := 1; j < len(arg); j++ {
 				c := arg[j]
-				if c == 'e' {
+				if '0' <= c && c <= '9' {
+					if j == 1 || arg[j-1] < '0' || arg[j-1] > '9' {
+						digits = "" // a new -NUM replaces the last one
+					}
+					digits += string(c)
+					context, _ = strconv.Atoi(digits)
+					continue
+				}
+				if lname, ok := shortWithArg[c]; ok {
 					v := arg[j+1:]
 					if v == "" {
 						var ok bool
 						if v, ok = next(); !ok {
-							return a, fmt.Errorf("option requires an argument -- 'e'")
+							return a, fmt.Errorf("option requires an argument -- '%c'", c)
 						}
 					}
-					patterns, havePattern = append(patterns, strings.Split(v, "\n")...), true
+					if c == 'e' {
+						patterns, havePattern = append(patterns, strings.Split(v, "\n")...), true
+					} else if err := long(lname, v, true, nil); err != nil {
+						return a, err
+					}
 					break
 				}
 				name, ok := shortOptions[c]
@@ -160,6 +251,23 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		}
 	}
 	a.Silent = silent
+	switch {
+	case quiet:
+		a.Mode = OutQuiet
+	case listMode != OutLines: // -l and -L win over -c, as in GNU grep
+		a.Mode = listMode
+	case count:
+		a.Mode = OutCount
+	}
+	a.Color = a.ColorWhen == "always"
+	if a.Before < 0 {
+		a.Before = context
+	}
+	if a.After < 0 {
+		a.After = context
+	}
+	a.Context = a.Before >= 0 || a.After >= 0
+	a.Before, a.After = max(a.Before, 0), max(a.After, 0)
 	if !havePattern {
 		if len(operands) == 0 {
 			if a.Help {
@@ -169,6 +277,9 @@ func ParseGrepCommandLine(args []string) (GrepArgs, error) {
 		}
 		patterns = strings.Split(operands[0], "\n")
 		operands = operands[1:]
+	}
+	if a.Match.Syntax == Perl && len(patterns) > 1 {
+		return a, fmt.Errorf("the -P option only supports a single pattern")
 	}
 	a.Patterns = patterns
 	for _, o := range operands {
@@ -184,8 +295,88 @@ var shortOptions = map[byte]string{
 	'w': "word-regexp", 'x': "line-regexp", 'v': "invert-match", 'F': "fixed-strings",
 	'E': "extended-regexp", 'G': "basic-regexp", 'l': "files-with-matches",
 	'L': "files-without-match", 'c': "count", 'n': "line-number", 'h': "no-filename",
-	'H': "with-filename", 'q': "quiet", 's': "no-messages",
+	'H': "with-filename", 'q': "quiet", 's': "no-messages", 'o': "only-matching",
+	'a': "text", 'b': "byte-offset", 'T': "initial-tab", 'Z': "null", 'z': "null-data",
+	'P': "perl-regexp", 'U': "binary", 'I': "I",
+}
+
+// shortWithArg names the long option of each short option that takes an
+// argument (attached, -A2, or the next argument, -A 2).
+var shortWithArg = map[byte]string{
+	'e': "regexp", 'A': "after-context", 'B': "before-context", 'C': "context", 'm': "max-count",
+}
+
+// parseCount parses a context length or max count as GNU grep does.
+func parseCount(v, what string) (int, error) {
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil && errors.Is(err, strconv.ErrRange) && !strings.HasPrefix(v, "-") {
+		return math.MaxInt32, nil // GNU clamps huge values
+	}
+	if err != nil || (n < 0 && what == "context length") {
+		if what == "max count" {
+			return 0, fmt.Errorf("invalid max count")
+		}
+		return 0, fmt.Errorf("%s: invalid context length argument", v)
+	}
+	return int(min(n, math.MaxInt32)), nil
 }
 
 // ResolveAsOf parses --asof text (an HLC or RFC 3339 time).
 func ResolveAsOf(s string) (mvcc.HLC, error) { return mvcc.ParseHLC(s) }
+
+// ParseGrepFileName parses the name of a file in a mount's .grep/
+// directory into the request it reads as, `padfs grep -rn ...` at the
+// session root:
+//
+//	.grep/PATTERN                  grep -rn PATTERN
+//	.grep/-i -C2 -- PATTERN        grep -rn -i -C2 -- PATTERN
+//	.grep/-l -w PATTERN            grep -rn -l -w PATTERN (options end at the first word without a dash)
+//
+// A name that starts with "-" is options, separated by single spaces, up
+// to "--" or the first word that does not start with "-"; the rest of the
+// name, spaces and all, is the pattern (so a pattern that starts with "-"
+// is written after "--"). An option's argument is attached (-C2,
+// --include=*.go) or the next word (-m 5). A file name cannot hold "/":
+// write it as %2F. PATH operands and the padfs options (--data,
+// --session, --asof) are refused.
+func ParseGrepFileName(name string) (GrepRequest, error) {
+	for _, s := range []string{"%2F", "%2f"} {
+		name = strings.ReplaceAll(name, s, "/")
+	}
+	args := []string{"-rn"}
+	rest := name
+	if strings.HasPrefix(name, "-") {
+		for rest != "" {
+			word, tail, _ := strings.Cut(rest, " ")
+			if word == "--" {
+				rest = tail
+				break
+			}
+			if !strings.HasPrefix(word, "-") || word == "-" {
+				break
+			}
+			args, rest = append(args, word), tail
+			// An option whose argument is the next word.
+			_, short := shortWithArg[word[len(word)-1]]
+			if short && len(word) >= 2 && word[1] != '-' && !strings.ContainsAny(word[1:len(word)-1], "eABCm") ||
+				slices.Contains([]string{"--regexp", "--after-context", "--before-context", "--context", "--max-count",
+					"--group-separator", "--include", "--exclude", "--exclude-dir", "--binary-files"}, word) {
+				arg, tail, _ := strings.Cut(rest, " ")
+				args, rest = append(args, arg), tail
+			}
+		}
+	}
+	a, err := ParseGrepCommandLine(args) // "-e PAT" and nothing after the options
+	if rest != "" || err != nil {
+		a, err = ParseGrepCommandLine(append(args, "--", rest))
+	}
+	switch {
+	case err != nil:
+		return a.GrepRequest, err
+	case a.Data != "" || a.Session != "" || a.AsOf != "":
+		return a.GrepRequest, fmt.Errorf("--data, --session and --asof are not options of a .grep/ name")
+	case len(a.Operands) > 0:
+		return a.GrepRequest, fmt.Errorf("a .grep/ name holds no PATH (with -e, end the name with the options)")
+	}
+	return a.GrepRequest, nil
+}

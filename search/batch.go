@@ -33,6 +33,8 @@ type batcher struct {
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	err      error
+	// room, if set, checks for disk space before a batch is committed.
+	room func() error
 }
 
 func newBatcher(bl bleve.Index, parallel int, maxBytes int64, maxDocs int) *batcher {
@@ -55,9 +57,10 @@ func (bt *batcher) index(doc *document.Document, size int64) error {
 
 // delete removes the document id. Batches in flight at once land in any
 // order: flush and wait before adding documents a deletion must precede.
-func (bt *batcher) delete(id string) {
+func (bt *batcher) delete(id string) error {
 	bt.b.Delete(id)
 	bt.docs++
+	return nil
 }
 
 // flush commits the current batch (in the background when parallel > 1).
@@ -69,15 +72,21 @@ func (bt *batcher) flush() error {
 		<-bt.slots
 		return err
 	}
+	if bt.room != nil {
+		if err := bt.room(); err != nil {
+			<-bt.slots
+			return err
+		}
+	}
 	if cap(bt.slots) == 1 {
 		defer func() { <-bt.slots }()
-		return bt.bl.Batch(b)
+		return safeBatch(bt.bl, b)
 	}
 	bt.wg.Add(1)
 	go func() {
 		defer bt.wg.Done()
 		defer func() { <-bt.slots }()
-		if err := bt.bl.Batch(b); err != nil {
+		if err := safeBatch(bt.bl, b); err != nil {
 			bt.mu.Lock()
 			bt.err = errors.Join(bt.err, err)
 			bt.mu.Unlock()
@@ -104,9 +113,25 @@ func (bt *batcher) finish(seq uint64, at mvcc.HLC) error {
 	if err := bt.wait(); err != nil {
 		return err
 	}
+	if bt.room != nil {
+		if err := bt.room(); err != nil {
+			return err
+		}
+	}
 	bt.b.SetInternal(keySeq, u64(seq))
 	bt.b.SetInternal(keyHLC, u64(uint64(at)))
-	return bt.bl.Batch(bt.b)
+	return safeBatch(bt.bl, bt.b)
+}
+
+// safeBatch commits b, turning a panic of bleve into a panicError (batches
+// run on goroutines of their own, where no caller's recover reaches).
+func safeBatch(bl bleve.Index, b *bleve.Batch) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicError{what: "batch", v: v}
+		}
+	}()
+	return bl.Batch(b)
 }
 
 // stopped reports whether stop is closed.

@@ -27,6 +27,7 @@
 package search
 
 import (
+	"cmp"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -42,7 +43,6 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
 	"github.com/blevesearch/bleve/v2/document"
-	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
 	index "github.com/blevesearch/bleve_index_api"
 	"github.com/padfs/padfs/mvcc"
@@ -79,9 +79,17 @@ var (
 // Options tune Open.
 type Options struct {
 	// Background runs the catch-up goroutine (a mount's process does; a
-	// one-shot CLI command need not).
+	// one-shot CLI command need not). The bleve indexes then live in an
+	// index worker process (worker.go) at the lowest CPU priority, so that
+	// neither their CPU nor their failures reach the caller's process.
 	Background bool
-	Logger     *slog.Logger
+	// InProcess keeps the bleve indexes in this process even with
+	// Background.
+	InProcess bool
+	Logger    *slog.Logger
+
+	// settleQuiet and settleMax override the defaults (tests).
+	settleQuiet, settleMax time.Duration
 }
 
 // Index is the search index of one store. It is safe for concurrent use.
@@ -89,30 +97,26 @@ type Index struct {
 	dir string // DATA/index
 	st  *mvcc.Store
 	log *slog.Logger
+	be  backend
 
-	mu       sync.Mutex
-	sessions map[mvcc.SessionID]*sessionIndex
-	dirty    map[mvcc.SessionID]bool
-	closed   bool
+	mu     sync.Mutex
+	dirty  map[mvcc.SessionID]bool
+	closed bool
 	// writers serialize, per session, everything that writes, drops or
 	// replaces its index: catch-up, rebuild, drop, close. Readers never
 	// take them.
 	writers map[mvcc.SessionID]*sync.Mutex
-	// dropping marks sessions whose index directory is being closed and
-	// removed: readers must not reopen it meanwhile (they scan instead).
-	dropping map[mvcc.SessionID]bool
+	// failed are sessions whose catch-up failed (worker down, disk full,
+	// damaged index): retried after retryDelay.
+	failed     map[mvcc.SessionID]string
+	retryDelay time.Duration
+	retrying   bool
+	// settleQuiet and settleMax: see settle.
+	settleQuiet, settleMax time.Duration
 
 	wake chan struct{}
 	stop chan struct{}
 	done chan struct{}
-}
-
-// sessionIndex is the bleve index of one session. Writers hold the
-// session's writer lock (Index.writer); readers use bl freely.
-type sessionIndex struct {
-	sid mvcc.SessionID
-	dir string
-	bl  bleve.Index
 }
 
 // writer returns the lock that serializes the writers of sid's index.
@@ -144,18 +148,26 @@ func OpenWith(dataDir string, st *mvcc.Store, o Options) (*Index, error) {
 		log = slog.Default()
 	}
 	ix := &Index{dir: dir, st: st, log: log.With("component", "search"),
-		sessions: map[mvcc.SessionID]*sessionIndex{}, dirty: map[mvcc.SessionID]bool{},
-		writers: map[mvcc.SessionID]*sync.Mutex{}, dropping: map[mvcc.SessionID]bool{},
+		dirty: map[mvcc.SessionID]bool{}, writers: map[mvcc.SessionID]*sync.Mutex{},
+		failed: map[mvcc.SessionID]string{}, retryDelay: minRetry,
+		settleQuiet: cmp.Or(o.settleQuiet, settleQuiet), settleMax: cmp.Or(o.settleMax, settleMax),
 		wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
 	if !o.Background {
+		ix.be = newLocalBackend(dir, ix.log)
 		close(ix.done) // no goroutine; stop still ends a Rebuild early
 		return ix, nil
+	}
+	if o.InProcess {
+		ix.be = newLocalBackend(dir, ix.log)
+	} else {
+		ix.be = newRemoteBackend(dir, ix.log, ix.workerDown)
 	}
 	st.Watch(func(sid mvcc.SessionID, _ mvcc.Event) { ix.markDirty(sid) })
 	// Catch up every session at start: after a crash the recorded
 	// sequence numbers say where to resume.
 	infos, err := st.Sessions()
 	if err != nil {
+		ix.be.close()
 		return nil, fmt.Errorf("search: list sessions: %w", err)
 	}
 	for _, si := range infos {
@@ -167,6 +179,19 @@ func OpenWith(dataDir string, st *mvcc.Store, o Options) (*Index, error) {
 	ix.kick()
 	return ix, nil
 }
+
+const (
+	// settleQuiet is how long the log must stay quiet before the
+	// background indexer catches up, so that a file saved many times in a
+	// burst (sed -i in a loop, an editor's autosave) is indexed once;
+	// settleMax bounds the wait while commits keep coming (tar -x).
+	settleQuiet = 500 * time.Millisecond
+	settleMax   = 5 * time.Second
+	// minRetry and maxRetry bound the wait before a failed catch-up is
+	// tried again.
+	minRetry = 500 * time.Millisecond
+	maxRetry = 30 * time.Second
+)
 
 func (ix *Index) markDirty(sid mvcc.SessionID) {
 	ix.mu.Lock()
@@ -184,6 +209,70 @@ func (ix *Index) kick() {
 	}
 }
 
+// workerDown is called when the index worker died: every session is
+// caught up again once a new one runs.
+func (ix *Index) workerDown() {
+	infos, err := ix.st.Sessions()
+	if err != nil {
+		return
+	}
+	ix.mu.Lock()
+	for _, si := range infos {
+		if !si.Forgotten {
+			ix.failed[si.ID] = "index worker died"
+		}
+	}
+	ix.mu.Unlock()
+	ix.scheduleRetry()
+}
+
+// catchUpFailed logs err once per new cause and retries sid later.
+func (ix *Index) catchUpFailed(sid mvcc.SessionID, err error) {
+	ix.mu.Lock()
+	prev, had := ix.failed[sid]
+	ix.failed[sid] = err.Error()
+	ix.mu.Unlock()
+	if !had || prev != err.Error() {
+		ix.log.Warn("search: catching up failed; retrying later", "session", sid.String(), "err", err)
+	}
+	ix.scheduleRetry()
+}
+
+// scheduleRetry marks the failed sessions dirty after a delay that grows
+// while they keep failing.
+func (ix *Index) scheduleRetry() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.retrying || ix.closed {
+		return
+	}
+	ix.retrying = true
+	d := ix.retryDelay
+	ix.retryDelay = min(2*ix.retryDelay, maxRetry)
+	time.AfterFunc(d, func() {
+		ix.mu.Lock()
+		ix.retrying = false
+		for sid := range ix.failed {
+			ix.dirty[sid] = true
+		}
+		ix.mu.Unlock()
+		ix.kick()
+	})
+}
+
+// caughtUp clears sid's failure.
+func (ix *Index) caughtUp(sid mvcc.SessionID) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if _, ok := ix.failed[sid]; ok {
+		delete(ix.failed, sid)
+		ix.log.Info("search: catching up again", "session", sid.String())
+	}
+	if len(ix.failed) == 0 {
+		ix.retryDelay = minRetry
+	}
+}
+
 func (ix *Index) background() {
 	defer close(ix.done)
 	for {
@@ -192,37 +281,56 @@ func (ix *Index) background() {
 			return
 		case <-ix.wake:
 		}
-		// Let a burst of commits (tar -x) settle into one batch.
+		if !ix.settle() {
+			return
+		}
+		// The sessions dirty now; those dirtied during this pass wait for
+		// the next settle (a save during a catch-up must not start another
+		// one at once).
+		ix.mu.Lock()
+		pass := ix.dirty
+		ix.dirty = map[mvcc.SessionID]bool{}
+		ix.mu.Unlock()
+		for len(pass) > 0 {
+			more := map[mvcc.SessionID]bool{}
+			for sid := range pass {
+				again, err := ix.catchUp(sid, ix.stop)
+				switch {
+				case errors.Is(err, errStopped):
+				case err != nil:
+					ix.catchUpFailed(sid, err)
+				default:
+					ix.caughtUp(sid)
+				}
+				if again && err == nil {
+					more[sid] = true // a long log: go on without settling
+				}
+				if stopped(ix.stop) {
+					return
+				}
+			}
+			pass = more
+		}
+	}
+}
+
+// settle waits until no commit came for settleQuiet, or settleMax after
+// the first; false when the index is closing.
+func (ix *Index) settle() bool {
+	quiet := time.NewTimer(ix.settleQuiet)
+	defer quiet.Stop()
+	limit := time.NewTimer(ix.settleMax)
+	defer limit.Stop()
+	for {
 		select {
 		case <-ix.stop:
-			return
-		case <-time.After(50 * time.Millisecond):
-		}
-		for {
-			ix.mu.Lock()
-			var sid mvcc.SessionID
-			found := false
-			for s := range ix.dirty {
-				sid, found = s, true
-				delete(ix.dirty, s)
-				break
-			}
-			ix.mu.Unlock()
-			if !found {
-				break
-			}
-			more, err := ix.catchUp(sid, ix.stop)
-			if err != nil && !errors.Is(err, errStopped) {
-				ix.log.Warn("search: catching up failed", "session", sid.String(), "err", err)
-			}
-			if more {
-				ix.markDirty(sid)
-			}
-			select {
-			case <-ix.stop:
-				return
-			default:
-			}
+			return false
+		case <-quiet.C:
+			return true
+		case <-limit.C:
+			return true
+		case <-ix.wake:
+			quiet.Reset(ix.settleQuiet)
 		}
 	}
 }
@@ -241,29 +349,18 @@ func (ix *Index) Close() error {
 	ix.mu.Unlock()
 	close(ix.stop)
 	<-ix.done
-	// Every open index (readers open them too, without a writer lock).
+	// Wait for the writers in flight (Rebuild, CatchUp from commands).
 	ix.mu.Lock()
-	sids := make([]mvcc.SessionID, 0, len(ix.sessions))
-	for sid := range ix.sessions {
-		sids = append(sids, sid)
+	ws := make([]*sync.Mutex, 0, len(ix.writers))
+	for _, w := range ix.writers {
+		ws = append(ws, w)
 	}
 	ix.mu.Unlock()
-	var errs []error
-	for _, sid := range sids {
-		w := ix.writer(sid)
+	for _, w := range ws {
 		w.Lock()
-		ix.mu.Lock()
-		si := ix.sessions[sid]
-		delete(ix.sessions, sid)
-		ix.mu.Unlock()
-		if si != nil {
-			if err := si.bl.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("close index of session %s: %w", sid, err))
-			}
-		}
-		w.Unlock()
+		defer w.Unlock()
 	}
-	return errors.Join(errs...)
+	return ix.be.close()
 }
 
 // indexMapping is the bleve mapping: documents are built by hand
@@ -285,92 +382,15 @@ func scorchConfig() map[string]interface{} {
 	return map[string]interface{}{}
 }
 
-// session returns the open index of sid, opening or creating it.
-func (ix *Index) session(sid mvcc.SessionID, create bool) (*sessionIndex, error) {
-	ix.mu.Lock()
-	defer ix.mu.Unlock()
-	if ix.closed {
-		return nil, errors.New("search index is closed")
-	}
-	if si, ok := ix.sessions[sid]; ok {
-		return si, nil
-	}
-	if ix.dropping[sid] {
-		if create {
-			return nil, fmt.Errorf("search index of session %s is being removed", sid)
-		}
-		return nil, nil
-	}
-	dir := filepath.Join(ix.dir, sid.String())
-	bl, err := bleve.OpenUsing(dir, scorchConfig())
-	if err != nil {
-		bl = nil // bleve returns a typed nil
-	}
-	switch {
-	case err == nil:
-		if v, _ := bl.GetInternal(keyVersion); string(v) != formatVersion {
-			ix.log.Info("search: index format changed; rebuilding", "session", sid.String())
-			bl.Close()
-			if err := os.RemoveAll(dir); err != nil {
-				return nil, err
-			}
-			bl, err = nil, bleve.ErrorIndexPathDoesNotExist
-		}
-	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
-	default:
-		// A damaged index is rebuilt: it is derived data.
-		ix.log.Warn("search: cannot open index; rebuilding", "session", sid.String(), "err", err)
-		if err := os.RemoveAll(dir); err != nil {
-			return nil, err
-		}
-		err = bleve.ErrorIndexPathDoesNotExist
-	}
-	if bl == nil {
-		if !create {
-			return nil, nil
-		}
-		if bl, err = bleve.NewUsing(dir, indexMapping(), scorch.Name, scorch.Name, scorchConfig()); err != nil {
-			return nil, fmt.Errorf("create index %s: %w", dir, err)
-		}
-		if err := bl.SetInternal(keyVersion, []byte(formatVersion)); err != nil {
-			bl.Close()
-			return nil, err
-		}
-	}
-	si := &sessionIndex{sid: sid, dir: dir, bl: bl}
-	ix.sessions[sid] = si
-	return si, nil
-}
-
-// covered returns the event sequence and HLC the index of sid reflects.
-func (si *sessionIndex) covered() (uint64, mvcc.HLC, error) {
-	seq, err := si.bl.GetInternal(keySeq)
-	if err != nil {
-		return 0, 0, err
-	}
-	hlc, err := si.bl.GetInternal(keyHLC)
-	if err != nil {
-		return 0, 0, err
-	}
-	var s uint64
-	var h mvcc.HLC
-	if len(seq) == 8 {
-		s = binary.BigEndian.Uint64(seq)
-	}
-	if len(hlc) == 8 {
-		h = mvcc.HLC(binary.BigEndian.Uint64(hlc))
-	}
-	return s, h, nil
-}
-
 // Covered returns the event sequence number (and its HLC) up to which the
-// index of session sid reflects the store; 0 if it has no index yet.
+// index of session sid reflects the store; 0 if it has no index yet, or
+// while its worker is not running (or not answering).
 func (ix *Index) Covered(sid mvcc.SessionID) (uint64, mvcc.HLC, error) {
-	si, err := ix.session(sid, false)
-	if err != nil || si == nil {
-		return 0, 0, err
+	pos, err := ix.be.position(sid)
+	if errors.Is(err, errWorkerDown) {
+		return 0, 0, nil
 	}
-	return si.covered()
+	return pos.Seq, pos.HLC, err
 }
 
 // DropSession deletes the index of session sid (hard forget, redaction):
@@ -385,21 +405,10 @@ func (ix *Index) DropSession(sid mvcc.SessionID) error {
 
 // dropLocked is DropSession with sid's writer lock held.
 func (ix *Index) dropLocked(sid mvcc.SessionID) error {
-	ix.mu.Lock()
-	si := ix.sessions[sid]
-	delete(ix.sessions, sid)
-	ix.dropping[sid] = true
-	ix.mu.Unlock()
-	defer func() {
-		ix.mu.Lock()
-		delete(ix.dropping, sid)
-		ix.mu.Unlock()
-	}()
-	if si != nil {
-		if err := si.bl.Close(); err != nil {
-			ix.log.Warn("search: close dropped index", "session", sid.String(), "err", err)
-		}
+	if err := ix.be.drop(sid); err != nil {
+		return err
 	}
+	// Whatever happened to the worker, the directory goes.
 	dir := filepath.Join(ix.dir, sid.String())
 	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove index of session %s: %w", sid, err)
@@ -452,10 +461,10 @@ const (
 )
 
 // fileDoc builds the document of one file.
-func fileDoc(path string, n *mvcc.Inode, data []byte) *document.Document {
+func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	doc := document.NewDocument(path)
 	doc.AddField(document.NewTextFieldCustom("path", nil, []byte(path), keywordOpts, nil))
-	doc.AddField(document.NewTextFieldCustom("ino", nil, []byte(strconv.FormatUint(uint64(n.Ino), 10)), keywordOpts, nil))
+	doc.AddField(document.NewTextFieldCustom("ino", nil, []byte(strconv.FormatUint(uint64(ino), 10)), keywordOpts, nil))
 	if data == nil {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 		return doc

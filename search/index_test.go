@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -196,11 +195,7 @@ func TestHighEntropyFileUnindexedButFound(t *testing.T) {
 	if err := ix.Rebuild(sid, nil); err != nil {
 		t.Fatal(err)
 	}
-	si, err := ix.session(sid, false)
-	if err != nil || si == nil {
-		t.Fatalf("no index: %v", err)
-	}
-	ids, err := searchIDs(si.bl, termQ("unindexed", "y"))
+	ids, err := ix.be.ids(sid, idQuery{Field: "unindexed", Term: "y"})
 	if err != nil || len(ids) != 1 || ids[0] != "noise.bin" {
 		t.Fatalf("unindexed documents %v (%v), want [noise.bin]", ids, err)
 	}
@@ -223,25 +218,20 @@ func TestCutShortBuildStartsOver(t *testing.T) {
 	defer ix.Close()
 	// What a cut-short build leaves: documents, no covered seq. One of
 	// them is for a file that no longer exists.
-	si, err := ix.session(sid, true)
-	if err != nil {
+	if _, err := ix.be.begin(sid, 1, batchBytes, batchDocs); err != nil {
 		t.Fatal(err)
 	}
-	b := si.bl.NewBatch()
-	if err := b.IndexAdvanced(fileDoc("ghost.txt", &mvcc.Inode{Ino: 99}, []byte("ghost needle\n"))); err != nil {
+	if err := ix.be.doc(sid, "ghost.txt", 99, []byte("ghost needle\n")); err != nil {
 		t.Fatal(err)
 	}
-	if err := si.bl.Batch(b); err != nil {
+	if err := ix.be.flush(sid); err != nil {
 		t.Fatal(err)
 	}
+	ix.be.abort(sid)
 	if err := ix.CatchUp(sid); err != nil {
 		t.Fatal(err)
 	}
-	si, err = ix.session(sid, false)
-	if err != nil || si == nil {
-		t.Fatalf("no index after catching up: %v", err)
-	}
-	ids, err := searchIDs(si.bl, query.NewMatchAllQuery())
+	ids, err := ix.be.ids(sid, idQuery{})
 	if err != nil || len(ids) != 1 || ids[0] != "a.txt" {
 		t.Fatalf("documents after catching up: %v (%v), want [a.txt]", ids, err)
 	}

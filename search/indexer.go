@@ -10,7 +10,6 @@ import (
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -51,8 +50,16 @@ func (c *changes) add(ev mvcc.Event) {
 		}
 	case "link":
 		c.paths[ev.Path2] = true
+	case mvcc.OpRestore:
+		// One restored root is its subtree; several are named in Detail,
+		// which does not split unambiguously: re-walk everything.
+		if strings.Contains(ev.Detail, "; also ") || ev.Path == "" {
+			c.full = true
+		} else {
+			c.subtrees[ev.Path] = true
+		}
 	case "chmod", "chown", "utimens", "setattr", "setxattr", "removexattr",
-		mvcc.OpCheckpoint, mvcc.OpSessionCreate, mvcc.OpForget:
+		mvcc.OpCheckpoint, mvcc.OpSessionCreate, mvcc.OpForget, mvcc.OpRename:
 		// No content or name changed.
 	default: // session.fork, session.redact, and anything unknown
 		c.full = true
@@ -104,11 +111,8 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 	if err != nil || forgotten {
 		return false, err
 	}
-	si, err := ix.session(sid, true)
-	if err != nil {
-		return false, err
-	}
-	seq, _, err := si.covered()
+	pos, err := ix.be.position(sid)
+	seq := pos.Seq
 	if err != nil {
 		return false, err
 	}
@@ -118,15 +122,10 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 	if seq == 0 {
 		// Never built, or a build was cut short (Close): start from an
 		// empty index, so that no document of a file deleted since stays.
-		if n, err := si.bl.DocCount(); err != nil || n > 0 {
-			if err := ix.dropLocked(sid); err != nil {
-				return false, err
-			}
-			if si, err = ix.session(sid, true); err != nil {
-				return false, err
-			}
+		if err := ix.dropLocked(sid); err != nil {
+			return false, err
 		}
-		return false, ix.buildLocked(si, lastSeq, lastHLC, stop, nil)
+		return false, ix.buildLocked(sid, lastSeq, lastHLC, stop, nil)
 	}
 	ch := newChanges()
 	var endSeq uint64
@@ -152,29 +151,23 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 		if err := ix.dropLocked(sid); err != nil {
 			return false, err
 		}
-		ns, err := ix.session(sid, true)
-		if err != nil {
-			return false, err
-		}
-		return false, ix.buildLocked(ns, lastSeq, lastHLC, stop, nil)
+		return false, ix.buildLocked(sid, lastSeq, lastHLC, stop, nil)
 	}
-	return endSeq < lastSeq, ix.applyLocked(si, ch, endSeq, endHLC, stop)
+	return endSeq < lastSeq, ix.applyLocked(sid, pos, ch, endSeq, endHLC, stop)
 }
 
 // applyLocked brings the documents that ch touches to their state as of
 // at and records (seq, at) as covered. Deletions land first, in a batch
 // of their own; the documents then go in batches committed two at a time
 // (each is the file's state as of at, so their order does not matter).
-func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) error {
-	bt := newBatcher(si.bl, 2, catchUpBytes, catchUpDocs)
-	defer bt.wait()
+func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) (err error) {
 	paths := map[string]bool{}
 	for p := range ch.paths {
 		paths[p] = true
 	}
 	// Other names of files whose content changed (hard links).
 	for ino := range ch.inos {
-		ids, err := si.ids(query.NewTermQuery(strconv.FormatUint(uint64(ino), 10)), "ino")
+		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10)})
 		if err != nil {
 			return err
 		}
@@ -182,51 +175,59 @@ func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.
 			paths[id] = true
 		}
 	}
+	var dels []string
 	var files []fileRef
 	for p := range ch.subtrees {
 		// Every document below p goes; what is there now comes back.
+		q := idQuery{Field: "path", Term: p + "/", Prefix: true}
 		if p == "." || p == "" {
-			ids, err := si.ids(query.NewMatchAllQuery(), "")
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				bt.delete(id)
-			}
-		} else {
-			ids, err := si.ids(query.NewPrefixQuery(p+"/"), "path")
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				bt.delete(id)
-			}
-			bt.delete(p)
+			q = idQuery{}
 		}
-		err := ix.walk(si.sid, p, at, func(f fileRef) { files = append(files, f) })
+		ids, err := ix.be.ids(sid, q)
+		if err != nil {
+			return err
+		}
+		dels = append(dels, ids...)
+		if q.Field != "" {
+			dels = append(dels, p)
+		}
+		err = ix.walk(sid, p, at, func(f fileRef) { files = append(files, f) })
 		if err != nil && !errors.Is(err, mvcc.ErrNotFound) {
 			return err
 		}
 	}
 	for p := range paths {
-		n, err := ix.st.Walk(si.sid, p, at)
+		n, err := ix.st.Walk(sid, p, at)
 		switch {
 		case errors.Is(err, mvcc.ErrNotFound) || errors.Is(err, mvcc.ErrNotDir):
-			bt.delete(p)
+			dels = append(dels, p)
 		case err != nil:
 			return err
 		case n.IsRegular():
 			files = append(files, fileRef{p, n})
 		default:
-			bt.delete(p)
+			dels = append(dels, p)
 		}
 	}
-	if bt.docs > 0 {
-		// The deletions, before any document comes back.
-		if err := bt.flush(); err != nil {
-			return err
+	gen, err := ix.be.begin(sid, 2, catchUpBytes, catchUpDocs)
+	if err != nil {
+		return err
+	}
+	if gen != pos.Gen {
+		// The index read at the start is gone (dropped after a panic):
+		// the tail alone would leave the new one incomplete.
+		ix.be.abort(sid)
+		return errIndexChanged
+	}
+	defer ix.endRun(sid, &err)
+	if len(dels) > 0 {
+		for _, id := range dels {
+			if err := ix.be.del(sid, id); err != nil {
+				return err
+			}
 		}
-		if err := bt.wait(); err != nil {
+		// The deletions, before any document comes back.
+		if err := ix.be.flush(sid); err != nil {
 			return err
 		}
 	}
@@ -234,27 +235,22 @@ func (ix *Index) applyLocked(si *sessionIndex, ch *changes, seq uint64, at mvcc.
 		if stopped(stop) {
 			return errStopped
 		}
-		doc, err := ix.doc(f)
+		data, err := ix.content(f)
 		if err != nil {
 			return err
 		}
-		if err := bt.index(doc, int64(f.n.Size)); err != nil {
+		if err := ix.be.doc(sid, f.path, f.n.Ino, data); err != nil {
 			return fmt.Errorf("index %s: %w", f.path, err)
 		}
 	}
-	return bt.finish(seq, at)
+	return ix.be.finish(sid, seq, at)
 }
 
-// ids returns the ids of the documents matching q (a term or prefix query
-// on field, which is set here).
-func (si *sessionIndex) ids(q query.Query, field string) ([]string, error) {
-	switch t := q.(type) {
-	case *query.TermQuery:
-		t.SetField(field)
-	case *query.PrefixQuery:
-		t.SetField(field)
+// endRun aborts a run of writes that ended in an error.
+func (ix *Index) endRun(sid mvcc.SessionID, err *error) {
+	if *err != nil {
+		ix.be.abort(sid)
 	}
-	return searchIDs(si.bl, q)
 }
 
 // searchIDs runs q unscored and returns every matching document id.
@@ -381,16 +377,19 @@ func readDir(t *mvcc.ReadTx, sid mvcc.SessionID, dir mvcc.Ino, prefix string, at
 	return ents, nil
 }
 
-// doc reads a file and builds its document.
-func (ix *Index) doc(f fileRef) (*document.Document, error) {
+// content reads a file for its document (nil: too large to index).
+func (ix *Index) content(f fileRef) ([]byte, error) {
 	if f.n.Size > MaxIndexedSize {
-		return fileDoc(f.path, f.n, nil), nil
+		return nil, nil
 	}
 	data, err := ix.st.ReadAll(f.n)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", f.path, err)
 	}
-	return fileDoc(f.path, f.n, data), nil
+	if data == nil {
+		data = []byte{}
+	}
+	return data, nil
 }
 
 // Progress reports bytes done out of total.
@@ -398,22 +397,22 @@ type Progress func(done, total int64)
 
 // buildLocked indexes the whole tree of si's session as of at into an
 // index assumed empty, and records seq as covered.
-func (ix *Index) buildLocked(si *sessionIndex, seq uint64, at mvcc.HLC, stop <-chan struct{}, progress Progress) error {
+func (ix *Index) buildLocked(sid mvcc.SessionID, seq uint64, at mvcc.HLC, stop <-chan struct{}, progress Progress) (err error) {
 	var files []fileRef
-	if err := ix.walk(si.sid, "", at, func(f fileRef) { files = append(files, f) }); err != nil {
+	if err := ix.walk(sid, "", at, func(f fileRef) { files = append(files, f) }); err != nil {
 		return err
 	}
 	var total int64
 	for _, f := range files {
 		total += int64(f.n.Size)
 	}
-	// Read and analyze in parallel; add to batches in order.
+	// Read ahead in parallel; send in order. Reading is all this process
+	// does: building documents is the backend's (the worker's) work.
 	type result struct {
-		doc  *document.Document
-		size int64
+		data []byte
 		err  error
 	}
-	workers := runtime.GOMAXPROCS(0)
+	workers := min(runtime.GOMAXPROCS(0), 4)
 	results := make([]chan result, len(files))
 	for i := range results {
 		results[i] = make(chan result, 1)
@@ -426,12 +425,14 @@ func (ix *Index) buildLocked(si *sessionIndex, seq uint64, at mvcc.HLC, stop <-c
 		go func() {
 			defer wg.Done()
 			for i := range next {
-				d, err := ix.doc(files[i])
-				results[i] <- result{d, int64(files[i].n.Size), err}
+				d, err := ix.content(files[i])
+				results[i] <- result{d, err}
 			}
 		}()
 	}
-	window := make(chan struct{}, 64) // documents read ahead of the batch
+	// Bounded read-ahead: content is read only as fast as the backend
+	// takes it.
+	window := make(chan struct{}, 16)
 	go func() {
 		defer close(next)
 		for i := range files {
@@ -451,8 +452,10 @@ func (ix *Index) buildLocked(si *sessionIndex, seq uint64, at mvcc.HLC, stop <-c
 	defer close(quit) // runs first: releases the feeder, then workers finish
 	// Two segments built at once use both cores of a small machine; more
 	// would only compete with the readers and analysis.
-	bt := newBatcher(si.bl, min(workers, 2), batchBytes, batchDocs)
-	defer bt.wait()
+	if _, err := ix.be.begin(sid, 2, batchBytes, batchDocs); err != nil {
+		return err
+	}
+	defer ix.endRun(sid, &err)
 	var done int64
 	for i := range files {
 		if stopped(stop) {
@@ -463,15 +466,15 @@ func (ix *Index) buildLocked(si *sessionIndex, seq uint64, at mvcc.HLC, stop <-c
 		if r.err != nil {
 			return r.err
 		}
-		if err := bt.index(r.doc, r.size); err != nil {
+		if err := ix.be.doc(sid, files[i].path, files[i].n.Ino, r.data); err != nil {
 			return fmt.Errorf("index %s: %w", files[i].path, err)
 		}
-		done += r.size
+		done += int64(files[i].n.Size)
 		if progress != nil {
 			progress(done, total)
 		}
 	}
-	return bt.finish(seq, at)
+	return ix.be.finish(sid, seq, at)
 }
 
 // Rebuild deletes the index of session sid and builds it again from the
@@ -492,11 +495,7 @@ func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
 	if err := ix.dropLocked(sid); err != nil {
 		return err
 	}
-	si, err := ix.session(sid, true)
-	if err != nil {
-		return err
-	}
-	return ix.buildLocked(si, seq, at, ix.stop, progress)
+	return ix.buildLocked(sid, seq, at, ix.stop, progress)
 }
 
 // CatchUp brings the index of sid up to the store's latest commit (what

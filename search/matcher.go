@@ -17,6 +17,9 @@ type MatchOptions struct {
 	Word       bool // -w
 	Line       bool // -x
 	Invert     bool // -v
+	// NullData (-z): the data is read with NUL and newline bytes
+	// swapped (see swapNul); sets hold NUL where GNU's hold a newline.
+	NullData bool
 }
 
 // Matcher decides matching lines exactly as GNU grep does in a UTF-8
@@ -54,6 +57,19 @@ type Matcher struct {
 	lineRes   [2]*regexp.Regexp // without (?m): valid, invalid
 	lineErrs  [2]error
 	lineOnce  [2]sync.Once
+	// spans finds the matches -o and --color print (see Spans).
+	spans     [2]spanRes
+	spanOnce  [2]sync.Once
+	hasAssert bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
+}
+
+// spanRes are the per-line regexps of one variant for Spans: search finds
+// the leftmost-longest match (leftmost-first for -P, as PCRE); anchored,
+// for -w, the longest one at the start of its input.
+type spanRes struct {
+	search, anchored *regexp.Regexp
+	tree             *syntax.Regexp // search's, for the backtracker
+	err              error
 }
 
 // Compile translates GNU grep patterns (one per element; GNU's newline-
@@ -65,11 +81,17 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	}
 	m := &Matcher{opts: o}
 	for _, p := range patterns {
-		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, warn)
+		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil {
 			return nil, err
 		}
 		m.Boundary = m.Boundary || boundary
+		if o.Syntax == Perl {
+			t, err := syntax.Parse(n.alts[0][0].text, syntax.Perl)
+			m.hasAssert = m.hasAssert || err != nil || goHasAssert(t)
+		} else {
+			m.hasAssert = m.hasAssert || hasAssert(n)
+		}
 		m.nodes = append(m.nodes, n)
 	}
 	src := m.goSyntax(false, false)
@@ -86,6 +108,11 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if prog, err := syntax.Compile(tree.Simplify()); err == nil {
 		c := prog.StartCond()
 		m.lineStart = c != ^syntax.EmptyOp(0) && c&syntax.EmptyBeginLine != 0
+	}
+	if o.NullData {
+		// The index holds the unswapped bytes: read every file (the
+		// query still holds for the swapped data MayMatch sees).
+		defer func() { m.IndexQuery = allQuery }()
 	}
 	if o.Invert {
 		m.Query, m.IndexQuery = allQuery, allQuery // any file may have a non-matching line
@@ -128,17 +155,26 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 	}
 	word, _ := classSet("word")
 	nonWord := word.negate().remove('\n').goClass()
+	if m.opts.Syntax == Perl {
+		// PCRE's \w without UCP, as GNU grep 3.8 -w -P; on a line a
+		// newline is an invalid byte's barrier (see GrepBuf), no word.
+		nonWord = `[^0-9A-Za-z_\n]`
+		if perLine {
+			nonWord = `[^0-9A-Za-z_]`
+		}
+	}
 	switch {
 	case m.opts.Line:
 		b.WriteString("^(?:")
 	case m.opts.Word:
 		b.WriteString("(?:^|" + nonWord + ")(?:")
 	}
-	for i, n := range m.nodes {
-		if i > 0 {
-			b.WriteByte('|')
-		}
-		render(&b, n, invalid)
+	if m.opts.Syntax == Perl && invalid && perLine {
+		var body strings.Builder
+		m.body(&body, invalid)
+		b.WriteString(newlineProof(body.String()))
+	} else {
+		m.body(&b, invalid)
 	}
 	switch {
 	case m.opts.Line:
@@ -147,6 +183,323 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 		b.WriteString(")(?:" + nonWord + "|$)")
 	}
 	return b.String()
+}
+
+// body renders the patterns' alternation.
+func (m *Matcher) body(b *strings.Builder, invalid bool) {
+	for i, n := range m.nodes {
+		if i > 0 {
+			b.WriteByte('|')
+		}
+		render(b, n, invalid)
+	}
+}
+
+func hasAssert(n *node) bool {
+	switch n.kind {
+	case nAssert:
+		return true
+	case nRepeat:
+		return hasAssert(n.sub)
+	case nGroup:
+		for _, seq := range n.alts {
+			for _, x := range seq {
+				if hasAssert(x) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// spansUnicode is Spans for a line with non-ASCII text and a pattern with
+// word boundaries: at each start, from the last match's end, the longest
+// match the backtracker finds (it gives up past its step budget).
+func spansUnicode(tree *syntax.Regexp, line []byte) ([][2]int, error) {
+	if tree == nil {
+		return nil, errTooComplex
+	}
+	word, _ := classSet("word")
+	b := &backtracker{line: line, word: word}
+	var out [][2]int
+	for s := 0; s < len(line); {
+		best := -1
+		b.m(tree, s, func(e int) bool {
+			best = max(best, e)
+			return false // every path: the longest end
+		})
+		if b.steps > backtrackBudget {
+			return nil, errTooComplex
+		}
+		if best > s {
+			out = append(out, [2]int{s, best})
+			s = best
+			continue
+		}
+		_, w := utf8.DecodeRune(line[s:])
+		s += w
+	}
+	return out, nil
+}
+
+// spansWord is Spans for -w and a pattern with anchors or boundaries:
+// GNU's loop (the longest match at the leftmost start; shorter ones at
+// that start until one is a whole word; else the next start) over every
+// match end the backtracker finds.
+func spansWord(tree *syntax.Regexp, word runeSet, line []byte) ([][2]int, error) {
+	if tree == nil {
+		return nil, errTooComplex
+	}
+	gw, _ := classSet("word")
+	b := &backtracker{line: line, word: gw}
+	ends := func(s int) []int {
+		var es []int
+		b.m(tree, s, func(e int) bool {
+			es = append(es, e)
+			return false
+		})
+		slices.Sort(es)
+		return slices.Compact(es)
+	}
+	isWord := func(r rune, w int) bool { return w > 0 && r != utf8.RuneError && word.has(r) }
+	bounded := func(s, e int) bool {
+		r, w := utf8.DecodeLastRune(line[:s])
+		r2, w2 := utf8.DecodeRune(line[e:])
+		return !isWord(r, w) && !isWord(r2, w2)
+	}
+	next := func(s int) int {
+		if s >= len(line) {
+			return len(line) + 1
+		}
+		_, w := utf8.DecodeRune(line[s:])
+		return s + w
+	}
+	var out [][2]int
+	for cur := 0; cur < len(line); {
+		accepted := -1
+		s := cur
+		for ; s <= len(line) && accepted < 0; s = next(s) {
+			es := ends(s)
+			if b.steps > backtrackBudget {
+				return nil, errTooComplex
+			}
+			// Longest first; a shorter one only while it is not empty.
+			for i := len(es) - 1; i >= 0; i-- {
+				if i < len(es)-1 && es[i] == s {
+					break
+				}
+				if bounded(s, es[i]) {
+					accepted = es[i]
+					break
+				}
+			}
+			if accepted >= 0 {
+				break
+			}
+		}
+		if accepted < 0 {
+			break
+		}
+		if accepted == s {
+			cur = next(s)
+			continue
+		}
+		out = append(out, [2]int{s, accepted})
+		cur = accepted
+	}
+	return out, nil
+}
+
+// newlineProof rewrites Go syntax so that nothing in it matches a
+// newline (classes and . leave it out, a literal newline matches
+// nothing); it returns src unchanged if it does not parse.
+func newlineProof(src string) string {
+	t, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return src
+	}
+	var fix func(re *syntax.Regexp)
+	fix = func(re *syntax.Regexp) {
+		switch re.Op {
+		case syntax.OpAnyChar:
+			re.Op = syntax.OpAnyCharNotNL
+		case syntax.OpCharClass:
+			set := runeSet(re.Rune).remove('\n')
+			if len(set) == 0 {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+			} else {
+				re.Rune = set
+			}
+		case syntax.OpLiteral:
+			if slices.Contains(re.Rune, '\n') {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+			}
+		}
+		for _, sub := range re.Sub {
+			fix(sub)
+		}
+	}
+	fix(t)
+	return t.String()
+}
+
+// invalidToNewline appends line to dst with each byte of an encoding
+// error replaced by a newline (the offsets stay).
+func invalidToNewline(dst, line []byte) []byte {
+	for i := 0; i < len(line); {
+		r, w := utf8.DecodeRune(line[i:])
+		if r == utf8.RuneError && w == 1 {
+			dst = append(dst, '\n')
+		} else {
+			dst = append(dst, line[i:i+w]...)
+		}
+		i += w
+	}
+	return dst
+}
+
+func goHasAssert(re *syntax.Regexp) bool {
+	switch re.Op {
+	case syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText,
+		syntax.OpWordBoundary, syntax.OpNoWordBoundary:
+		return true
+	}
+	for _, sub := range re.Sub {
+		if goHasAssert(sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func (m *Matcher) spanRe(v int) *spanRes {
+	m.spanOnce[v].Do(func() {
+		sr := &m.spans[v]
+		var b strings.Builder
+		m.body(&b, v == 1)
+		inner := b.String()
+		if v == 1 && m.opts.Syntax == Perl {
+			inner = newlineProof(inner)
+		}
+		src := inner
+		if m.opts.Line {
+			src = "^(?:" + inner + ")$"
+		}
+		compile := func(src string) *regexp.Regexp {
+			re, err := regexp.Compile(src)
+			if err != nil {
+				sr.err = translateGoError(err)
+				return nil
+			}
+			if m.opts.Syntax != Perl {
+				re.Longest()
+			}
+			return re
+		}
+		sr.search = compile(src)
+		if t, err := syntax.Parse(src, syntax.Perl); err == nil {
+			sr.tree = t.Simplify()
+		}
+		if m.opts.Word && !m.opts.Line {
+			sr.anchored = compile("^(?:" + inner + ")")
+		}
+	})
+	return &m.spans[v]
+}
+
+// Spans returns the non-empty matches in line (a selected or context
+// line, without its newline) that grep -o prints and --color marks, as
+// GNU grep finds them: each search starts where the last match ended; -w
+// shortens a match, or looks further on, until it is a whole word.
+// invalid is the file's variant (not valid UTF-8).
+func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
+	v := 0
+	if invalid {
+		v = 1
+	}
+	if m.opts.Syntax == Perl {
+		// As in GrepBuf: invalid bytes are barriers no match crosses.
+		if utf8.Valid(line) {
+			v = 0
+		} else {
+			v, line = 1, invalidToNewline(nil, line)
+		}
+	}
+	sr := m.spanRe(v)
+	if sr.err != nil {
+		return nil, sr.err
+	}
+	if m.Boundary && !isASCII(line) {
+		// Go's \b sees ASCII words only: the backtracker finds the
+		// leftmost-longest matches with GNU's word characters.
+		return spansUnicode(sr.tree, line)
+	}
+	var out [][2]int
+	if sr.anchored == nil {
+		for _, loc := range sr.search.FindAllIndex(line, -1) {
+			if loc[1] > loc[0] {
+				out = append(out, [2]int{loc[0], loc[1]})
+			}
+		}
+		return out, nil
+	}
+	word, _ := classSet("word")
+	if m.opts.Syntax == Perl {
+		word = runeSet{'0', '9', 'A', 'Z', '_', '_', 'a', 'z'}
+	}
+	if m.hasAssert {
+		// Searching from an offset must see the text before it (^, \b):
+		// the backtracker runs GNU's loop over the whole line.
+		return spansWord(sr.tree, word, line)
+	}
+	wordBefore := func(i int) bool {
+		r, _ := utf8.DecodeLastRune(line[:i])
+		return i > 0 && r != utf8.RuneError && word.has(r)
+	}
+	wordAfter := func(i int) bool {
+		r, _ := utf8.DecodeRune(line[i:])
+		return i < len(line) && r != utf8.RuneError && word.has(r)
+	}
+	find := func(from int) (int, int, bool) {
+		loc := sr.search.FindIndex(line[from:])
+		if loc == nil {
+			return 0, 0, false
+		}
+		return from + loc[0], loc[1] - loc[0], true
+	}
+	for cur := 0; cur < len(line); {
+		start, n, ok := find(cur)
+		for ok && (wordBefore(start) || wordAfter(start+n)) {
+			if n > 0 {
+				// A shorter match at the same start?
+				if loc := sr.anchored.FindIndex(line[start : start+n-1]); loc != nil && loc[1] > 0 {
+					n = loc[1]
+					continue
+				}
+			}
+			if start >= len(line) {
+				ok = false
+				break
+			}
+			_, w := utf8.DecodeRune(line[start:])
+			start, n, ok = find(start + w)
+		}
+		if !ok {
+			break
+		}
+		if n == 0 {
+			if start >= len(line) {
+				break
+			}
+			_, w := utf8.DecodeRune(line[start:])
+			cur = start + w
+			continue
+		}
+		out = append(out, [2]int{start, start + n})
+		cur = start + n
+	}
+	return out, nil
 }
 
 // lineTrigram picks the trigram eachSelected looks for to find the lines
@@ -255,11 +608,12 @@ func (m *Matcher) re(data []byte) (*regexp.Regexp, error) {
 // lineRe returns the per-line regexp of a variant (0 valid, 1 invalid)
 // when every match starts at a line start, else nil.
 func (m *Matcher) lineRe(v int) (*regexp.Regexp, error) {
-	if !m.lineStart {
+	if !m.lineStart && m.opts.Syntax != Perl {
 		return nil, nil
 	}
 	m.lineOnce[v].Do(func() {
-		m.lineRes[v], m.lineErrs[v] = regexp.Compile(m.goSyntax(v == 1, true))
+		src := m.goSyntax(v == 1, true)
+		m.lineRes[v], m.lineErrs[v] = regexp.Compile(src)
 		if m.lineErrs[v] != nil {
 			m.lineErrs[v] = translateGoError(m.lineErrs[v])
 		}
@@ -298,13 +652,29 @@ type FileResult struct {
 	// the result depends on the buffer size (a NUL past the first read).
 	Grown   int
 	LateNul bool
+	// TextEnd is where the text part ends (binary mode starts: GNU grep
+	// prints no line past it); BinMatch says a line past it was selected.
+	TextEnd    int
+	BinMatch   bool
+	BinSkipped bool // -I gave the file up at TextEnd
 }
 
 // Line is one line to print: its 1-based number and its bytes (without
 // the newline).
 type Line struct {
-	Num  int
-	Text []byte
+	Num   int
+	Text  []byte
+	Start int // byte offset of the line in the file
+}
+
+// scanOpts are GrepBuf's refinements for the grep command's output.
+type scanOpts struct {
+	max     int  // stop after this many selected lines (-1: no limit)
+	keepBad bool // keep lines with encoding errors (the printer suppresses them)
+	text    bool // -a, -z: no binary part (NUL bytes are text)
+	// skipBinary (-I): where the NUL is read, GNU grep gives up the file
+	// as matching nothing (lines printed before it stay printed).
+	skipBinary bool
 }
 
 // grepBufSize is GNU grep's initial read size: NUL bytes (and with them
@@ -358,6 +728,13 @@ func (m *Matcher) Grep(data []byte, mode Mode) (FileResult, error) {
 // GrepBuf is Grep with GNU grep's read buffer at bufSize bytes (grown by
 // a long line in an earlier file of the same run).
 func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, err error) {
+	return m.grepFile(data, mode, bufSize, scanOpts{max: -1})
+}
+
+func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res FileResult, err error) {
+	if o.max == 0 {
+		return res, nil
+	}
 	re, err := m.re(data)
 	if err != nil {
 		return res, err
@@ -366,9 +743,14 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 	bin, grown := readModel(data, bufSize)
 	res.Grown = grown
 	res.LateNul = bin > 0
+	if o.text {
+		bin = -1
+		res.LateNul = false
+	}
 	if bin >= 0 {
 		textEnd = bin
 	}
+	res.TextEnd = textEnd
 	variant := 0
 	if re != m.valid {
 		variant = 1
@@ -392,12 +774,31 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 			}
 			return ok
 		}
-	case m.lineStart && (m.lineNeedle == "" || m.opts.Invert):
+	case m.opts.Syntax == Perl || m.lineStart && (m.lineNeedle == "" || m.opts.Invert):
+		// (-P's classes may hold a newline: it runs line by line.)
 		lre, err := m.lineRe(variant)
 		if err != nil {
 			return res, err
 		}
 		lineMatch = lre.Match
+		if m.opts.Syntax == Perl && variant == 1 {
+			// PCRE2 (GNU grep 3.8 sets PCRE2_MATCH_INVALID_UTF) matches
+			// nothing on an invalid byte, and no match crosses one: the
+			// invalid bytes become newlines, which the newline-proof
+			// variant cannot match.
+			vre, err := m.lineRe(0)
+			if err != nil {
+				return res, err
+			}
+			var scratch []byte
+			lineMatch = func(line []byte) bool {
+				if utf8.Valid(line) {
+					return vre.Match(line)
+				}
+				scratch = invalidToNewline(scratch[:0], line)
+				return lre.Match(scratch)
+			}
+		}
 	}
 	defer func() {
 		if lineErr != nil {
@@ -409,15 +810,17 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 	// Text part: lines are printed (unless an encoding error is met).
 	m.eachSelected(re, lineMatch, data[:textEnd], func(s, e int) bool {
 		res.Count++
-		if mode == ModeFiles {
+		if mode == ModeFiles || res.Count == o.max {
 			stop = true
+		}
+		if mode == ModeFiles {
 			return false
 		}
 		if mode == ModeCount {
-			return true
+			return !stop
 		}
 		line := data[s:e]
-		if !utf8.Valid(line) {
+		if !o.keepBad && !utf8.Valid(line) {
 			// GNU grep 3.8 suppresses a line with an encoding error and
 			// reports "binary file matches" at the end.
 			res.Binary = true
@@ -425,10 +828,14 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 		}
 		lineNo += bytes.Count(data[counted:s], []byte{'\n'})
 		counted = s
-		res.Lines = append(res.Lines, Line{Num: lineNo, Text: line})
-		return true
+		res.Lines = append(res.Lines, Line{Num: lineNo, Text: line, Start: s})
+		return !stop
 	})
 	if stop || bin < 0 {
+		return res, nil
+	}
+	if o.skipBinary {
+		res.Count, res.BinSkipped = 0, true
 		return res, nil
 	}
 	// Binary part: NUL bytes end lines; output stops at the first match.
@@ -441,10 +848,11 @@ func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, 
 	}
 	m.eachSelected(re, lineMatch, zapped, func(s, e int) bool {
 		res.Count++
+		res.BinMatch = true
 		if mode == ModeLines {
 			res.Binary = true
 		}
-		return mode == ModeCount
+		return mode == ModeCount && res.Count != o.max
 	})
 	return res, nil
 }

@@ -8,8 +8,6 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -48,15 +46,13 @@ func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
 	}); err != nil {
 		return nil, err
 	}
-	si, err := ix.session(sid, false)
+	// Without a usable index (worker down, damaged index) every file is
+	// read and scored roughly: degraded, not failed.
+	pos, err := ix.be.position(sid)
+	seq := pos.Seq
 	if err != nil {
-		return nil, err
-	}
-	var seq uint64
-	if si != nil {
-		if seq, _, err = si.covered(); err != nil {
-			return nil, err
-		}
+		ix.log.Warn("search: index unusable; scoring by reading files", "session", sid.String(), "err", err)
+		seq = 0
 	}
 	ch := newChanges()
 	if seq < lastSeq {
@@ -70,17 +66,15 @@ func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
 	}
 	var hits []Hit
 	seen := map[string]bool{}
-	if si != nil && seq > 0 {
-		mq := query.NewMatchQuery(q)
-		mq.SetField("text")
-		mq.Analyzer = "standard"
-		req := bleve.NewSearchRequestOptions(mq, 4*k+16, 0, false)
-		res, err := si.bl.Search(req)
+	if seq > 0 {
+		res, err := ix.be.search(sid, q, 4*k+16)
 		if err != nil {
-			return nil, err
+			ix.log.Warn("search: index unusable; scoring by reading files", "session", sid.String(), "err", err)
+			ch.full = true
+			res = nil
 		}
-		for _, h := range res.Hits {
-			n, err := ix.st.Walk(sid, h.ID, at)
+		for _, h := range res {
+			n, err := ix.st.Walk(sid, h.id, at)
 			if err != nil || !n.IsRegular() {
 				continue // gone since
 			}
@@ -89,8 +83,8 @@ func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
 				return nil, err
 			}
 			line, snip := snippet(data, terms)
-			hits = append(hits, Hit{Path: h.ID, Score: h.Score, Line: line, Snippet: snip, Degraded: ch.affects(h.ID)})
-			seen[h.ID] = true
+			hits = append(hits, Hit{Path: h.id, Score: h.score, Line: line, Snippet: snip, Degraded: ch.affects(h.id)})
+			seen[h.id] = true
 		}
 	}
 	// Files the index has not seen yet: read them, keep those with a query

@@ -81,15 +81,6 @@ func (s runeSet) has(r rune) bool {
 	return i < len(s)/2 && s[2*i] <= r
 }
 
-// count returns the number of runes in the set.
-func (s runeSet) count() int {
-	n := 0
-	for i := 0; i+1 < len(s); i += 2 {
-		n += int(s[i+1]-s[i]) + 1
-	}
-	return n
-}
-
 // foldCase adds every rune's case counterparts (as GNU grep -i does) to a
 // normalized set.
 func (s runeSet) foldCase() runeSet {

@@ -2,6 +2,9 @@ package search
 
 import (
 	"fmt"
+	"regexp"
+	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,6 +36,7 @@ const (
 	Basic    Syntax = iota // POSIX basic regular expression, GNU flavour (grep -G, the default)
 	Extended               // POSIX extended regular expression, GNU flavour (grep -E)
 	Fixed                  // fixed strings (grep -F)
+	Perl                   // Perl-compatible (grep -P): the part of PCRE that RE2 evaluates
 )
 
 // UnsupportedError reports syntax that GNU grep accepts but padfs grep
@@ -83,6 +87,33 @@ type parser struct {
 	warn     func(string)
 	depth    int
 	boundary bool // uses \b \B \< \>
+	nullData bool // grep -z: see zset
+}
+
+// zset is set as grep -z reads swapped data (NUL bytes are line ends,
+// newlines are NULs): it holds NUL if it held a newline, and no newline.
+func zset(s runeSet) runeSet {
+	nl := s.has('\n')
+	s = s.remove('\n').remove(0)
+	if nl {
+		s = s.add(0, 0).norm()
+	}
+	return s
+}
+
+// spaceSet is [:space:] with the newline (the table leaves it out: no
+// line holds one, but a grep -z record does).
+func spaceSet() runeSet {
+	s, _ := classSet("space")
+	return append(slices.Clone(s), '\n', '\n').norm()
+}
+
+// zclass is p.class for a set that may hold a newline.
+func (p *parser) zclass(s runeSet) *node {
+	if p.nullData {
+		s = zset(s)
+	}
+	return p.class(s)
 }
 
 func (p *parser) eof() bool  { return p.pos >= len(p.src) }
@@ -95,11 +126,31 @@ func (p *parser) peekAt(i int) (rune, bool) {
 }
 
 // parsePattern parses one pattern into a group node.
-func parsePattern(pat string, syn Syntax, fold bool, warn func(string)) (*node, bool, error) {
+// With nullData (grep -z) the matcher reads data with NUL and newline
+// bytes swapped, and every set holds NUL where GNU's holds a newline (see
+// zset).
+func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, bool, error) {
 	if !utf8.ValidString(pat) {
 		return nil, false, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
 	}
-	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn}
+	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn, nullData: nullData}
+	if syn == Perl {
+		src, err := perlToGo(pat)
+		if err != nil {
+			return nil, false, err
+		}
+		if nullData {
+			src = zsyntax(src)
+		}
+		if fold {
+			src = "(?i:" + src + ")"
+		} else {
+			src = "(?:" + src + ")"
+		}
+		// The pattern is Go syntax already: one raw node. Its \b and \w
+		// are ASCII, as PCRE's are without UCP (GNU grep 3.8).
+		return &node{kind: nGroup, alts: [][]*node{{{kind: nAssert, text: src}}}}, false, nil
+	}
 	if syn == Fixed {
 		var seq []*node
 		for _, r := range p.src {
@@ -312,7 +363,11 @@ func (p *parser) sequence() ([]*node, error) {
 		switch r {
 		case '.':
 			p.pos++
-			seq = append(seq, p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF}))
+			if p.nullData {
+				seq = append(seq, p.zclass(runeSet{0, 0x10FFFF})) // with -z, . matches a newline
+			} else {
+				seq = append(seq, p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF}))
+			}
 		case '[':
 			s, err := p.bracket()
 			if err != nil {
@@ -411,7 +466,7 @@ func (p *parser) escape() (*node, error) {
 	}
 	p.pos += 2
 	word, _ := classSet("word")
-	space, _ := classSet("space")
+	space := spaceSet()
 	switch n {
 	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return nil, &UnsupportedError{"back-reference \\" + string(n),
@@ -427,13 +482,13 @@ func (p *parser) escape() (*node, error) {
 	case '\'':
 		return &node{kind: nAssert, text: "$"}, nil
 	case 'w':
-		return p.class(word), nil
+		return p.zclass(word), nil
 	case 'W':
-		return p.class(word.negate()), nil
+		return p.zclass(word.negate()), nil
 	case 's':
-		return p.class(space), nil
+		return p.zclass(space), nil
 	case 'S':
-		return p.class(space.negate()), nil
+		return p.zclass(space.negate()), nil
 	}
 	return p.lit(n), nil
 }
@@ -475,6 +530,11 @@ func (p *parser) bracket() (runeSet, error) {
 					name = "alpha"
 				}
 				cs, ok := classSet(name)
+				if name == "space" || name == "cntrl" {
+					// The tables leave the newline out (no line holds
+					// one); a grep -z record may.
+					cs = append(slices.Clone(cs), '\n', '\n').norm()
+				}
 				if !ok || name == "word" {
 					return nil, &SyntaxError{"Invalid character class name"}
 				}
@@ -525,6 +585,9 @@ func (p *parser) bracket() (runeSet, error) {
 	}
 	if negate {
 		set = set.negate()
+	}
+	if p.nullData {
+		return zset(set), nil
 	}
 	return set.remove('\n'), nil
 }
@@ -591,4 +654,200 @@ func bracketEnd(src []rune, from int, kind rune) int {
 		}
 	}
 	return -1
+}
+
+// perlToGo translates a grep -P pattern into Go syntax. RE2 reads most of
+// Perl's syntax as PCRE does; the escapes it reads differently are
+// spelled out (\s has VT in PCRE, \v \h \R \N are classes, \Z is \z on a
+// line), and what it cannot evaluate is an *UnsupportedError naming the
+// construct: look-around, back-references, possessive quantifiers, atomic
+// groups, recursion, conditionals, \K, \G, backtracking verbs.
+func perlToGo(pat string) (string, error) {
+	const space = `\t\n\x0B\f\r `
+	const vspace = `\n\x0B\f\r\x{85}\x{2028}\x{2029}`
+	const hspace = `\t \x{A0}\x{1680}\x{180E}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}`
+	unsupported := func(what string) error {
+		return &UnsupportedError{what, "Go's regexp engine (RE2) cannot evaluate it (use GNU grep -P)"}
+	}
+	var b strings.Builder
+	inClass, quant := false, false
+	for i := 0; i < len(pat); i++ {
+		c := pat[i]
+		wasQuant := quant
+		quant = false
+		if c == '\\' && i+1 < len(pat) {
+			d := pat[i+1]
+			i++
+			cls := func(set string, negate bool) {
+				switch {
+				case inClass && !negate:
+					b.WriteString(set)
+				case inClass:
+					b.WriteByte('\\')
+					b.WriteByte(d) // Go's own (near enough inside a class)
+				case negate:
+					b.WriteString("[^" + set + "]")
+				default:
+					b.WriteString("[" + set + "]")
+				}
+			}
+			switch d {
+			case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+				if !inClass {
+					return "", unsupported("back-reference \\" + string(d))
+				}
+			case 'g', 'k':
+				return "", unsupported("back-reference \\" + string(d))
+			case 'K', 'G', 'X', 'C':
+				return "", unsupported("\\" + string(d))
+			case 's', 'S':
+				cls(space, d == 'S')
+				continue
+			case 'v', 'V':
+				cls(vspace, d == 'V')
+				continue
+			case 'h', 'H':
+				cls(hspace, d == 'H')
+				continue
+			case 'N':
+				if !inClass {
+					b.WriteString(`[^\n]`)
+					continue
+				}
+			case 'R':
+				if !inClass {
+					b.WriteString(`(?:\r\n|[` + vspace + `])`)
+					continue
+				}
+			case 'Z':
+				if !inClass {
+					b.WriteString(`\z`)
+					continue
+				}
+			case 'Q':
+				end := strings.Index(pat[i+1:], `\E`)
+				if end < 0 {
+					end = len(pat) - i - 1
+				}
+				b.WriteString(regexp.QuoteMeta(pat[i+1 : i+1+end]))
+				i += end + 2
+				continue
+			case 'E':
+				continue // a stray \E is nothing in PCRE
+			}
+			b.WriteByte('\\')
+			b.WriteByte(d)
+			continue
+		}
+		if inClass {
+			switch {
+			case c == '[' && i+1 < len(pat) && pat[i+1] == ':':
+				end := strings.Index(pat[i:], ":]")
+				if end > 0 {
+					b.WriteString(pat[i : i+end+2])
+					i += end + 1
+					continue
+				}
+			case c == ']':
+				inClass = false
+			}
+			b.WriteByte(c)
+			continue
+		}
+		switch c {
+		case '[':
+			inClass = true
+			b.WriteByte(c)
+			if i+1 < len(pat) && pat[i+1] == '^' {
+				b.WriteByte('^')
+				i++
+			}
+			if i+1 < len(pat) && pat[i+1] == ']' {
+				b.WriteString(`\]`) // a leading ] is literal
+				i++
+			}
+			continue
+		case '*', '?', '}':
+			if c == '?' && wasQuant {
+				break // non-greedy
+			}
+			quant = true
+		case '+':
+			if wasQuant {
+				return "", unsupported("possessive quantifier")
+			}
+			quant = true
+		case '(':
+			rest := pat[i+1:]
+			for _, k := range []struct{ prefix, what string }{
+				{"?=", "look-ahead (?="}, {"?!", "look-ahead (?!"}, {"?<=", "look-behind (?<="},
+				{"?<!", "look-behind (?<!"}, {"?>", "atomic group (?>"}, {"?|", "branch reset (?|"},
+				{"?(", "conditional (?("}, {"?R", "recursion (?R)"}, {"?&", "recursion (?&"},
+				{"?P>", "recursion (?P>"}, {"?P=", "back-reference (?P="}, {"?#", "comment (?#"}, {"*", "verb (*"},
+			} {
+				if strings.HasPrefix(rest, k.prefix) {
+					return "", unsupported(k.what)
+				}
+			}
+			if len(rest) > 1 && rest[0] == '?' && (rest[1] >= '0' && rest[1] <= '9' || rest[1] == '+' || rest[1] == '-' && len(rest) > 2 && rest[2] >= '0' && rest[2] <= '9') {
+				return "", unsupported("recursion (?" + rest[1:2])
+			}
+			if len(rest) > 1 && rest[0] == '?' {
+				// Inline flags: RE2 knows i, m, s, U.
+				for j := 1; j < len(rest) && rest[j] != ')' && rest[j] != ':'; j++ {
+					if f := rest[j]; f != 'i' && f != 'm' && f != 's' && f != 'U' && f != '-' && f != '<' && f != 'P' {
+						return "", unsupported("inline flag (?" + string(f) + ")")
+					} else if f == '<' || f == 'P' {
+						break // a named group
+					}
+				}
+			}
+		}
+		b.WriteByte(c)
+	}
+	src := b.String()
+	if _, err := syntax.Parse(src, syntax.Perl); err != nil {
+		return "", &SyntaxError{err.Error()}
+	}
+	return src, nil
+}
+
+// zsyntax rewrites -P's Go syntax for grep -z's swapped data: a class
+// holds NUL where it held a newline (PCRE's . does not match one), a
+// newline escape is a NUL, a NUL escape matches nothing.
+func zsyntax(src string) string {
+	t, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return src
+	}
+	var fix func(re *syntax.Regexp)
+	fix = func(re *syntax.Regexp) {
+		switch re.Op {
+		case syntax.OpAnyCharNotNL:
+			re.Op, re.Rune = syntax.OpCharClass, []rune{1, '\n' - 1, '\n' + 1, 0x10FFFF}
+		case syntax.OpAnyChar:
+			re.Op, re.Rune = syntax.OpCharClass, []rune{0, '\n' - 1, '\n' + 1, 0x10FFFF}
+		case syntax.OpCharClass:
+			if set := zset(runeSet(re.Rune)); len(set) == 0 {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+			} else {
+				re.Rune = set
+			}
+		case syntax.OpLiteral:
+			if slices.Contains(re.Rune, 0) {
+				re.Op, re.Rune = syntax.OpNoMatch, nil
+				break
+			}
+			for i, r := range re.Rune {
+				if r == '\n' {
+					re.Rune[i] = 0
+				}
+			}
+		}
+		for _, sub := range re.Sub {
+			fix(sub)
+		}
+	}
+	fix(t)
+	return t.String()
 }

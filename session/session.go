@@ -111,8 +111,8 @@ func (s *Store) MVCC() *mvcc.Store { return s.st }
 // every write that returned before the call.
 func (s *Store) Now() (HLC, error) { return s.st.Now() }
 
-// Create creates an empty session (name is optional and need not be
-// unique).
+// Create creates an empty session. name is optional; a name another live
+// session has is refused (mvcc.ErrExist, naming that session).
 func (s *Store) Create(name string) (*Session, error) {
 	h, err := s.st.CreateSession(name, s.uid, s.gid)
 	if err != nil {

@@ -145,18 +145,27 @@ func TestWriteUnifiedPatch(t *testing.T) {
 		t.Fatalf("status:\n%s", got)
 	}
 	var b bytes.Buffer
-	if err := WriteUnified(&b, st.MVCC(), ch); err != nil {
-		t.Fatal(err)
+	if lost, err := WriteUnified(&b, st.MVCC(), sid, to, ch); err != nil || len(lost) != 0 {
+		t.Fatal(lost, err)
 	}
 	want := `diff --git a/bin.dat b/bin.dat
-Binary files a/bin.dat and b/bin.dat differ
+index bdc955b7b2e610ad5a72302b139a2e6cb325519a..8835708590a9afa236e1bbad18df9d23de82ccd3 100644
+GIT binary patch
+literal 2
+Nc${Kj0t5g6|Nj6400RI3
+
+literal 2
+Nc${Kj1Oxy8|Nj6300IC2
+
 diff --git a/gone.txt b/gone.txt
 deleted file mode 100644
+index b023018cabc396e7692c70bbf5784a93d3f738ab..0000000000000000000000000000000000000000
 --- a/gone.txt
 +++ /dev/null
 @@ -1 +0,0 @@
 -bye
 diff --git a/mod.txt b/mod.txt
+index 4cb29ea38f70d7c61b2a3a25b02e3bdf44905402..f04eb265ebd74fba2cddf0a6adf2a6a7f81c87aa 100644
 --- a/mod.txt
 +++ b/mod.txt
 @@ -1,3 +1,3 @@
@@ -165,10 +174,12 @@ diff --git a/mod.txt b/mod.txt
 +2
  three
 diff --git a/old-name.txt b/new-name.txt
+similarity index 100%
 rename from old-name.txt
 rename to new-name.txt
 diff --git a/new.txt b/new.txt
 new file mode 100644
+index 0000000000000000000000000000000000000000..ce013625030ba8dba906f756967f9e9ca394464a
 --- /dev/null
 +++ b/new.txt
 @@ -0,0 +1 @@

@@ -40,12 +40,28 @@ type Point struct {
 }
 
 // Points lists a session's commit points (one per event, oldest first)
-// followed by its checkpoints.
+// followed by its checkpoints. Once history was pruned before T (see
+// mvcc.Prune), the points before T all show the state as of T: they are
+// left out, and T itself is the first point listed.
 func Points(st *mvcc.Store, sid mvcc.SessionID) ([]Point, error) {
 	var out []Point
-	err := st.View(func(t *mvcc.ReadTx) error {
-		if err := t.Events(sid, 0, func(ev mvcc.Event) bool {
-			out = append(out, Point{Name: ev.HLC.String(), HLC: ev.HLC})
+	floor, _, err := st.PrunedTo(sid)
+	if err != nil {
+		return nil, err
+	}
+	err = st.View(func(t *mvcc.ReadTx) error {
+		after := uint64(0)
+		if floor != 0 {
+			out = append(out, Point{Name: floor.String(), HLC: floor})
+			var err error
+			if after, err = t.SeqAtOrBefore(sid, floor); err != nil {
+				return err
+			}
+		}
+		if err := t.Events(sid, after, func(ev mvcc.Event) bool {
+			if ev.HLC > floor {
+				out = append(out, Point{Name: ev.HLC.String(), HLC: ev.HLC})
+			}
 			return true
 		}); err != nil {
 			return err

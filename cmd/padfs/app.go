@@ -60,6 +60,7 @@ func (a *App) FlushMount() error {
 type MountInfo struct {
 	Mountpoint string `json:"mountpoint"`
 	Session    string `json:"session,omitempty"` // "" = all sessions at the root
+	AsOf       string `json:"asof,omitempty"`    // set for a read-only mount of Session as of this HLC
 	Pid        int    `json:"pid"`
 	Data       string `json:"data"`
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"log/slog"
-	"strings"
 	"sync"
 
 	"github.com/padfs/padfs/fs"
@@ -52,12 +51,13 @@ func indexMountHook(a *App, o *fs.Options) (func(), error) {
 	if o.Virtual == nil {
 		o.Virtual = map[string]fs.VirtualDir{}
 	}
-	// .grep/PATTERN reads as `padfs grep -rn PATTERN` at the session root.
-	// A file name cannot hold "/": write it as %2F.
+	// .grep/PATTERN reads as `padfs grep -rn PATTERN` at the session root,
+	// .grep/-i -C2 -- PATTERN as `padfs grep -rn -i -C2 -- PATTERN` (see
+	// search.ParseGrepFileName). A file name cannot hold "/": write it as
+	// %2F.
 	o.Virtual[".grep"] = fs.VirtualDir{
 		Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
-			pattern := grepFileName(name)
-			out, err := ix.GrepOutput(sid, pattern)
+			out, err := ix.GrepOutput(sid, name)
 			if err != nil {
 				return nil, fmt.Errorf(".grep/%s: %w", name, err)
 			}
@@ -70,12 +70,4 @@ func indexMountHook(a *App, o *fs.Options) (func(), error) {
 		mountIndexes.Unlock()
 		ix.Close()
 	}, nil
-}
-
-// grepFileName turns a .grep/ file name into its pattern ("%2F" is "/").
-func grepFileName(name string) string {
-	for _, s := range []string{"%2F", "%2f"} {
-		name = strings.ReplaceAll(name, s, "/")
-	}
-	return name
 }

@@ -13,7 +13,8 @@ package main
 //	frame   = type[1] length[4, big-endian] payload[length]   (length <= 1 MiB)
 //
 //	client -> server
-//	  'Q'  the request, once, first: JSON {"v":1, "op":"run"|"info", "argv":[...], "cwd":"/abs"}
+//	  'Q'  the request, once, first: JSON {"v":1, "op":"run"|"info"|"mount", "argv":[...], "cwd":"/abs"}
+//	       (op "mount", with "mount":{...}: serve one more mount; multimount.go)
 //	       argv and cwd are bytes: when an argument or the cwd is not valid
 //	       UTF-8, "argv_b64" (every argument in base64) and "cwd_b64" carry
 //	       them exactly (internal/jsonbytes); an older peer ignores them
@@ -76,6 +77,8 @@ type ctlRequest struct {
 	Cwd     string   `json:"cwd,omitempty"`
 	ArgvB64 []string `json:"argv_b64,omitempty"`
 	CwdB64  string   `json:"cwd_b64,omitempty"`
+	// Mount is the request of op "mount" (multimount.go).
+	Mount *mountRequest `json:"mount,omitempty"`
 }
 
 // mountInfoJSON is the 'J' payload: paths are bytes (internal/jsonbytes).
@@ -230,7 +233,8 @@ func (r *remoteStdin) Read(p []byte) (int, error) {
 type ctlServer struct {
 	path   string
 	ln     *net.UnixListener
-	base   App // Dir, Store, Changed, Mount
+	base   App       // Dir, Store, Changed, Mount
+	mounts *mountSet // the mounts this process serves (op "mount"); nil: none
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -242,6 +246,12 @@ type ctlServer struct {
 // answers on is stale (its padfs was killed) and is replaced; one that
 // answers means another padfs serves this data directory.
 func listenCtl(base App, log *slog.Logger) (*ctlServer, error) {
+	return listenCtlMounts(base, nil, log)
+}
+
+// listenCtlMounts is listenCtl for a process that serves the mounts of set:
+// op "mount" adds one, and a command runs with the Mount it was called in.
+func listenCtlMounts(base App, set *mountSet, log *slog.Logger) (*ctlServer, error) {
 	path := socketPath(base.Dir)
 	if _, err := os.Lstat(path); err == nil {
 		if info, err := queryMount(base.Dir); err == nil {
@@ -271,7 +281,7 @@ func listenCtl(base App, log *slog.Logger) (*ctlServer, error) {
 		os.Remove(tmp)
 		return nil, fmt.Errorf("control socket: %w", err)
 	}
-	s := &ctlServer{path: path, ln: ln, base: base, log: log}
+	s := &ctlServer{path: path, ln: ln, base: base, mounts: set, log: log}
 	if fi, err := os.Lstat(path); err == nil {
 		if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 			s.ino = st.Ino
@@ -366,6 +376,8 @@ func (s *ctlServer) serve(c *net.UnixConn) error {
 			return err
 		}
 		return fc.send(frameExitCode, u32(0))
+	case "mount":
+		return s.serveMount(c, fc, req, cred)
 	case "run":
 	default:
 		fmt.Fprintf(stream{fc, frameStderr}, "padfs: control socket: unknown op %q\n", req.Op)
@@ -393,6 +405,9 @@ func (s *ctlServer) serve(c *net.UnixConn) error {
 	}()
 	app := s.base
 	app.Cwd, app.Uid, app.Gid = req.Cwd, cred.Uid, cred.Gid
+	if s.mounts != nil {
+		app.Mount = s.mounts.infoFor(req.Cwd, s.base.Mount)
+	}
 	ctx = context.WithValue(ctx, servedKey, &served{app: app})
 	s.log.Debug("control socket: run", "argv", req.Argv, "cwd", req.Cwd, "uid", cred.Uid)
 	code := execute(ctx, req.Argv, in, stream{fc, frameStdout}, stream{fc, frameStderr})

@@ -3,11 +3,12 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"path"
+	"strings"
 
 	"github.com/padfs/padfs/internal/jsonbytes"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/session"
-	"github.com/padfs/padfs/timetravel"
 	"github.com/spf13/cobra"
 )
 
@@ -26,10 +27,17 @@ type diffRow struct {
 
 func newDiffCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "diff [--session ID] [-u] [--json] FROM [TO]",
+		Use:   "diff [--session ID] [-u] [--json] [--exclude GLOB]... FROM [TO] [-- PATH...]",
 		Short: "Show what changed in a session between two points in time",
 		Long: `Compare a session's tree as of FROM with its tree as of TO (default: now).
-FROM and TO are each an HLC, an RFC 3339 time or a checkpoint name.
+FROM and TO are each a sequence number of the log (the state right after
+that event), an HLC, an RFC 3339 time, a checkpoint name or now: the points
+log --since, restore --asof and undo accept.
+
+PATH arguments after -- keep the changes at or below those paths (relative
+to the session root, or paths inside a running mount). --exclude GLOB
+(repeatable) drops the changes whose path, or one of its components or
+leading directories, matches GLOB (path.Match syntax: *.o, build, src/gen).
 
 Prints one line per changed path, sorted by path (directories end in '/'):
   A  path         added
@@ -40,12 +48,16 @@ Prints one line per changed path, sorted by path (directories end in '/'):
 Fields are tab-separated. Entries that moved along with a renamed directory
 are listed only if they changed themselves.
 
--u prints a unified diff instead, as a git-style patch (git apply or
-patch -p1 apply it): "diff --git", git's mode/rename headers, "--- a/PATH",
-"+++ b/PATH" (/dev/null for added or deleted files) and hunks with three
-lines of context, equal to GNU diff -u's hunks for the same two files (the
-headers differ: a/ and b/ prefixes instead of file names and times). Binary
-files (a NUL byte in the first 8000 bytes) are named, not dumped.
+-u prints a unified diff instead, as a git-style patch that git apply
+applies in a copy of the FROM tree to give the TO tree: "diff --git", git's
+mode/rename/index headers, "--- a/PATH", "+++ b/PATH" (/dev/null for added
+or deleted files) and hunks with three lines of context, equal to GNU diff
+-u's hunks for the same two files (the headers differ: a/ and b/ prefixes
+instead of file names and times). Binary files (a NUL byte in the first
+8000 bytes) are git binary patches (zlib and base85, both directions),
+which git apply applies and patch(1) does not. What a patch cannot express
+(empty directories, fifos, devices, permission bits beyond 755/644) is
+named on stderr, one line each: "padfs: diff -u cannot express: ...".
 --json prints a JSON array of {status, path, from, type}; a path that is
 not valid UTF-8 also gets path_b64 (from_b64) with its bytes in base64.
 
@@ -54,40 +66,52 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 		Example: `  padfs diff before-refactor
   padfs diff -u 2026-11-29T14:00:00Z 2026-11-29T15:00:00Z
   padfs diff --json before-refactor after-refactor | jq -r '.[] | select(.status=="A") | .path'`,
-		Args: cobra.RangeArgs(1, 2),
+		Args: func(cmd *cobra.Command, args []string) error {
+			if n := pointArgs(cmd, args); n < 1 || n > 2 {
+				return fmt.Errorf("diff takes FROM and at most TO before --, got %d", n)
+			}
+			return nil
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sess, _ := cmd.Flags().GetString("session")
 			unified, _ := cmd.Flags().GetBool("unified")
 			asJSON, _ := cmd.Flags().GetBool("json")
+			excludes, _ := cmd.Flags().GetStringArray("exclude")
 			if unified && asJSON {
 				return fmt.Errorf("-u and --json cannot be combined")
 			}
+			for _, g := range excludes {
+				if _, err := path.Match(g, ""); err != nil {
+					return fmt.Errorf("--exclude %q: %w", g, err)
+				}
+			}
+			points, paths := args[:pointArgs(cmd, args)], args[pointArgs(cmd, args):]
 			return withApp(cmd, func(a *App) error {
 				sid, err := pickSession(a, sess)
 				if err != nil {
 					return err
 				}
-				from, err := resolvePoint(a.Store, sid, "FROM", args[0])
+				from, err := resolveAt(a, sid, "FROM", points[0])
 				if err != nil {
 					return err
 				}
-				var to mvcc.HLC
-				if len(args) == 2 {
-					if to, err = resolvePoint(a.Store, sid, "TO", args[1]); err != nil {
-						return err
-					}
-				} else {
-					if err := a.FlushMount(); err != nil {
-						return fmt.Errorf("commit the mount's open writes: %w", err)
-					}
-					if to, err = a.Store.Now(); err != nil {
-						return err
-					}
+				toArg := "now"
+				if len(points) == 2 {
+					toArg = points[1]
+				}
+				to, err := resolveAt(a, sid, "TO", toArg)
+				if err != nil {
+					return err
+				}
+				var under []string
+				for _, p := range paths {
+					under = append(under, sessionPath(a, sid, p))
 				}
 				changes, err := a.Store.Diff(sid, from, to)
 				if err != nil {
 					return err
 				}
+				changes = filterChanges(changes, under, excludes)
 				switch {
 				case asJSON:
 					rows := []diffRow{}
@@ -100,8 +124,12 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 						return err
 					}
 				case unified:
-					if err := session.WriteUnified(a.Out, a.Store, changes); err != nil {
+					lost, err := session.WriteUnified(a.Out, a.Store, sid, to, changes)
+					if err != nil {
 						return err
+					}
+					for _, l := range lost {
+						fmt.Fprintf(a.Err, "padfs: diff -u cannot express: %s\n", l)
 					}
 				default:
 					for _, c := range changes {
@@ -120,16 +148,63 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
 	c.Flags().BoolP("unified", "u", false, "print a unified diff (git-style patch) of text files")
 	c.Flags().Bool("json", false, "print a JSON array of changes")
+	c.Flags().StringArray("exclude", nil, "leave out paths matching this glob (repeatable)")
 	return c
 }
 
-// resolvePoint resolves an HLC, RFC 3339 time or checkpoint name.
-func resolvePoint(st *mvcc.Store, sid mvcc.SessionID, what, s string) (mvcc.HLC, error) {
-	at, err := timetravel.Resolve(st, sid, s)
-	if err != nil {
-		return 0, fmt.Errorf("%s: %w", what, err)
+// pointArgs is the number of arguments before "--" (all without one).
+func pointArgs(cmd *cobra.Command, args []string) int {
+	if n := cmd.ArgsLenAtDash(); n >= 0 {
+		return n
 	}
-	return at, nil
+	return len(args)
+}
+
+// filterChanges keeps the changes at or below one of under (none: all) and
+// drops those an exclude glob matches.
+func filterChanges(cs []mvcc.Change, under, excludes []string) []mvcc.Change {
+	var out []mvcc.Change
+	for _, c := range cs {
+		if len(under) > 0 && !underAny(c.Path, under) && (c.From == "" || !underAny(c.From, under)) {
+			continue
+		}
+		if excluded(c.Path, excludes) || c.From != "" && excluded(c.From, excludes) {
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+func underAny(p string, roots []string) bool {
+	for _, r := range roots {
+		r = strings.Trim(path.Clean("/"+r), "/")
+		if r == "" || p == r || strings.HasPrefix(p, r+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// excluded reports whether a glob matches p, one of its components, or one
+// of its leading directories (so "build" drops build/x and "*.o" a/b.o).
+func excluded(p string, globs []string) bool {
+	for _, g := range globs {
+		for i := 0; i <= len(p); i++ {
+			if i < len(p) && p[i] != '/' {
+				continue
+			}
+			if ok, _ := path.Match(g, p[:i]); ok {
+				return true
+			}
+		}
+		for _, c := range strings.Split(p, "/") {
+			if ok, _ := path.Match(g, c); ok {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func nodeType(c mvcc.Change) string {

@@ -17,7 +17,7 @@ func init() { addSessionCommand(newForgetCmd) }
 
 func newForgetCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "forget ID | forget --hard ID [--confirm TOKEN]",
+		Use:   "forget [--force] ID | forget --hard ID [--confirm TOKEN]",
 		Short: "Forget a session: soft (history stays readable) or hard (purged for good)",
 		Long: `Soft (default): the session leaves live listings (padfs session ls shows it
 with --all), can no longer be written, and mounting it is refused, but every
@@ -37,6 +37,11 @@ stale token (the session changed since the receipt, or a fork now shares its
 chunks) is refused and nothing is purged. Content shared with other sessions
 (e.g. forks of this one) stays: it is theirs too.
 
+A session that a running padfs mount serves read-write (padfs mount
+--session ID, not --asof) is refused unless --force: its users would lose
+their directory mid-work. (A mount of all sessions does not count: there
+rmdir of a session directory forgets it too.)
+
 ID is a session id or name. --json prints the receipt (or the result) as
 JSON.`,
 		Example: `  padfs session forget 01J9Z3...
@@ -47,6 +52,7 @@ JSON.`,
 			hard, _ := cmd.Flags().GetBool("hard")
 			token, _ := cmd.Flags().GetString("confirm")
 			asJSON, _ := cmd.Flags().GetBool("json")
+			force, _ := cmd.Flags().GetBool("force")
 			if token != "" && !hard {
 				return errors.New("--confirm goes with --hard")
 			}
@@ -54,6 +60,10 @@ JSON.`,
 				sid, err := sessionByIDOrName(a.Store, args[0]) // a forgotten one by id: it can still be purged
 				if err != nil {
 					return err
+				}
+				if m := a.Mount; m != nil && m.Session == sid.String() && m.AsOf == "" && !force && (!hard || token != "") {
+					return fmt.Errorf("session %s is mounted read-write at %s (padfs pid %d): unmount it first, or give --force",
+						sid, m.Mountpoint, m.Pid)
 				}
 				switch {
 				case !hard:
@@ -69,6 +79,7 @@ JSON.`,
 	c.Flags().Bool("hard", false, "purge irreversibly (two steps: receipt, then --confirm TOKEN)")
 	c.Flags().String("confirm", "", "the token of the receipt printed by --hard: carry out the purge")
 	c.Flags().Bool("json", false, "machine-readable output")
+	c.Flags().Bool("force", false, "forget even a session mounted read-write (its mount then fails every write)")
 	return c
 }
 
@@ -93,9 +104,12 @@ func softForget(a *App, sid mvcc.SessionID, asJSON bool) error {
 }
 
 func purgeReceipt(a *App, sid mvcc.SessionID, asJSON bool) error {
-	if err := a.FlushMount(); err != nil {
-		return fmt.Errorf("commit the mount's open writes: %w", err)
-	}
+	// The receipt must see what the mount still buffers, else committing
+	// that at the purge voids the token: on a full disk the commit needs
+	// the reserve's room already.
+	releaseReserve(a.Dir)
+	defer restoreReserve(a.Dir)
+	flushBeforeFreeing(a)
 	r, err := a.Store.PlanPurge(sid)
 	if err != nil {
 		return err
@@ -122,9 +136,10 @@ token: %s
 }
 
 func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
-	if err := a.FlushMount(); err != nil {
-		return fmt.Errorf("commit the mount's open writes: %w", err)
-	}
+	// A full disk must not stop a purge: it writes before it frees.
+	releaseReserve(a.Dir)
+	defer restoreReserve(a.Dir)
+	flushBeforeFreeing(a)
 	r, err := lifecycle(a, sid, func(st *session.Store, progress mvcc.Progress) (*mvcc.PurgeReceipt, error) {
 		return st.Purge(sid.String(), token, progress)
 	})

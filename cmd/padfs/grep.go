@@ -24,12 +24,14 @@ inside a mount, the working directory) and prints paths as 'grep -r' does
 there. The index narrows the files to read; the pattern then runs over each
 candidate's current content, so results are exact even while the index
 catches up. Syntax GNU grep accepts but padfs cannot evaluate exactly
-(back-references) is an error (exit 2) naming the construct.
+(back-references; with -P look-around, possessive quantifiers, atomic
+groups, recursion) is an error (exit 2) naming the construct.
 
 Options (as GNU grep):
   -G, --basic-regexp     PATTERN is a basic regular expression (default)
   -E, --extended-regexp  PATTERN is an extended regular expression
   -F, --fixed-strings    PATTERN is a list of fixed strings
+  -P, --perl-regexp      PATTERN is a Perl regular expression (what RE2 evaluates)
   -e, --regexp=PATTERN   use PATTERN (repeatable)
   -i, -y, --ignore-case  ignore case distinctions
   -w, --word-regexp      match whole words
@@ -41,6 +43,20 @@ Options (as GNU grep):
   -n, --line-number      print line numbers
   -h, --no-filename      never print file names
   -H, --with-filename    always print file names
+  -o, --only-matching    print only the matched parts of lines
+  -m, --max-count=NUM    stop after NUM selected lines per file
+  -A, --after-context=NUM   print NUM lines of trailing context
+  -B, --before-context=NUM  print NUM lines of leading context
+  -C, --context=NUM, -NUM   print NUM lines of context on both sides
+      --group-separator=SEP, --no-group-separator   between context groups
+  -b, --byte-offset      print byte offsets
+  -T, --initial-tab      line up content after a tab
+  -Z, --null             a NUL byte after file names
+  -z, --null-data        lines end in NUL bytes
+  -a, --text             read binary files as text (--binary-files=text)
+  -I                     binary files match nothing (--binary-files=without-match)
+      --color[=WHEN]     mark matches (always, never, auto: on a terminal)
+      --line-buffered    write every line at once
   -q, --quiet            print nothing; exit 0 on the first match
   -s, --no-messages      no messages about missing files
   -r, -R                 recurse (implied); -R also follows symlinks
@@ -95,6 +111,9 @@ func runGrep(cmd *cobra.Command, args []string) error {
 		}
 		req := ga.GrepRequest
 		req.Session, req.Out, req.Err, req.ErrPrefix = sid, a.Out, a.Err, "padfs grep"
+		if ga.ColorWhen == "auto" && isTerminal(a.Out) { // a forwarded command's socket is not
+			req.Color = true
+		}
 		if ga.AsOf != "" {
 			if req.AsOf, err = timetravel.Resolve(a.Store, sid, ga.AsOf); err != nil {
 				return fmt.Errorf("grep: --asof: %w", err)

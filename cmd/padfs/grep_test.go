@@ -89,6 +89,12 @@ func TestGrepSearchReindexCommands(t *testing.T) {
 		{[]string{"-c", "retry", "src"}, "src/main.go:1\nsrc/util.go:2\n", 0},
 		{[]string{"-l", "-i", "RETRY"}, "src/main.go\nsrc/util.go\n", 0},
 		{[]string{"-w", "main"}, "src/main.go:package main\nsrc/main.go:func main() { retry(backoff) }\nsrc/util.go:package main\n", 0},
+		{[]string{"-on", "retry", "src/util.go"}, "3:retry\n3:retry\n4:retry\n", 0},
+		{[]string{"-n", "-A1", "-m1", "retry", "src/util.go"}, "3:// retry with exponential backoff and retry again\n4-func retry(f func()) {}\n", 0},
+		{[]string{"--color=auto", "needle"}, "a.txt:alpha needle\n", 0}, // not a terminal
+		{[]string{"--color=always", "needle", "a.txt"}, "alpha \x1b[01;31m\x1b[Kneedle\x1b[m\x1b[K\n", 0},
+		{[]string{"-P", `func \w+\(f`, "src"}, "src/util.go:func retry(f func()) {}\n", 0},
+		{[]string{"-P", `re(?=try)`}, "", 2},
 		{[]string{"nothing-like-this"}, "", 1},
 		{[]string{"-E", `(a)\1`}, "", 2},
 		{[]string{"x", "no/such/path"}, "", 2},
@@ -104,6 +110,9 @@ func TestGrepSearchReindexCommands(t *testing.T) {
 	_, errs, _ := g("-E", `(a)\1`)
 	if !strings.Contains(errs, "back-reference") {
 		t.Errorf("back-reference error does not name the construct: %q", errs)
+	}
+	if _, errs, _ := g("-P", `re(?=try)`); !strings.Contains(errs, "look-ahead") {
+		t.Errorf("-P look-ahead error does not name the construct: %q", errs)
 	}
 	out, _, code := runPadfs(t, append(append([]string{"search"}, base...), "--json", "-k", "2", "retry", "backoff")...)
 	if code != 0 {

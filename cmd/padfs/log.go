@@ -4,14 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/padfs/padfs/fs"
 	"github.com/padfs/padfs/mvcc"
-	"github.com/padfs/padfs/timetravel"
 	"github.com/spf13/cobra"
 )
 
@@ -56,46 +53,37 @@ func logMountHook(a *App, o *fs.Options) (func(), error) {
 	return nil, nil
 }
 
-// maxSeq is the largest --since sequence number: sequence numbers count
-// commits from 1 and stay far below it (a larger value was a typo, and
-// 2^64-1 used to wrap round to every event).
-const maxSeq = math.MaxInt64
-
-// sinceFilter parses a --since value: digits are a sequence number,
-// anything else an HLC, RFC 3339 time or checkpoint name. Both exclusive.
+// sinceFilter parses a --since value with the shared resolver (when.go):
+// a sequence number keeps the events after it, any other point the events
+// with a later HLC. Both exclusive.
 func sinceFilter(st *mvcc.Store, sid mvcc.SessionID, since string) (mvcc.LogFilter, error) {
 	if since == "" {
 		return mvcc.LogFilter{}, nil
 	}
-	if strings.Trim(since, "0123456789") == "" {
-		n, err := strconv.ParseUint(since, 10, 64)
-		if err != nil || n > maxSeq {
-			return mvcc.LogFilter{}, fmt.Errorf("--since %s: sequence number out of range (0..%d)", since, uint64(maxSeq))
-		}
-		return mvcc.LogFilter{AfterSeq: n}, nil
-	}
-	at, err := timetravel.Resolve(st, sid, since)
-	if errors.Is(err, mvcc.ErrHLCRange) {
-		return mvcc.LogFilter{}, fmt.Errorf("--since: %w", err)
-	}
+	w, err := resolveWhen(st, sid, "--since", since, nil)
 	if err != nil {
-		return mvcc.LogFilter{}, fmt.Errorf("--since %q is not a sequence number, HLC, RFC 3339 time or checkpoint name", since)
+		return mvcc.LogFilter{}, err
 	}
-	return mvcc.LogFilter{AfterHLC: at}, nil
+	if w.IsSeq {
+		return mvcc.LogFilter{AfterSeq: w.Seq}, nil
+	}
+	return mvcc.LogFilter{AfterHLC: w.At}, nil
 }
 
 func newLogCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "log [--session ID] [--since HLC|SEQ] [--json] [PATH]",
+		Use:   "log [--session ID] [--since SEQ|HLC|TIME|CHECKPOINT|now] [--json] [PATH]",
 		Short: "Print a session's event log, oldest first",
 		Long: `Print the event log of a session, oldest first: one event per commit, with
 its per-session sequence number (no gaps), HLC, operation, path(s), and for
 content changes the size and SHA-256. Session-level events are logged too:
-session.create, session.fork, session.checkpoint, session.forget,
-session.redact.
+session.create, session.fork, session.checkpoint, session.rename,
+session.forget, session.redact. A padfs restore (or undo) is one event,
+"restore PATH (as of T)".
 
 --since skips everything up to and including the given point (exclusive): a
-sequence number, or an HLC / RFC 3339 time / checkpoint name. PATH keeps the
+sequence number, or an HLC / RFC 3339 time / checkpoint name / now (the
+points in time diff, restore and undo accept too). PATH keeps the
 events that name PATH or a path below it (relative to the session root, or a
 path inside a running mount). --json prints one JSON object per line, the
 format of the mount's hidden .log/events.jsonl file.

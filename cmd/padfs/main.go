@@ -20,6 +20,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
+	"strings"
 
 	"github.com/spf13/cobra"
 )
@@ -55,7 +57,9 @@ session is mounted read-write by one process at a time (a lease, expiring
 15 s after its holder stopped renewing it).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
+		Version:       version(),
 	}
+	root.SetVersionTemplate("padfs {{.Version}}\n")
 	root.PersistentFlags().String("store", "", "store URL: postgres://... shares one PostgreSQL store between hosts (default $PADFS_STORE; empty: the data directory's own store)")
 	root.PersistentFlags().String("data", "", "data directory (default $PADFS_DATA; inside a padfs mount, its data directory; else $XDG_DATA_HOME/padfs or ~/.local/share/padfs)")
 	for _, newCmd := range commands {
@@ -97,4 +101,48 @@ func execute(ctx context.Context, args []string, in io.Reader, out, errw io.Writ
 
 func main() {
 	os.Exit(execute(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// version describes the build from its build info: the module version
+// ("(devel)" for a build from a checkout), the VCS revision and time that
+// go build stamps (with +dirty for uncommitted changes), and the Go
+// version.
+func version() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(no build info)"
+	}
+	return versionOf(bi)
+}
+
+// versionOf formats build info: "VERSION (revision REV[+dirty], TIME, GO)".
+// Go stamps the revision only when it builds inside a git checkout (not a
+// git worktree, nor with -buildvcs=false).
+func versionOf(bi *debug.BuildInfo) string {
+	v := bi.Main.Version
+	if v == "" {
+		v = "(devel)"
+	}
+	var rev, at, dirty string
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.time":
+			at = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	var extra []string
+	if rev != "" {
+		extra = append(extra, "revision "+rev+dirty)
+	}
+	if at != "" {
+		extra = append(extra, at)
+	}
+	extra = append(extra, bi.GoVersion)
+	return v + " (" + strings.Join(extra, ", ") + ")"
 }

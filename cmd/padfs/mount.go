@@ -13,10 +13,8 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/fs"
-	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/mvcc/kv"
-	"github.com/padfs/padfs/timetravel"
 	"github.com/spf13/cobra"
 )
 
@@ -27,7 +25,10 @@ func init() { addCommand(newMountCmd) }
 // (e.g. a Virtual directory such as .grep/ or .log/) and start background
 // work (e.g. an index following the store). stop, if not nil, runs after the
 // unmount and before the store closes, in reverse order. A hook's error
-// aborts the mount with that one-line message.
+// aborts the mount with that one-line message. Hooks run once per process:
+// the options they set up serve every mount the process serves
+// (multimount.go), with Session, AsOf, AllowOther, Debug, Uid and Gid set
+// per mount.
 type mountHook func(a *App, o *fs.Options) (stop func(), err error)
 
 var mountHooks []mountHook
@@ -51,13 +52,22 @@ SIGINT or SIGTERM commits dirty buffers and unmounts; if the mountpoint is
 busy, a second signal detaches it lazily (umount -l) and a third one exits at
 once (committed data is safe; the dead mount then needs umount -l).
 
-With --store postgres://... (or $PADFS_STORE) a read-write mount takes the
-lease of its session (without --session: of all sessions), so that one
+While a padfs mount of the data directory runs, a further padfs mount (of
+another session, or of a session read-only --asof) is served by that running
+process; the new command stays in the foreground, and its SIGINT/SIGTERM (or
+its death, or umount) ends its mount only. A session is mounted read-write
+once at a time (a mount of all sessions counts for every session). The first
+process exits once its own mount and every further one have ended; signals
+after its own mount ended end the others.
+
+With --store postgres://... (or $PADFS_STORE) a read-write mount also takes
+the lease of its session (without --session: of all sessions), so that one
 process at a time writes it; another read-write mount of it, on any host,
 fails naming the holder (pid, host, since). The lease is renewed every
 --lease-ttl/3 and expires --lease-ttl (15s) after a crashed or paused holder
 stopped renewing it; a holder that lost it can no longer commit (EIO).
---asof mounts take no lease.`,
+--asof mounts take no lease. Further mounts served by a running process use
+its --lease-ttl.`,
 		Example: "  padfs mount --session $(padfs session new) ~/pad\n  padfs mount --session refactor ~/pad\n  padfs mount --data /srv/pads --allow-other /mnt/pads",
 		Args:    cobra.ExactArgs(1),
 		RunE:    runMount,
@@ -99,82 +109,63 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	url := storeURL(cmd)
-	st, err := openStore(dir, url)
-	if errors.Is(err, kv.ErrLocked) {
-		if info, qerr := queryMount(dir); qerr == nil {
-			return fmt.Errorf("data directory %s is in use by another padfs (pid %d, mounted at %s)", dir, info.Pid, info.Mountpoint)
+	req := mountRequest{Session: sessionFlag, AsOf: asofFlag, Mountpoint: mnt, AllowOther: allowOther, Debug: debug}
+	// A padfs process serving dir already: it serves this mount too.
+	if code, ok := mountThrough(dir, req, cmd.OutOrStdout(), cmd.ErrOrStderr()); ok {
+		return exitCode(code)
+	}
+	st, err := openStore(dir, storeURL(cmd))
+	// One may be starting up (store open, socket not yet listening).
+	for i := 0; i < 50 && errors.Is(err, kv.ErrLocked); i++ {
+		time.Sleep(100 * time.Millisecond)
+		if code, ok := mountThrough(dir, req, cmd.OutOrStdout(), cmd.ErrOrStderr()); ok {
+			return exitCode(code)
 		}
-		return fmt.Errorf("data directory %s is in use by another padfs process (store locked)", dir)
+		st, err = openStore(dir, storeURL(cmd))
+	}
+	if errors.Is(err, kv.ErrLocked) {
+		return fmt.Errorf("data directory %s is in use by another padfs process (store locked) that serves no control socket", dir)
 	}
 	if err != nil {
 		return err
 	}
+	return serveStore(cmd, log, st, dir, req)
+}
+
+// exitCode is the error runMount returns for a mount served by another
+// process: its messages are printed already.
+func exitCode(code int) error {
+	if code == 0 {
+		return nil
+	}
+	return exitError{code}
+}
+
+// serveStore is `padfs mount` in the process that owns the store: it runs
+// the mount hooks, mounts req, serves the control socket (and through it
+// the further mounts other `padfs mount` commands ask for), and returns
+// once its own mount and every further one have ended.
+func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string, req mountRequest) error {
 	closeStore := func() {
 		if err := st.Close(); err != nil {
 			log.Error("close store", "dir", dir, "err", err)
 		}
 	}
-	what := "all sessions"
-	var sid *mvcc.SessionID
-	var asof *mvcc.HLC
-	if sessionFlag != "" {
-		id, err := sessionByIDOrName(st, sessionFlag)
-		if err == nil && asofFlag == "" {
-			_, err = st.LiveHeader(id)
-		} else if err == nil {
-			var at mvcc.HLC
-			if at, err = timetravel.Resolve(st, id, asofFlag); err == nil {
-				_, err = st.HeaderAt(id, at)
-				asof = &at
-			}
-		}
-		if err != nil {
-			closeStore()
-			switch {
-			case errors.Is(err, mvcc.ErrForgotten):
-				return fmt.Errorf("cannot mount: %w", err)
-			case errors.Is(err, mvcc.ErrNoSession):
-				return fmt.Errorf("cannot mount: unknown session %q in %s (padfs session ls lists them)", sessionFlag, dir)
-			default:
-				return fmt.Errorf("cannot mount session %s: %w", sessionFlag, err)
-			}
-		}
-		sid = &id
-		what = "session " + sid.String()
-		if asof != nil {
-			what += " read-only as of " + asof.String()
-		}
+	// Refuse an unknown session before the hooks start the index.
+	if _, _, err := mountTarget(st, dir, req.Session, req.AsOf); err != nil {
+		closeStore()
+		return err
 	}
-
-	if asof == nil {
-		// A shared store (PostgreSQL) admits one writer per session.
-		ttl, _ := cmd.Flags().GetDuration("lease-ttl")
-		release, err := storeopen.LeaseMount(st, sid, ttl)
-		if err != nil {
-			closeStore()
-			return err
-		}
-		defer func() {
-			if err := release(); err != nil {
-				log.Warn("release lease", "err", err)
-			}
-		}()
-	}
-
 	opts := fs.Options{
-		Session:    sid,
-		AsOf:       asof,
-		AllowOther: allowOther,
-		Debug:      debug,
-		Uid:        uint32(os.Getuid()),
-		Gid:        uint32(os.Getgid()),
-		SpillDir:   filepath.Join(dir, "spill"),
+		Uid:      uint32(os.Getuid()),
+		Gid:      uint32(os.Getgid()),
+		SpillDir: filepath.Join(dir, "spill"),
 		Forget: func(id mvcc.SessionID) error {
 			_, err := st.Forget(id)
 			return err
 		},
 	}
+	url := storeURL(cmd)
 	hookApp := &App{Dir: dir, URL: url, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
 		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
 	hookApp.Cwd, _ = os.Getwd()
@@ -195,21 +186,25 @@ func runMount(cmd *cobra.Command, args []string) error {
 			stops = append(stops, stop)
 		}
 	}
-	m, err := fs.Mount(st, mnt, opts)
+	set := newMountSet(st, dir, opts, log)
+	set.leaseTTL, _ = cmd.Flags().GetDuration("lease-ttl")
+	own, err := set.mount(req, uint32(os.Getuid()), uint32(os.Getgid()), log)
 	if err != nil {
 		runStops()
 		closeStore()
-		return mountError(mnt, err)
+		return err
 	}
-	hookApp.Changed, hookApp.Flush = m.InvalidateSession, m.Flush
-	info := &MountInfo{Mountpoint: mnt, Pid: os.Getpid(), Data: dir}
-	if sid != nil {
-		info.Session = sid.String()
-	}
-	ctl, err := listenCtl(App{Dir: dir, URL: url, Store: st, Changed: m.InvalidateSession, Flush: m.Flush, Mount: info}, log)
+	mnt := own.info.Mountpoint
+	hookApp.Changed, hookApp.Flush = set.invalidate, set.flush
+	// Commands from the control socket run outside any FUSE request, so
+	// they may wait for the invalidation: the mounts show their change
+	// once they exit. (The .grep/ hook above runs inside one: not there.)
+	ctl, err := listenCtlMounts(App{Dir: dir, URL: url, Store: st, Changed: set.invalidateWait, Flush: set.flush, Mount: &own.info}, set, log)
 	if err != nil {
-		if uerr := m.Unmount(); uerr != nil {
+		if uerr := own.srv.Unmount(); uerr != nil {
 			log.Error("unmount", "mountpoint", mnt, "err", uerr)
+		} else {
+			<-own.done
 		}
 		runStops()
 		closeStore()
@@ -225,43 +220,33 @@ func runMount(cmd *cobra.Command, args []string) error {
 	sigc := make(chan os.Signal, 3)
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigc)
-	done := make(chan struct{})
-	go func() { m.Wait(); close(done) }()
 
-	fmt.Fprintf(cmd.OutOrStdout(), "padfs: mounted %s at %s (data %s, pid %d)\n", what, mnt, dir, os.Getpid())
-	log.Debug("mounted", "mountpoint", mnt, "session", info.Session, "data", dir)
+	fmt.Fprintf(cmd.OutOrStdout(), "padfs: mounted %s at %s (data %s, pid %d)\n", mountWhat(&own.info), mnt, dir, os.Getpid())
+	log.Debug("mounted", "mountpoint", mnt, "session", own.info.Session, "data", dir)
 
 	signals := 0
+	now := false // a third signal: exit without waiting for the unmounts
 wait:
 	for {
 		select {
-		case <-done:
+		case <-own.done:
 			break wait
 		case s := <-sigc:
 			signals++
-			switch signals {
-			case 1:
-				log.Info("unmounting", "signal", s.String(), "mountpoint", mnt)
-				if err := m.Flush(); err != nil {
-					log.Error("flush before unmount", "err", err)
-				}
-				if err := unmount(m, mnt); err != nil {
-					log.Warn("cannot unmount yet: close the files open there and cd out of it, or signal again to detach lazily (umount -l)",
-						"mountpoint", mnt, "err", err)
-				}
-			case 2:
-				log.Info("detaching lazily (umount -l); exiting when the last open file is closed", "mountpoint", mnt)
-				if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
-					log.Error("lazy unmount", "mountpoint", mnt, "err", err)
-				}
-			default:
+			if signals >= 3 {
 				log.Warn("exiting without waiting for the unmount; run umount -l on the mountpoint", "mountpoint", mnt)
+				now = true
 				break wait
 			}
+			own.end(signals, s.String())
 		}
 	}
+	if !now {
+		log.Info("unmounted", "mountpoint", mnt)
+		now = waitOthers(set, sigc, log)
+	}
 	ctl.Close()
-	ferr := m.Flush()
+	ferr := errors.Join(own.err, set.flush())
 	if ferr != nil {
 		log.Error("flush", "err", ferr)
 	}
@@ -270,8 +255,45 @@ wait:
 	if cerr != nil {
 		log.Error("close store", "dir", dir, "err", cerr)
 	}
-	log.Info("unmounted", "mountpoint", mnt)
+	if !now {
+		log.Info("every mount of the data directory ended; exiting", "data", dir)
+	}
 	return errors.Join(ferr, cerr)
+}
+
+// waitOthers keeps the process (store, index, control socket) serving
+// the further mounts of set until they end. Signals end them: the first
+// unmounts each, the second detaches them lazily, the third gives up
+// (true: exit without waiting).
+func waitOthers(set *mountSet, sigc <-chan os.Signal, log *slog.Logger) bool {
+	signals := 0
+	for said := false; ; said = true {
+		idle, changed := set.closeIfIdle()
+		if idle {
+			return false
+		}
+		if !said {
+			ms, _ := set.running()
+			mnts := make([]string, len(ms))
+			for i, m := range ms {
+				mnts[i] = m.info.Mountpoint
+			}
+			log.Info("still serving the other mounts of this data directory; exiting when they end (signal again to end them)", "mountpoints", mnts)
+		}
+		select {
+		case <-changed:
+		case s := <-sigc:
+			signals++
+			if signals >= 3 {
+				log.Warn("exiting without waiting for the other mounts; run umount -l on their mountpoints")
+				return true
+			}
+			ms, _ := set.running()
+			for _, m := range ms {
+				m.end(signals, s.String())
+			}
+		}
+	}
 }
 
 // unmount unmounts m. As root it calls umount(2) itself first, so that a

@@ -14,6 +14,32 @@ func init() {
 	addCommand(newSessionCmd)
 	addSessionCommand(newSessionNewCmd)
 	addSessionCommand(newSessionLsCmd)
+	addSessionCommand(newSessionRenameCmd)
+}
+
+func newSessionRenameCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "rename ID NAME",
+		Short: "Give a session a new name (unique among live sessions)",
+		Long: `Rename a live session (ID is its id or current name). Names are unique
+among live sessions: a name another live session has is refused, naming that
+session. The rename is an event in the session's log (session.rename).`,
+		Example: "  padfs session rename 01J9Z3... refactor-v2",
+		Args:    cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return withApp(cmd, func(a *App) error {
+				sid, err := sessionByIDOrName(a.Store, args[0])
+				if err != nil {
+					return err
+				}
+				if err := a.Store.RenameSession(sid, args[1]); err != nil {
+					return fmt.Errorf("rename session %s: %w", sid, err)
+				}
+				a.Notify(sid)
+				return nil
+			})
+		},
+	}
 }
 
 // newSessionCmd is `padfs session`; its subcommands register with
@@ -33,13 +59,26 @@ padfs mount --session ID; mounting it again later resumes it.`,
 
 func newSessionNewCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:     "new [--name N]",
-		Short:   "Create an empty session and print only its id",
-		Example: "  padfs mount --session $(padfs session new --name refactor) ~/pad",
+		Use:   "new [--name N] [--from DIR]",
+		Short: "Create a session (empty, or a copy of a host directory) and print only its id",
+		Long: `Create a session and print its id. With --from DIR the session starts as a
+copy of host directory DIR: modes, owners, symlinks, hard links, user.*
+xattrs, empty directories, times; the files are read and chunked on every
+core and deduplicated against the store, and the whole tree is one commit
+(event session.import), so nothing of it is visible before it is complete.`,
+		Example: "  padfs mount --session $(padfs session new --name refactor) ~/pad\n  padfs session new --name src --from ~/src/project",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			name, _ := cmd.Flags().GetString("name")
+			from, _ := cmd.Flags().GetString("from")
+			tty, _ := cmd.Flags().GetBool(ttyFlag)
+			if from != "" {
+				forwardTerminal(cmd)
+			}
 			return withApp(cmd, func(a *App) error {
+				if from != "" {
+					return importTree(a, from, name, tty)
+				}
 				h, err := a.Store.CreateSession(name, a.Uid, a.Gid)
 				if err != nil {
 					return fmt.Errorf("create session: %w", err)
@@ -50,7 +89,10 @@ func newSessionNewCmd() *cobra.Command {
 			})
 		},
 	}
-	c.Flags().String("name", "", "a human-readable name (a valid file name; need not be unique)")
+	c.Flags().String("name", "", "a human-readable name (a valid file name; unique among live sessions)")
+	c.Flags().String("from", "", "start as a copy of this host directory (one commit)")
+	c.Flags().Bool(ttyFlag, false, "draw the progress bar (set for a running mount when stderr is a terminal)")
+	_ = c.Flags().MarkHidden(ttyFlag)
 	return c
 }
 

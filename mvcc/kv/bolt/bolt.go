@@ -27,6 +27,7 @@ import (
 	"github.com/padfs/padfs/mvcc/kv"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -229,7 +230,35 @@ func (s *Store) Update(fn func(kv.Txn) error) (err error) {
 		fnErr = t.call(func() error { return fn(t) })
 		return fnErr
 	})
-	return s.txError("commit", err, fnErr)
+	err = s.txError("commit", err, fnErr)
+	if err != fnErr && errors.Is(err, syscall.ENOSPC) {
+		s.releaseTail()
+	}
+	return err
+}
+
+// errKeep rolls back releaseTail's transaction.
+var errKeep = errors.New("nothing to commit")
+
+// releaseTail gives back to the file system the blocks a commit that ran
+// out of space wrote past the end of the data: bbolt keeps the file as
+// grown, and on a full disk those blocks are the very room the next write
+// (a log record that deletes, say) needs. The pages past the data are
+// unused, so a hole there reads as what bbolt expects: nothing. It runs in
+// a write transaction, so that no commit writes there meanwhile.
+func (s *Store) releaseTail() {
+	_ = s.db.Update(func(tx *bbolt.Tx) error {
+		f, err := os.OpenFile(s.path, os.O_WRONLY, 0)
+		if err != nil {
+			return errKeep
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if end := tx.Size(); err == nil && fi.Size() > end {
+			_ = unix.Fallocate(int(f.Fd()), unix.FALLOC_FL_PUNCH_HOLE|unix.FALLOC_FL_KEEP_SIZE, end, fi.Size()-end)
+		}
+		return errKeep
+	})
 }
 
 // txError returns the caller's own error unchanged and wraps bbolt's.

@@ -76,9 +76,16 @@ func (s *Store) flush() error {
 	fr := s.frozen
 	s.mu.Unlock()
 	if fr == nil {
-		if fr = s.freeze(); fr == nil {
-			return nil
-		}
+		fr = s.freeze()
+	} else {
+		// A failed flush left fr: fold it together with what came since,
+		// net of it. On a full disk that is what lets a deletion free
+		// space: a put the log holds and a later record deletes never
+		// reaches the base, which could not take it.
+		fr = s.freezeOnto(fr)
+	}
+	if fr == nil {
+		return nil
 	}
 
 	err := s.base.Update(func(tx kv.Txn) error {
@@ -157,6 +164,41 @@ func (s *Store) freeze() *memtable {
 	fr := s.active
 	s.seg, s.active, s.frozen, s.snap = nil, newMemtable(), fr, nil
 	return fr
+}
+
+// freezeOnto merges the active memtable into fr, the frozen one a failed
+// flush left (newer writes win), seals the current segment and swaps in an
+// empty memtable. It returns the merged memtable, now the frozen one.
+func (s *Store) freezeOnto(fr *memtable) *memtable {
+	s.writeMu.Lock()
+	defer s.writeMu.Unlock()
+	s.mu.Lock()
+	g, empty := s.seg, s.active.tree.Len() == 0
+	s.mu.Unlock()
+	if empty {
+		return fr
+	}
+	if g != nil {
+		if err := g.seal(); err != nil {
+			s.markBroken(err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	act := s.active
+	// Readers may hold fr.tree and act.tree: both stay as they are.
+	m := &memtable{tree: fr.tree.Copy(), size: fr.size, seg: act.seg}
+	m.kept = append([]*segment(nil), fr.kept...)
+	if fr.seg != nil {
+		m.kept = append(m.kept, fr.seg)
+	}
+	m.kept = append(m.kept, act.kept...)
+	act.tree.Scan(func(e *entry) bool {
+		m.set(e)
+		return true
+	})
+	s.seg, s.active, s.frozen, s.snap = nil, newMemtable(), m, nil
+	return m
 }
 
 // Compact flushes every buffered write, so that deleted data leaves the

@@ -239,10 +239,21 @@ func (s *Store) admitLocked() ([]*tree, error) {
 		return nil, kv.ErrClosed
 	case s.broken != nil:
 		return nil, s.broken
-	case s.flushErr != nil && s.active.size >= s.opts.MemtableSize:
+	case s.flushErr != nil && s.bufferedLocked() >= 2*s.opts.MemtableSize:
 		return nil, fmt.Errorf("kv/wal %s: write buffer full and the base refuses the flush: %w", s.dir, s.flushErr)
 	}
 	return s.layersLocked(), nil
+}
+
+// bufferedLocked is the size of the writes not yet in the base. While
+// flushes fail they pile up in the frozen memtable (each retry folds the
+// active one into it).
+func (s *Store) bufferedLocked() int64 {
+	n := s.active.size
+	if s.frozen != nil {
+		n += s.frozen.size
+	}
+	return n
 }
 
 // layersLocked returns immutable snapshots of the memtables, newest first.

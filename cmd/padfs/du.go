@@ -1,0 +1,133 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/padfs/padfs/mvcc"
+	"github.com/spf13/cobra"
+)
+
+func init() { addCommand(newDuCmd) }
+
+// duRow is one session in padfs du --json.
+type duRow struct {
+	Session string `json:"session"`
+	Name    string `json:"name,omitempty"`
+	Files   int64  `json:"files"`
+	Bytes   int64  `json:"bytes"` // sum of the latest tree's file sizes
+	// History is what padfs prune --before now would free: the versions
+	// that only past states read, and the chunks only they name.
+	HistoryVersions int   `json:"history_versions"`
+	HistoryChunks   int   `json:"history_chunks"`
+	HistoryBytes    int64 `json:"history_bytes"`
+	// PrunedTo is the session's prune point, if it was pruned.
+	PrunedTo string `json:"pruned_to,omitempty"`
+}
+
+func newDuCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "du [--session ID | --all] [--json]",
+		Short: "Show how much of the store each session's latest tree and its history take",
+		Long: `For each session: the files and bytes of its latest tree, and its history:
+the versions, chunks and bytes (keys, values and chunks) that padfs prune
+--before now would free (it computes exactly that prune, dry, so it reads the
+session's records). Then the sizes of the files of the data directory:
+padfs.db (including pages freed by prunes and not yet reused; padfs compact
+gives them back), the write-ahead log and the search index. Without
+--session or --all: the session of the mount you are in, else every session.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sess, _ := cmd.Flags().GetString("session")
+			all, _ := cmd.Flags().GetBool("all")
+			asJSON, _ := cmd.Flags().GetBool("json")
+			return withApp(cmd, func(a *App) error {
+				var sids []mvcc.SessionID
+				if sess != "" || (!all && a.Mount != nil && a.Mount.Session != "") {
+					sid, err := pickSession(a, sess)
+					if err != nil {
+						return err
+					}
+					sids = append(sids, sid)
+				} else {
+					infos, err := a.Store.Sessions()
+					if err != nil {
+						return err
+					}
+					for _, si := range infos {
+						sids = append(sids, si.ID)
+					}
+				}
+				var rows []duRow
+				for _, sid := range sids {
+					row, err := duSession(a.Store, sid)
+					if err != nil {
+						return fmt.Errorf("session %s: %w", sid, err)
+					}
+					rows = append(rows, row)
+				}
+				files := map[string]int64{
+					"padfs.db": fileSize(filepath.Join(a.Dir, "padfs.db")),
+					"wal":      dirSize(filepath.Join(a.Dir, "wal")),
+					"index":    dirSize(filepath.Join(a.Dir, "index")),
+				}
+				if asJSON {
+					return writeJSON(a.Out, map[string]any{"sessions": rows, "files": files})
+				}
+				tw := tabwriter.NewWriter(a.Out, 2, 8, 2, ' ', 0)
+				fmt.Fprintln(tw, "SESSION\tNAME\tFILES\tBYTES\tHISTORY BYTES\tHISTORY VERSIONS\tPRUNED TO")
+				for _, r := range rows {
+					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Session, r.Name, r.Files, r.Bytes,
+						r.HistoryBytes, r.HistoryVersions, r.PrunedTo)
+				}
+				if err := tw.Flush(); err != nil {
+					return err
+				}
+				_, err := fmt.Fprintf(a.Out, "padfs.db %d bytes, wal %d bytes, index %d bytes\n",
+					files["padfs.db"], files["wal"], files["index"])
+				return err
+			})
+		},
+	}
+	c.Flags().String("session", "", "session id or name")
+	c.Flags().Bool("all", false, "every session")
+	c.Flags().Bool("json", false, "machine-readable output")
+	return c
+}
+
+func duSession(st *mvcc.Store, sid mvcc.SessionID) (duRow, error) {
+	h, err := st.Header(sid)
+	if err != nil {
+		return duRow{}, err
+	}
+	row := duRow{Session: sid.String(), Name: h.Name}
+	var sr sessionRow
+	if err := st.View(func(t *mvcc.ReadTx) error { return countTree(t, sid, h.Root, &sr) }); err != nil {
+		return row, err
+	}
+	row.Files, row.Bytes = sr.Files, sr.Bytes
+	r, err := st.Prune(sid, mvcc.PruneOptions{Before: mvcc.Latest, DryRun: true})
+	if err != nil {
+		return row, err
+	}
+	row.HistoryVersions, row.HistoryChunks, row.HistoryBytes = r.Versions, r.Chunks, r.Bytes
+	if to, _, err := st.PrunedTo(sid); err != nil {
+		return row, err
+	} else if to != 0 {
+		row.PrunedTo = to.String()
+	}
+	return row, nil
+}
+
+func dirSize(dir string) int64 {
+	var n int64
+	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}

@@ -1,0 +1,213 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/timetravel"
+	"github.com/spf13/cobra"
+)
+
+func init() { addCommand(newPruneCmd) }
+
+// pruneRow is one session's result in --json output.
+type pruneRow struct {
+	Session   string   `json:"session"`
+	Before    string   `json:"before"`
+	Versions  int      `json:"versions"`
+	Chunks    int      `json:"chunks"`
+	Bytes     int64    `json:"bytes"`
+	Records   int      `json:"records"`
+	Scanned   int      `json:"scanned"`
+	Kept      []string `json:"kept_checkpoints,omitempty"`
+	DryRun    bool     `json:"dry_run"`
+	Recounted bool     `json:"recounted,omitempty"`
+}
+
+func newPruneCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "prune [--session ID | --all] (--before T | --policy) [--keep-checkpoints=false] [--dry-run] [--compact] [--json]",
+		Short: "Delete history before T, keeping the state as of T and everything after it",
+		Long: `Delete every version of a file, directory entry or xattr that was superseded
+before T, and every content chunk no remaining version names. The state as
+of T, as of every named checkpoint before T (unless --keep-checkpoints=false)
+and every state after T stay exactly as they were. T is an HLC, an RFC 3339
+time, a checkpoint name, or a duration ago (90m, 36h, 7d, 2w).
+
+Files and directories unlinked before T go entirely (their last version
+too) once unlinked for more than an hour, since a process may still hold
+them open; names removed before T leave the keyspace, so listings no longer
+visit them.
+
+After a prune, .asof/ of a point before T that is no kept checkpoint shows
+the state as of T (the prune point), and ls .asof/ lists T first, then
+the commits after it, and the checkpoint names (which stay). The log
+(padfs log, .log/) keeps every event.
+
+It runs in short write transactions (at most 256 versions each), so writers
+of a running mount wait at most a few milliseconds at a time. It reads the
+records of the commits before T, not the whole store; a session written by
+an older padfs is scanned chain by chain once instead (the receipt's
+"scanned"). Freed pages are reused by new writes; --compact then gives the
+space back to the filesystem (writers wait while the store is copied).
+
+--policy runs the data directory's policy (DATA/policy.json, see padfs
+prune --help-policy) once. --dry-run changes nothing and prints what would
+go. --json prints an object (an array of them with --all or --policy).`,
+		Example: `  padfs prune --before 7d --dry-run
+  padfs prune --all --before 2026-11-01T00:00:00Z --compact
+  padfs prune --session refactor --before before-refactor --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sess, _ := cmd.Flags().GetString("session")
+			all, _ := cmd.Flags().GetBool("all")
+			before, _ := cmd.Flags().GetString("before")
+			policy, _ := cmd.Flags().GetBool("policy")
+			helpPolicy, _ := cmd.Flags().GetBool("help-policy")
+			keepCP, _ := cmd.Flags().GetBool("keep-checkpoints")
+			dry, _ := cmd.Flags().GetBool("dry-run")
+			compact, _ := cmd.Flags().GetBool("compact")
+			asJSON, _ := cmd.Flags().GetBool("json")
+			if helpPolicy {
+				_, err := fmt.Fprint(cmd.OutOrStdout(), policyHelp)
+				return err
+			}
+			if all && sess != "" {
+				return errors.New("give --session or --all, not both")
+			}
+			if (before == "") == !policy {
+				return errors.New("give --before T, or --policy")
+			}
+			return withApp(cmd, func(a *App) error {
+				if policy {
+					pol, err := loadPolicy(a.Dir)
+					if err != nil {
+						return err
+					}
+					if pol == nil {
+						return fmt.Errorf("no policy in %s", policyPath(a.Dir))
+					}
+					before = pol.Keep
+					keepCP = pol.keepCheckpoints()
+					all = sess == ""
+				}
+				var sids []mvcc.SessionID
+				if all {
+					infos, err := a.Store.Sessions()
+					if err != nil {
+						return err
+					}
+					for _, si := range infos {
+						sids = append(sids, si.ID)
+					}
+				} else {
+					sid, err := pickSession(a, sess)
+					if err != nil {
+						return err
+					}
+					sids = append(sids, sid)
+				}
+				flushBeforeFreeing(a)
+				if !dry {
+					// A full disk must not stop a prune: it writes before it frees.
+					releaseReserve(a.Dir)
+					defer restoreReserve(a.Dir)
+				}
+				var rows []pruneRow
+				for _, sid := range sids {
+					at, err := resolveBefore(a.Store, sid, before)
+					if err != nil {
+						return err
+					}
+					prog := newProgress(a.Err)
+					r, err := a.Store.Prune(sid, mvcc.PruneOptions{Before: at, DropCheckpoints: !keepCP, DryRun: dry})
+					prog.done()
+					if err != nil {
+						return fmt.Errorf("prune session %s: %w", sid, err)
+					}
+					if !dry {
+						a.Notify(sid)
+					}
+					row := pruneRow{Session: sid.String(), Before: r.Before.String(), Versions: r.Versions, Chunks: r.Chunks,
+						Bytes: r.Bytes, Records: r.Records, Scanned: r.Scanned, DryRun: dry, Recounted: r.Recounted}
+					for _, k := range r.Kept {
+						row.Kept = append(row.Kept, k.String())
+					}
+					rows = append(rows, row)
+					if !asJSON {
+						verb := "freed"
+						if dry {
+							verb = "would free"
+						}
+						how := fmt.Sprintf("%d records read", r.Records)
+						if r.Scanned > 0 {
+							how += fmt.Sprintf(", %d keys scanned (history without records)", r.Scanned)
+						}
+						if _, err := fmt.Fprintf(a.Out, "session %s before %s: %s %d versions, %d chunks, %d bytes (%s; %d checkpoints kept)\n",
+							sid, r.Before, verb, r.Versions, r.Chunks, r.Bytes, how, len(r.Kept)); err != nil {
+							return err
+						}
+					}
+				}
+				if compact && !dry {
+					if err := compactStore(a); err != nil {
+						return err
+					}
+				}
+				if asJSON {
+					if all {
+						return writeJSON(a.Out, rows)
+					}
+					return writeJSON(a.Out, rows[0])
+				}
+				return nil
+			})
+		},
+	}
+	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
+	c.Flags().Bool("all", false, "prune every session (soft-forgotten ones too)")
+	c.Flags().String("before", "", "T: an HLC, RFC 3339 time, checkpoint name or duration ago (7d)")
+	c.Flags().Bool("policy", false, "prune as the data directory's policy says (every session unless --session)")
+	c.Flags().Bool("help-policy", false, "describe DATA/policy.json")
+	c.Flags().Bool("keep-checkpoints", true, "keep the state of named checkpoints before T")
+	c.Flags().Bool("dry-run", false, "change nothing; print what would be freed")
+	c.Flags().Bool("compact", false, "then compact the store to give the space back to the filesystem")
+	c.Flags().Bool("json", false, "machine-readable output")
+	return c
+}
+
+var agoRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)$`)
+
+// parseAgo parses a duration with the units of time.ParseDuration plus d
+// (24h) and w (7d).
+func parseAgo(s string) (time.Duration, bool) {
+	m := agoRE.FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		return 0, false
+	}
+	unit := map[string]time.Duration{"ms": time.Millisecond, "s": time.Second, "m": time.Minute,
+		"h": time.Hour, "d": 24 * time.Hour, "w": 7 * 24 * time.Hour}[m[2]]
+	return time.Duration(v * float64(unit)), true
+}
+
+// resolveBefore turns T into an HLC: a checkpoint name, HLC or RFC 3339
+// time (as .asof/ names), else a duration ago.
+func resolveBefore(st *mvcc.Store, sid mvcc.SessionID, s string) (mvcc.HLC, error) {
+	at, err := timetravel.Resolve(st, sid, s)
+	if err == nil {
+		return at, nil
+	}
+	if d, ok := parseAgo(s); ok {
+		return mvcc.HLC(time.Now().Add(-d).UnixNano()), nil
+	}
+	return 0, fmt.Errorf("--before: %w (or a duration such as 7d)", err)
+}

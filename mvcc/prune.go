@@ -1,0 +1,766 @@
+package mvcc
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// Pruning bounds a session's history. Prune(sid, T) deletes every version
+// of an entry, inode or xattr that no point worth keeping can read: a
+// version lives from its own HLC until the HLC of the version above it, and
+// it stays when that span contains T or a kept checkpoint (or lies after
+// T). Tombstones go too when nothing older stays below them (reading no
+// version reads the same as reading a tombstone). So the state as of T,
+// as of each kept checkpoint and at every point after T read exactly as
+// before; as-of reads of any other point before T read the state as of T
+// (the "floor", see clampAt). The commit log ("E"), checkpoints ("K"),
+// session state and headers are kept.
+//
+// Cost: the S records of the commits up to T (superseded.go) name the
+// versions to look at, so pruning a day reads that day's records. Sessions
+// written by a padfs without records are scanned chain by chain, once, for
+// the history before their first record. Work is done in short write
+// transactions of at most pruneBatch versions, each followed by a pause as
+// long as itself (pace), so writers wait at most one batch and keep about
+// half of the write lock's time. Chunks whose last referencing version
+// goes are deleted.
+
+// pruneState is the session's "P" record.
+type pruneState struct {
+	// PrunedTo is the floor: as-of reads before it (except at Kept) read
+	// the state as of PrunedTo.
+	PrunedTo HLC   `cbor:"1,keyasint,omitempty"`
+	Kept     []HLC `cbor:"2,keyasint,omitempty"`
+	// RecordsSince is the HLC from which every commit wrote its S record
+	// (0: no commit yet by a padfs that writes them).
+	RecordsSince HLC `cbor:"3,keyasint,omitempty"`
+	// ScannedTo: history up to here was pruned by a scan of the chains.
+	ScannedTo HLC `cbor:"4,keyasint,omitempty"`
+	// Counted says that the session's chunk references hold counts.
+	Counted bool `cbor:"5,keyasint,omitempty"`
+}
+
+func readPruneState(r kv.Reader, sid SessionID) (pruneState, error) {
+	var ps pruneState
+	k := pruneKey(sid)
+	v, err := r.Get(k)
+	if err != nil || v == nil {
+		return ps, err
+	}
+	err = decode(k, v, &ps)
+	return ps, err
+}
+
+func writePruneState(tx kv.Txn, sid SessionID, ps pruneState) error {
+	b, err := encode(&ps)
+	if err != nil {
+		return fmt.Errorf("mvcc: encode prune state of %s: %w", sid, err)
+	}
+	return tx.Put(pruneKey(sid), b)
+}
+
+// pruneFloor is the cached part of a session's prune state that reads need.
+type pruneFloor struct {
+	to      HLC
+	kept    []HLC
+	created HLC // reads before the session existed find nothing, as before
+}
+
+// clampAt returns the point a read as of at really reads: at itself, or
+// the session's floor if at lies in pruned history.
+func (t *ReadTx) clampAt(sid SessionID, at HLC) (HLC, error) {
+	if at == Latest {
+		return at, nil
+	}
+	var f pruneFloor
+	if v, ok := t.s.floors.Load(sid); ok {
+		f = v.(pruneFloor)
+	} else {
+		ps, err := readPruneState(t.r, sid)
+		if err != nil {
+			return at, err
+		}
+		f = pruneFloor{to: ps.PrunedTo, kept: ps.Kept}
+		if ps.PrunedTo != 0 {
+			h, err := t.Header(sid)
+			if err != nil {
+				return at, err
+			}
+			f.created = h.Created
+		}
+		// LoadOrStore: a prune that raised the floor meanwhile wins over
+		// what this (older) snapshot says.
+		if v, loaded := t.s.floors.LoadOrStore(sid, f); loaded {
+			f = v.(pruneFloor)
+		}
+	}
+	if at >= f.to || at < f.created || slices.Contains(f.kept, at) {
+		return at, nil
+	}
+	return f.to, nil
+}
+
+// PrunedTo returns the session's floor: as-of reads before it read the
+// state as of it (0: never pruned), and the checkpoint points kept below it.
+func (s *Store) PrunedTo(sid SessionID) (HLC, []HLC, error) {
+	var ps pruneState
+	err := s.View(func(t *ReadTx) error {
+		var err error
+		ps, err = readPruneState(t.r, sid)
+		return err
+	})
+	return ps.PrunedTo, ps.Kept, err
+}
+
+// SeqAtOrBefore returns the sequence number of the session's last event
+// at or before at (0: none), by binary search of the log.
+func (t *ReadTx) SeqAtOrBefore(sid SessionID, at HLC) (uint64, error) {
+	return t.seqAfterHLC(sid, at)
+}
+
+func (s *Store) dropPruneCache(sid SessionID) {
+	s.floors.Delete(sid)
+	s.recorded.Delete(sid)
+}
+
+// PruneOptions tune Prune.
+type PruneOptions struct {
+	// Before is T: history superseded before it goes.
+	Before HLC
+	// DropCheckpoints prunes the states of checkpoints before T too (the
+	// names stay and read the state as of T).
+	DropCheckpoints bool
+	// DryRun computes the receipt and changes nothing.
+	DryRun bool
+	// UnlinkedBefore: inodes unlinked (link count 0) at or before it lose
+	// their last version too. A file unlinked while open lives on for its
+	// handles, so the default is an hour before now (and at most T).
+	UnlinkedBefore HLC
+	// Progress, if set, is told the versions looked at so far.
+	Progress Progress
+}
+
+// PruneReceipt says what a prune freed (or, dry, would free).
+type PruneReceipt struct {
+	Session SessionID `json:"session"`
+	Before  HLC       `json:"-"`
+	// Versions deleted: entry, inode and xattr versions (tombstones too).
+	Versions int `json:"versions"`
+	// Chunks deleted (no version of any session names them any more).
+	Chunks int `json:"chunks"`
+	// Bytes of keys and values deleted, chunks included.
+	Bytes int64 `json:"bytes"`
+	// Records is the number of S records read; Scanned the number of keys
+	// read by the chain scan of history without records (0 when the
+	// records cover it).
+	Records int  `json:"records"`
+	Scanned int  `json:"scanned"`
+	DryRun  bool `json:"dry_run,omitempty"`
+	// Kept lists the checkpoints whose state was kept below T.
+	Kept []HLC `json:"-"`
+	// Recounted says the session's chunk references were counted afresh
+	// (once per session written by an older padfs).
+	Recounted bool `json:"recounted,omitempty"`
+}
+
+// pruneBatch bounds the versions one write transaction of a prune handles.
+const pruneBatch = 256
+
+// pace waits, after a batch that began at t0, as long as the batch held
+// the write lock (at most 10 ms): the writers waiting for the lock get it
+// in between, instead of racing a prune that asks for it again at once.
+func pace(t0 time.Time) { time.Sleep(min(time.Since(t0), 10*time.Millisecond)) }
+
+// Prune deletes the history of sid before opt.Before (see the top of this
+// file) and returns what it freed. Writers keep committing meanwhile.
+func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	progress, stop := opt.Progress.detach()
+	defer stop()
+	if opt.UnlinkedBefore == 0 {
+		opt.UnlinkedBefore = HLC(time.Now().Add(-time.Hour).UnixNano())
+	}
+	opt.UnlinkedBefore = min(opt.UnlinkedBefore, opt.Before)
+	r := &PruneReceipt{Session: sid, Before: opt.Before, DryRun: opt.DryRun}
+
+	// The plan: T, the points kept, whether a scan is needed. A real prune
+	// raises the floor first, so that no read lands in history while it goes.
+	var ps pruneState
+	var points []HLC
+	plan := func(rd kv.Reader, t *ReadTx) error {
+		if _, err := t.Header(sid); err != nil {
+			return err
+		}
+		var err error
+		if ps, err = readPruneState(rd, sid); err != nil {
+			return err
+		}
+		r.Before = max(opt.Before, ps.PrunedTo)
+		r.Kept = nil
+		if !opt.DropCheckpoints {
+			err = t.Checkpoints(sid, func(_ string, at HLC) bool {
+				if at < r.Before && (at >= ps.PrunedTo || slices.Contains(ps.Kept, at)) && !slices.Contains(r.Kept, at) {
+					r.Kept = append(r.Kept, at)
+				}
+				return true
+			})
+		}
+		slices.Sort(r.Kept)
+		points = append(slices.Clone(r.Kept), r.Before)
+		return err
+	}
+	pr := &pruner{sid: sid, r: r, points: points, unlinkedBefore: opt.UnlinkedBefore, unknown: map[Hash]bool{}}
+	if opt.DryRun {
+		opt.Before = min(opt.Before, s.clock.Last())
+		err := s.View(func(t *ReadTx) error {
+			if err := plan(t.r, t); err != nil {
+				return err
+			}
+			pr.points, pr.io = points, &pruneIO{r: t.r, gone: map[string]bool{}, refs: map[string][]byte{}}
+			if needScan(ps, r.Before) {
+				if err := pr.scanChains(t.r, nil, progress); err != nil {
+					return err
+				}
+			}
+			if err := pr.records(t.r, nil, progress, -1); err != nil {
+				return err
+			}
+			return pr.resolveUnknown(t.r)
+		})
+		if err != nil {
+			return nil, err
+		}
+		return r, nil
+	}
+
+	err := s.kv.Update(func(tx kv.Txn) error {
+		// T is never later than now: every commit after this one is later
+		// than T, so the state as of T is settled.
+		now := s.clock.Tick()
+		if err := tx.Put(metaKey("hlc"), u64(uint64(now))); err != nil {
+			return err
+		}
+		opt.Before = min(opt.Before, now)
+		if err := plan(tx, &ReadTx{s: s, r: tx}); err != nil {
+			return err
+		}
+		ps.PrunedTo, ps.Kept = r.Before, r.Kept
+		if err := writePruneState(tx, sid, ps); err != nil {
+			return err
+		}
+		h, err := (&ReadTx{s: s, r: tx}).Header(sid)
+		if err != nil {
+			return err
+		}
+		// Before any version goes: from now on reads of pruned history
+		// read the state as of T, which this prune keeps.
+		s.floors.Store(sid, pruneFloor{to: ps.PrunedTo, kept: ps.Kept, created: h.Created})
+		return nil
+	})
+	if err != nil {
+		s.floors.Delete(sid) // the floor may not have reached the store
+		return nil, err
+	}
+	pr.points = points
+	if needScan(ps, r.Before) {
+		if err := pr.scanChains(nil, s, progress); err != nil {
+			return r, err
+		}
+		if err := s.kv.Update(func(tx kv.Txn) error {
+			cur, err := readPruneState(tx, sid)
+			if err != nil {
+				return err
+			}
+			cur.ScannedTo = max(cur.ScannedTo, r.Before)
+			return writePruneState(tx, sid, cur)
+		}); err != nil {
+			return r, err
+		}
+	}
+	for {
+		n := 0
+		t0 := time.Now()
+		if err := s.kv.Update(func(tx kv.Txn) error {
+			pr.io = &pruneIO{r: tx, w: tx}
+			n = 0
+			return pr.records(tx, &n, progress, pruneBatch)
+		}); err != nil {
+			return r, err
+		}
+		if n == 0 {
+			break
+		}
+		pace(t0)
+	}
+	if len(pr.unknown) > 0 {
+		if err := s.kv.Update(func(tx kv.Txn) error {
+			pr.io = &pruneIO{r: tx, w: tx}
+			return pr.resolveUnknown(tx)
+		}); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// needScan says whether history before T lacks S records not yet scanned.
+func needScan(ps pruneState, before HLC) bool {
+	if ps.RecordsSince != 0 && ps.ScannedTo >= ps.RecordsSince {
+		return false
+	}
+	return before > ps.ScannedTo
+}
+
+// pruner carries one prune's decisions and counts.
+type pruner struct {
+	sid            SessionID
+	r              *PruneReceipt
+	points         []HLC // kept checkpoints, then T
+	unlinkedBefore HLC
+	io             *pruneIO
+	unknown        map[Hash]bool // chunks whose reference was not counted
+	pos            []byte        // next S record
+}
+
+// keptAt says whether a version that lived from w until s is read at a
+// point kept.
+func (p *pruner) keptAt(w, s HLC) bool {
+	for _, pt := range p.points {
+		if w <= pt && pt < s {
+			return true
+		}
+	}
+	return false
+}
+
+// records handles up to limit versions' worth of S records up to T (limit
+// < 0: all), and adds the records handled to *n.
+func (p *pruner) records(rd kv.Reader, n *int, progress Progress, limit int) error {
+	if p.pos == nil {
+		p.pos = key(pSuperseded, p.sid[:])
+	}
+	end := supersededKey(p.sid, p.r.Before+1)
+	type rec struct {
+		k []byte
+		s supersession
+	}
+	work := 0
+	for limit < 0 || work < limit {
+		var batch []rec
+		err := rd.Scan(p.pos, end, func(k, v []byte) (bool, error) {
+			if p.io.gone[string(k)] {
+				return true, nil
+			}
+			var s supersession
+			if err := decode(k, v, &s); err != nil {
+				return false, err
+			}
+			batch = append(batch, rec{append([]byte(nil), k...), s})
+			work += len(s.Superseded) + len(s.Tombs) + 1
+			return limit < 0 && len(batch) < 256 || work < limit, nil
+		})
+		if err != nil {
+			return err
+		}
+		if len(batch) == 0 {
+			return nil
+		}
+		for _, rc := range batch {
+			if err := p.record(rc.k, rc.s); err != nil {
+				return err
+			}
+			p.r.Records++
+			if n != nil {
+				*n++
+			}
+			p.pos = append(append([]byte(nil), rc.k...), 0)
+		}
+		progress.report("prune", int64(p.r.Records), 0)
+	}
+	return nil
+}
+
+// record prunes what one S record names and keeps (rewritten) the part
+// that must stay.
+func (p *pruner) record(k []byte, rec supersession) error {
+	at := HLC(binary.BigEndian.Uint64(k[len(k)-8:]))
+	var rest supersession
+	for _, vk := range rec.Superseded {
+		if len(vk) < 9 {
+			return fmt.Errorf("%w: supersession record %q names key %q", ErrCorrupt, k, vk)
+		}
+		if p.keptAt(hlcFromInv(vk), at) {
+			rest.Superseded = append(rest.Superseded, vk)
+			continue
+		}
+		if err := p.deleteVersion(vk); err != nil {
+			return err
+		}
+	}
+	for _, vk := range rec.Tombs {
+		if len(vk) < 9 {
+			return fmt.Errorf("%w: supersession record %q names key %q", ErrCorrupt, k, vk)
+		}
+		ok, err := p.tombDeletable(vk)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			rest.Tombs = append(rest.Tombs, vk)
+			continue
+		}
+		if err := p.deleteVersion(vk); err != nil {
+			return err
+		}
+	}
+	if len(rest.Superseded) == 0 && len(rest.Tombs) == 0 {
+		return p.io.del(k)
+	}
+	if len(rest.Superseded) == len(rec.Superseded) && len(rest.Tombs) == len(rec.Tombs) {
+		return nil
+	}
+	b, err := encode(&rest)
+	if err != nil {
+		return err
+	}
+	return p.io.put(k, b)
+}
+
+// tombDeletable says whether the tombstone version vk may go: nothing older
+// stays in its chain (else reads at its span would find that), and an
+// unlinked inode was unlinked before UnlinkedBefore.
+func (p *pruner) tombDeletable(vk []byte) (bool, error) {
+	if vk[0] == pInode && hlcFromInv(vk) > p.unlinkedBefore {
+		return false, nil
+	}
+	chain := vk[:len(vk)-8]
+	older := false
+	err := p.io.scan(append(append([]byte(nil), vk...), 0), kv.PrefixEnd(chain), func(k []byte) bool {
+		if len(k) == len(vk) {
+			older = true
+			return false
+		}
+		return true
+	})
+	return !older, err
+}
+
+// deleteVersion deletes one version key (if still there) and, for an
+// inode version, its chunk references; counts what went.
+func (p *pruner) deleteVersion(vk []byte) error {
+	v, err := p.io.get(vk)
+	if err != nil || v == nil {
+		return err
+	}
+	if vk[0] == pInode {
+		var n Inode
+		if err := decode(vk, v, &n); err != nil {
+			return err
+		}
+		for _, h := range chunkSet(&n) {
+			if err := p.unref(h); err != nil {
+				return err
+			}
+		}
+	}
+	p.r.Versions++
+	p.r.Bytes += int64(len(vk) + len(v))
+	return p.io.del(vk)
+}
+
+// unref counts one version of the session fewer naming chunk h and deletes
+// the chunk once no session references it.
+func (p *pruner) unref(h Hash) error {
+	rk := chunkRefKey(h, p.sid)
+	v, err := p.io.get(rk)
+	if err != nil || v == nil {
+		return err
+	}
+	c, counted, err := refCount(rk, v)
+	if err != nil {
+		return err
+	}
+	if !counted {
+		p.unknown[h] = true
+		return nil
+	}
+	if c > 1 {
+		return p.io.put(rk, u64(c-1))
+	}
+	if err := p.io.del(rk); err != nil {
+		return err
+	}
+	return p.freeChunk(h)
+}
+
+// freeChunk deletes chunk h if no session references it.
+func (p *pruner) freeChunk(h Hash) error {
+	rp := key(pChunkRef, h[:])
+	used := false
+	if err := p.io.scan(rp, kv.PrefixEnd(rp), func([]byte) bool { used = true; return false }); err != nil || used {
+		return err
+	}
+	ck := chunkKey(h)
+	v, err := p.io.get(ck)
+	if err != nil || v == nil {
+		return err
+	}
+	p.r.Chunks++
+	p.r.Bytes += int64(len(ck) + len(v))
+	return p.io.del(ck)
+}
+
+// resolveUnknown settles the chunks whose references were not counted:
+// it counts the session's references afresh (dry: only for those chunks)
+// and frees the chunks no version names any more.
+func (p *pruner) resolveUnknown(rd kv.Reader) error {
+	if len(p.unknown) == 0 {
+		return nil
+	}
+	hs := make([]Hash, 0, len(p.unknown))
+	for h := range p.unknown {
+		hs = append(hs, h)
+	}
+	slices.SortFunc(hs, func(a, b Hash) int { return bytes.Compare(a[:], b[:]) })
+	if p.io.w != nil {
+		if err := recountChunkRefsLocked(p.io.w, p.sid, hs); err != nil {
+			return err
+		}
+		p.r.Recounted = true
+	} else {
+		// Dry: which of them does a remaining version still name?
+		still := map[Hash]bool{}
+		prefix := key(pInode, p.sid[:])
+		if err := rd.Scan(prefix, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+			if p.io.gone[string(k)] {
+				return true, nil
+			}
+			var n Inode
+			if err := decode(k, v, &n); err != nil {
+				return false, err
+			}
+			for _, h := range chunkSet(&n) {
+				if p.unknown[h] {
+					still[h] = true
+				}
+			}
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		for _, h := range hs {
+			if !still[h] {
+				if err := p.io.del(chunkRefKey(h, p.sid)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	for _, h := range hs {
+		if err := p.freeChunk(h); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanChains prunes, chain by chain, the entry, inode and xattr versions of
+// history that has no S records (sessions written by an older padfs).
+// Dry (s == nil) it reads rd; else it reads pages in views and deletes
+// each page in its own short write transaction.
+func (p *pruner) scanChains(rd kv.Reader, s *Store, progress Progress) error {
+	for _, pre := range []byte{pDentry, pInode, pXattr} {
+		prefix := key(pre, p.sid[:])
+		pos := prefix
+		for pos != nil {
+			var page [][]byte // version keys to delete
+			var next []byte
+			read := func(r kv.Reader) error {
+				page, next = nil, nil
+				var chain [][]byte
+				var vals [][]byte
+				var chainKey []byte
+				n := 0
+				flush := func() error {
+					del, err := p.decideChain(chain, vals)
+					page = append(page, del...)
+					chain, vals = nil, nil
+					return err
+				}
+				err := r.Scan(pos, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+					if len(k) < len(prefix)+9 {
+						return false, fmt.Errorf("%w: short version key %q", ErrCorrupt, k)
+					}
+					if p.io != nil && p.io.gone[string(k)] {
+						return true, nil
+					}
+					ck := k[:len(k)-8]
+					if chainKey == nil || !bytes.Equal(ck, chainKey) {
+						if n >= pruneBatch {
+							next = append([]byte(nil), k...)
+							return false, nil
+						}
+						if err := flush(); err != nil {
+							return false, err
+						}
+						chainKey = append([]byte(nil), ck...)
+					}
+					chain = append(chain, append([]byte(nil), k...))
+					vals = append(vals, append([]byte(nil), v...))
+					n++
+					p.r.Scanned++
+					return true, nil
+				})
+				if err != nil {
+					return err
+				}
+				return flush()
+			}
+			if s == nil {
+				if err := read(rd); err != nil {
+					return err
+				}
+				for _, k := range page {
+					if err := p.deleteVersion(k); err != nil {
+						return err
+					}
+				}
+			} else {
+				if err := s.kv.View(read); err != nil {
+					return err
+				}
+				if len(page) > 0 {
+					t0 := time.Now()
+					if err := s.kv.Update(func(tx kv.Txn) error {
+						p.io = &pruneIO{r: tx, w: tx}
+						for _, k := range page {
+							if err := p.deleteVersion(k); err != nil {
+								return err
+							}
+						}
+						return nil
+					}); err != nil {
+						return err
+					}
+					pace(t0)
+				}
+			}
+			progress.report("scan", int64(p.r.Scanned), 0)
+			pos = next
+		}
+	}
+	return nil
+}
+
+// decideChain returns the versions of one chain (newest first) to delete.
+func (p *pruner) decideChain(keys, vals [][]byte) ([][]byte, error) {
+	var del [][]byte
+	olderKept := false
+	for i := len(keys) - 1; i >= 0; i-- { // oldest first
+		w := hlcFromInv(keys[i])
+		if w > p.r.Before {
+			break
+		}
+		s := Latest
+		if i > 0 {
+			s = hlcFromInv(keys[i-1])
+		}
+		tomb, err := isTomb(keys[i], vals[i])
+		if err != nil {
+			return nil, err
+		}
+		switch {
+		case tomb && !olderKept && (keys[i][0] != pInode || w <= p.unlinkedBefore):
+			del = append(del, keys[i])
+		case p.keptAt(w, s) || s > p.r.Before:
+			olderKept = true
+		default:
+			del = append(del, keys[i])
+		}
+	}
+	return del, nil
+}
+
+// isTomb says whether a version reads as absence: an unlinked name, a
+// removed xattr, an inode at link count 0.
+func isTomb(k, v []byte) (bool, error) {
+	switch k[0] {
+	case pDentry:
+		var d Dentry
+		err := decode(k, v, &d)
+		return d.Ino == 0, err
+	case pXattr:
+		var x xattrVersion
+		err := decode(k, v, &x)
+		return x.Removed, err
+	case pInode:
+		var n Inode
+		err := decode(k, v, &n)
+		return n.Nlink == 0, err
+	}
+	return false, nil
+}
+
+// pruneIO is where a prune reads and deletes: a write transaction, or (dry)
+// a read view with the deletions remembered.
+type pruneIO struct {
+	r    kv.Reader
+	w    kv.Txn            // nil: dry
+	gone map[string]bool   // dry: deleted keys
+	refs map[string][]byte // dry: rewritten values
+}
+
+func (io *pruneIO) get(k []byte) ([]byte, error) {
+	if io.w == nil {
+		if io.gone[string(k)] {
+			return nil, nil
+		}
+		if v, ok := io.refs[string(k)]; ok {
+			return v, nil
+		}
+	}
+	return io.r.Get(k)
+}
+
+func (io *pruneIO) del(k []byte) error {
+	if io.w == nil {
+		io.gone[string(k)] = true
+		return nil
+	}
+	return io.w.Delete(k)
+}
+
+func (io *pruneIO) put(k, v []byte) error {
+	if io.w == nil {
+		io.refs[string(k)] = v
+		return nil
+	}
+	return io.w.Put(k, v)
+}
+
+// scan calls fn with the keys in [start, end) not deleted, until it
+// returns false.
+func (io *pruneIO) scan(start, end []byte, fn func(k []byte) bool) error {
+	return io.r.Scan(start, end, func(k, _ []byte) (bool, error) {
+		if io.gone[string(k)] {
+			return true, nil
+		}
+		return fn(k), nil
+	})
+}
+
+// Compact rewrites the store's files so that the space freed by prunes
+// and deletions goes back to the filesystem and no freed page still holds
+// deleted bytes. Every commit waits while it runs (it copies the live keys
+// into a fresh file).
+func (s *Store) Compact(progress Progress) error {
+	progress, stop := progress.detach()
+	defer stop()
+	return s.compactKV(func(done, total int64) { progress.report("compact", done, total) })
+}

@@ -1,0 +1,547 @@
+package search
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
+	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
+)
+
+// backend is where the bleve indexes live: in this process (localBackend,
+// for one-shot commands and inside the worker) or in an index worker
+// process (remoteBackend, for a mount). Index does everything else:
+// reading the log and the files, deciding what to index.
+//
+// Writes to one session's index (begin ... finish, abort, drop) come from
+// one goroutine at a time (Index.writer); reads come from anywhere.
+type backend interface {
+	// position is what sid's index covers (zero: no index).
+	position(sid mvcc.SessionID) (position, error)
+	// ids lists the documents matching q (none without an index); with
+	// q.Gen set, only from that generation of the index.
+	ids(sid mvcc.SessionID, q idQuery) ([]string, error)
+	// grow is the "grow" field of every document that has one.
+	grow(sid mvcc.SessionID) (map[string]int, error)
+	// search ranks documents by BM25 relevance of their text to q.
+	search(sid mvcc.SessionID, q string, size int) ([]scored, error)
+
+	// begin starts a run of writes to sid's index (creating it),
+	// discarding what an earlier run left unfinished, and returns the
+	// generation of the index written.
+	begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) (uint64, error)
+	del(sid mvcc.SessionID, id string) error
+	// doc indexes a file's content (data nil: too large, unindexed).
+	doc(sid mvcc.SessionID, path string, ino mvcc.Ino, data []byte) error
+	// flush commits what is pending and waits for it.
+	flush(sid mvcc.SessionID) error
+	// finish commits the rest with (seq, at) recorded as covered.
+	finish(sid mvcc.SessionID, seq uint64, at mvcc.HLC) error
+	// abort forgets the pending documents of a run cut short.
+	abort(sid mvcc.SessionID)
+	// drop deletes sid's index directory.
+	drop(sid mvcc.SessionID) error
+
+	stats() BackendStats
+	close() error
+}
+
+// BackendStats counts the work of the index's bleve side.
+type BackendStats struct {
+	// Indexed is the number of documents indexed since the worker started.
+	Indexed uint64 `json:"indexed"`
+	// Pid is the index worker's process id (0: in-process).
+	Pid int `json:"pid"`
+	// Restarts counts index workers restarted after they died.
+	Restarts int `json:"restarts"`
+	// QueryPolicy is the scheduling policy the worker answers queries at
+	// (0: SCHED_OTHER; 5: SCHED_IDLE, when it may not leave it).
+	QueryPolicy int `json:"query_policy"`
+}
+
+// idQuery selects documents: every document (zero value), the term Term
+// of Field (or its prefix), or (Tri non-nil) grep's candidates for a
+// trigram query: its matches and every unindexed document.
+type idQuery struct {
+	Field, Term string
+	Prefix      bool
+	Tri         *Query
+	// Gen, if not 0, is the index generation (position.Gen) the caller
+	// read the covered sequence number from: a query must not mix one
+	// index's position with another's documents (a rebuild in between).
+	Gen uint64
+}
+
+// position is the event sequence and HLC an index reflects, and which
+// index that is: Gen changes whenever the session's index is replaced
+// (dropped, rebuilt, reopened).
+type position struct {
+	Seq uint64
+	HLC mvcc.HLC
+	Gen uint64
+}
+
+// errIndexChanged is a query for a generation of an index that was
+// replaced since.
+var errIndexChanged = errors.New("search index replaced during the query")
+
+func (q idQuery) bleve() query.Query {
+	switch {
+	case q.Tri != nil:
+		return query.NewDisjunctionQuery([]query.Query{bleveQuery(q.Tri), termQ("unindexed", "y")})
+	case q.Field == "":
+		return query.NewMatchAllQuery()
+	case q.Prefix:
+		p := query.NewPrefixQuery(q.Term)
+		p.SetField(q.Field)
+		return p
+	}
+	return termQ(q.Field, q.Term)
+}
+
+// scored is a ranked-search hit.
+type scored struct {
+	id    string
+	score float64
+}
+
+// panicError is a panic of bleve (or bbolt below it) caught where padfs
+// called it: the session's index is treated as damaged.
+type panicError struct {
+	what string
+	v    any
+}
+
+func (e *panicError) Error() string { return fmt.Sprintf("%s panicked: %v", e.what, e.v) }
+
+// errDiskFull pauses indexing until space returns.
+var errDiskFull = errors.New("search index: disk almost full; indexing paused")
+
+// localBackend keeps the indexes in this process. Every call into bleve
+// is guarded: a panic costs the session's index (dropped, rebuilt from
+// the store), not the process.
+type localBackend struct {
+	dir string // DATA/index
+	log *slog.Logger
+	// reserve is the free space writes leave on the index's file system.
+	reserve int64
+
+	mu       sync.Mutex
+	sessions map[mvcc.SessionID]*sessionIndex
+	runs     map[mvcc.SessionID]*batcher
+	// dropping marks sessions whose index directory is being closed and
+	// removed: readers must not reopen it meanwhile.
+	dropping map[mvcc.SessionID]bool
+	closed   bool
+	indexed  atomic.Uint64
+	gens     atomic.Uint64
+}
+
+// sessionIndex is the bleve index of one session.
+type sessionIndex struct {
+	sid mvcc.SessionID
+	dir string
+	bl  bleve.Index
+	gen uint64
+}
+
+func newLocalBackend(dir string, log *slog.Logger) *localBackend {
+	lb := &localBackend{dir: dir, log: log, reserve: diskReserve(),
+		sessions: map[mvcc.SessionID]*sessionIndex{}, runs: map[mvcc.SessionID]*batcher{},
+		dropping: map[mvcc.SessionID]bool{}}
+	// Generations stay unique across workers (a restart between a
+	// position and a query).
+	lb.gens.Store(uint64(time.Now().UnixNano()))
+	return lb
+}
+
+// diskReserve is the free space the index leaves ($PADFS_INDEX_RESERVE
+// bytes, default 64 MiB).
+func diskReserve() int64 {
+	if v, err := strconv.ParseInt(os.Getenv("PADFS_INDEX_RESERVE"), 10, 64); err == nil && v >= 0 {
+		return v
+	}
+	return 64 << 20
+}
+
+// guard runs f, turning a panic into a panicError and dropping the
+// session's index (it is derived data: the next catch-up rebuilds it).
+func (lb *localBackend) guard(sid mvcc.SessionID, what string, f func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &panicError{what: what, v: v}
+			lb.log.Error("search: index damaged; dropping it for a rebuild", "session", sid.String(), "err", err, "stack", string(debug.Stack()))
+			lb.discard(sid)
+		}
+	}()
+	return f()
+}
+
+// discard closes (guarded) and removes sid's index after a panic.
+func (lb *localBackend) discard(sid mvcc.SessionID) {
+	lb.mu.Lock()
+	si := lb.sessions[sid]
+	delete(lb.sessions, sid)
+	delete(lb.runs, sid)
+	lb.mu.Unlock()
+	if si != nil {
+		func() {
+			defer func() { _ = recover() }()
+			si.bl.Close()
+		}()
+	}
+	if err := os.RemoveAll(filepath.Join(lb.dir, sid.String())); err != nil {
+		lb.log.Warn("search: remove damaged index", "session", sid.String(), "err", err)
+	}
+}
+
+// session returns the open index of sid, opening or creating it; nil
+// without create when there is none.
+func (lb *localBackend) session(sid mvcc.SessionID, create bool) (si *sessionIndex, err error) {
+	err = lb.guard(sid, "open index", func() error {
+		si, err = lb.sessionLocked(sid, create)
+		return err
+	})
+	return si, err
+}
+
+func (lb *localBackend) sessionLocked(sid mvcc.SessionID, create bool) (*sessionIndex, error) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	if lb.closed {
+		return nil, errors.New("search index is closed")
+	}
+	if si, ok := lb.sessions[sid]; ok {
+		return si, nil
+	}
+	if lb.dropping[sid] {
+		if create {
+			return nil, fmt.Errorf("search index of session %s is being removed", sid)
+		}
+		return nil, nil
+	}
+	dir := filepath.Join(lb.dir, sid.String())
+	if err := verifyIndex(dir); err != nil {
+		lb.log.Warn("search: index damaged; rebuilding it", "session", sid.String(), "err", err)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	bl, err := bleve.OpenUsing(dir, scorchConfig())
+	if err != nil {
+		bl = nil // bleve returns a typed nil
+	}
+	switch {
+	case err == nil:
+		if v, _ := bl.GetInternal(keyVersion); string(v) != formatVersion {
+			lb.log.Info("search: index format changed; rebuilding", "session", sid.String())
+			bl.Close()
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, err
+			}
+			bl = nil
+		}
+	case errors.Is(err, bleve.ErrorIndexPathDoesNotExist):
+	default:
+		// A damaged index is rebuilt: it is derived data.
+		lb.log.Warn("search: cannot open index; rebuilding", "session", sid.String(), "err", err)
+		if err := os.RemoveAll(dir); err != nil {
+			return nil, err
+		}
+	}
+	if bl == nil {
+		if !create {
+			return nil, nil
+		}
+		// A new index writes files at once: on a nearly full disk that
+		// would take the space left for commits that free some.
+		if err := lb.room(); err != nil {
+			return nil, fmt.Errorf("create index %s: %w", dir, err)
+		}
+		if bl, err = bleve.NewUsing(dir, indexMapping(), scorch.Name, scorch.Name, scorchConfig()); err != nil {
+			_ = os.RemoveAll(dir) // a half-made index only holds space
+			return nil, fmt.Errorf("create index %s: %w", dir, err)
+		}
+		if err := bl.SetInternal(keyVersion, []byte(formatVersion)); err != nil {
+			bl.Close()
+			return nil, err
+		}
+	}
+	si := &sessionIndex{sid: sid, dir: dir, bl: bl, gen: lb.gens.Add(1)}
+	lb.sessions[sid] = si
+	return si, nil
+}
+
+func (lb *localBackend) position(sid mvcc.SessionID) (position, error) {
+	si, err := lb.session(sid, false)
+	if err != nil || si == nil {
+		return position{}, err
+	}
+	var seq uint64
+	var at mvcc.HLC
+	err = lb.guard(sid, "read covered seq", func() error {
+		s, err := si.bl.GetInternal(keySeq)
+		if err != nil {
+			return err
+		}
+		h, err := si.bl.GetInternal(keyHLC)
+		if err != nil {
+			return err
+		}
+		if len(s) == 8 {
+			seq = binary.BigEndian.Uint64(s)
+		}
+		if len(h) == 8 {
+			at = mvcc.HLC(binary.BigEndian.Uint64(h))
+		}
+		return nil
+	})
+	return position{seq, at, si.gen}, err
+}
+
+func (lb *localBackend) ids(sid mvcc.SessionID, q idQuery) (ids []string, err error) {
+	si, err := lb.session(sid, false)
+	if err != nil || si == nil {
+		if err == nil && q.Gen != 0 {
+			err = errIndexChanged
+		}
+		return nil, err
+	}
+	if q.Gen != 0 && q.Gen != si.gen {
+		return nil, errIndexChanged
+	}
+	err = lb.guard(sid, "query", func() error {
+		ids, err = searchIDs(si.bl, q.bleve())
+		return err
+	})
+	return ids, err
+}
+
+func (lb *localBackend) grow(sid mvcc.SessionID) (out map[string]int, err error) {
+	si, err := lb.session(sid, false)
+	if err != nil || si == nil {
+		return nil, err
+	}
+	err = lb.guard(sid, "query grow", func() error {
+		q := query.NewWildcardQuery("*")
+		q.SetField("grow")
+		req := bleve.NewSearchRequestOptions(q, 1<<16, 0, false)
+		req.Fields = []string{"grow"}
+		req.Score = "none"
+		res, err := si.bl.Search(req)
+		if err != nil {
+			return err
+		}
+		out = map[string]int{}
+		for _, h := range res.Hits {
+			if v, ok := h.Fields["grow"].(string); ok {
+				if n, err := strconv.Atoi(v); err == nil {
+					out[h.ID] = n
+				}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (lb *localBackend) search(sid mvcc.SessionID, q string, size int) (hits []scored, err error) {
+	si, err := lb.session(sid, false)
+	if err != nil || si == nil {
+		return nil, err
+	}
+	err = lb.guard(sid, "search", func() error {
+		mq := query.NewMatchQuery(q)
+		mq.SetField("text")
+		mq.Analyzer = "standard"
+		res, err := si.bl.Search(bleve.NewSearchRequestOptions(mq, size, 0, false))
+		if err != nil {
+			return err
+		}
+		for _, h := range res.Hits {
+			hits = append(hits, scored{h.ID, h.Score})
+		}
+		return nil
+	})
+	return hits, err
+}
+
+// run returns sid's batcher of the current run.
+func (lb *localBackend) run(sid mvcc.SessionID) (*batcher, error) {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	bt := lb.runs[sid]
+	if bt == nil {
+		return nil, fmt.Errorf("search index of session %s: write outside a run", sid)
+	}
+	return bt, nil
+}
+
+func (lb *localBackend) begin(sid mvcc.SessionID, parallel int, maxBytes int64, maxDocs int) (uint64, error) {
+	lb.abort(sid)
+	si, err := lb.session(sid, true)
+	if err != nil {
+		return 0, err
+	}
+	return si.gen, lb.guard(sid, "new batch", func() error {
+		bt := newBatcher(si.bl, parallel, maxBytes, maxDocs)
+		bt.room = lb.room
+		lb.mu.Lock()
+		lb.runs[sid] = bt
+		lb.mu.Unlock()
+		return nil
+	})
+}
+
+// room fails with errDiskFull when the index's file system has less than
+// the reserve free: a persist that fails half-way is what damages an
+// index, so writes pause before it could happen.
+func (lb *localBackend) room() error {
+	var s unix.Statfs_t
+	if err := unix.Statfs(lb.dir, &s); err != nil {
+		return nil // cannot tell: let the write try
+	}
+	if free := int64(s.Bavail) * int64(s.Bsize); free < lb.reserve {
+		return fmt.Errorf("%w (%d MiB free on %s, keeping %d MiB)", errDiskFull, free>>20, lb.dir, lb.reserve>>20)
+	}
+	return nil
+}
+
+func (lb *localBackend) del(sid mvcc.SessionID, id string) error {
+	bt, err := lb.run(sid)
+	if err != nil {
+		return err
+	}
+	return lb.guard(sid, "delete", func() error { return bt.delete(id) })
+}
+
+func (lb *localBackend) doc(sid mvcc.SessionID, path string, ino mvcc.Ino, data []byte) error {
+	bt, err := lb.run(sid)
+	if err != nil {
+		return err
+	}
+	size := int64(len(data))
+	err = lb.guard(sid, "index "+path, func() error { return bt.index(fileDoc(path, ino, data), size) })
+	if err == nil {
+		lb.indexed.Add(1)
+	}
+	return err
+}
+
+func (lb *localBackend) flush(sid mvcc.SessionID) error {
+	bt, err := lb.run(sid)
+	if err != nil {
+		return err
+	}
+	return lb.guard(sid, "batch", func() error {
+		if bt.docs > 0 {
+			if err := bt.flush(); err != nil {
+				return err
+			}
+		}
+		return bt.wait()
+	})
+}
+
+func (lb *localBackend) finish(sid mvcc.SessionID, seq uint64, at mvcc.HLC) error {
+	bt, err := lb.run(sid)
+	if err != nil {
+		return err
+	}
+	err = lb.guard(sid, "batch", func() error { return bt.finish(seq, at) })
+	lb.mu.Lock()
+	if lb.runs[sid] == bt {
+		delete(lb.runs, sid)
+	}
+	lb.mu.Unlock()
+	return lb.damaged(sid, err)
+}
+
+// damaged drops sid's index when err is a panic caught in a batch
+// goroutine (guard only sees the caller's own panics).
+func (lb *localBackend) damaged(sid mvcc.SessionID, err error) error {
+	var pe *panicError
+	if errors.As(err, &pe) {
+		lb.log.Error("search: index damaged; dropping it for a rebuild", "session", sid.String(), "err", err)
+		lb.discard(sid)
+	}
+	return err
+}
+
+func (lb *localBackend) abort(sid mvcc.SessionID) {
+	lb.mu.Lock()
+	bt := lb.runs[sid]
+	delete(lb.runs, sid)
+	lb.mu.Unlock()
+	if bt != nil {
+		_ = lb.damaged(sid, lb.guard(sid, "batch", bt.wait))
+	}
+}
+
+func (lb *localBackend) drop(sid mvcc.SessionID) error {
+	lb.mu.Lock()
+	si := lb.sessions[sid]
+	bt := lb.runs[sid]
+	delete(lb.sessions, sid)
+	delete(lb.runs, sid)
+	lb.dropping[sid] = true
+	lb.mu.Unlock()
+	defer func() {
+		lb.mu.Lock()
+		delete(lb.dropping, sid)
+		lb.mu.Unlock()
+	}()
+	if bt != nil {
+		_ = lb.guard(sid, "batch", bt.wait)
+	}
+	if si != nil {
+		if err := lb.guard(sid, "close", si.bl.Close); err != nil {
+			lb.log.Warn("search: close dropped index", "session", sid.String(), "err", err)
+		}
+	}
+	dir := filepath.Join(lb.dir, sid.String())
+	if err := os.RemoveAll(dir); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("remove index of session %s: %w", sid, err)
+	}
+	return nil
+}
+
+func (lb *localBackend) stats() BackendStats {
+	return BackendStats{Indexed: lb.indexed.Load()}
+}
+
+func (lb *localBackend) close() error {
+	lb.mu.Lock()
+	if lb.closed {
+		lb.mu.Unlock()
+		return nil
+	}
+	lb.closed = true
+	sessions := lb.sessions
+	runs := lb.runs
+	lb.sessions, lb.runs = map[mvcc.SessionID]*sessionIndex{}, map[mvcc.SessionID]*batcher{}
+	lb.mu.Unlock()
+	for sid, bt := range runs {
+		_ = lb.guard(sid, "batch", bt.wait)
+	}
+	var errs []error
+	for sid, si := range sessions {
+		if err := lb.guard(sid, "close", si.bl.Close); err != nil {
+			errs = append(errs, fmt.Errorf("close index of session %s: %w", sid, err))
+		}
+	}
+	return errors.Join(errs...)
+}
