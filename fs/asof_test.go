@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -141,7 +142,7 @@ func TestReservedNames(t *testing.T) {
 
 func TestRemount(t *testing.T) {
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +178,7 @@ func TestRemount(t *testing.T) {
 
 func TestReopenStore(t *testing.T) {
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -195,7 +196,7 @@ func TestReopenStore(t *testing.T) {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	st2, err := mvcc.OpenDir(data)
+	st2, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +210,7 @@ func TestReopenStore(t *testing.T) {
 // A read-only mount of a session as of an HLC, after it was forgotten.
 func TestMountAsOf(t *testing.T) {
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}

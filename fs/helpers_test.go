@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -26,7 +27,7 @@ func mountTest(t testing.TB) (mnt string, st *mvcc.Store, m *Server) {
 func mountTestOpts(t testing.TB, opts Options) (mnt string, st *mvcc.Store, m *Server) {
 	t.Helper()
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/internal/storeopen"
 )
 
 // TestKillPriv checks that writes, truncates, fallocate and chown clear the
@@ -19,7 +19,7 @@ func TestKillPriv(t *testing.T) {
 	}
 	requireTools(t, "setpriv", "fallocate", "truncate")
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}

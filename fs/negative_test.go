@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -67,7 +68,7 @@ func TestNegativeEntriesFutureView(t *testing.T) {
 // at that name after InvalidateSession, and a new session's ULID resolves
 // at once.
 func TestNegativeEntriesSessionsRoot(t *testing.T) {
-	st, err := mvcc.OpenDir(t.TempDir())
+	st, err := storeopen.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}

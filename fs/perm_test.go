@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -27,7 +28,7 @@ func TestAllowOther(t *testing.T) {
 		t.Skip("needs root to act as another user")
 	}
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -77,7 +78,7 @@ func TestVirtualOwnerOnly(t *testing.T) {
 		t.Skip("needs root to act as another user")
 	}
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,12 +9,13 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
 func TestMultiSession(t *testing.T) {
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,7 +92,7 @@ func TestMultiSession(t *testing.T) {
 // renames and forgets at once, and cannot be written.
 func TestMultiSessionByName(t *testing.T) {
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +167,7 @@ func TestMultiSessionByName(t *testing.T) {
 
 func TestMultiSessionNoForget(t *testing.T) {
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestMultiSessionNoForget(t *testing.T) {
 
 func TestVirtualDir(t *testing.T) {
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}

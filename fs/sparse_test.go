@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"golang.org/x/sys/unix"
 )
@@ -23,7 +24,7 @@ import (
 func sparseMount(t *testing.T) (mnt, data string, st *mvcc.Store, remount func()) {
 	t.Helper()
 	data = t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,6 @@ import (
 
 	"github.com/oklog/ulid/v2"
 	"github.com/padfs/padfs/mvcc/kv"
-	"github.com/padfs/padfs/mvcc/kv/bolt"
-	"github.com/padfs/padfs/mvcc/kv/wal"
 )
 
 // Fsck verifies a store: every record's checksum and decoding, every
@@ -589,70 +587,21 @@ func unquoteKey(q string) []byte {
 	return []byte(u)
 }
 
-// RepairDir repairs what keeps the data directory dir from opening: the
-// log is cut before its first damaged record and the rest moved to
-// DATA/quarantine/. It returns the problems found, each saying what was
-// done and lost; none if the log is intact.
-func RepairDir(dir string) ([]Problem, error) {
-	var out []Problem
-	walDir := filepath.Join(dir, WALDir)
-	// A store older than the fold record (or a fold record that does not
-	// read) is accepted as it is: the record goes.
-	rerr := checkStoreFile(dir)
-	if rerr == nil {
-		if b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{}); err == nil {
-			rerr = wal.CheckBase(walDir, b)
-			b.Close()
-		}
+// DescribeEventRecord describes the commit whose log event a raw write
+// (key, value, or a deletion) stores, e.g. "session S #7 write a.txt", for
+// a repair that says which commits it lost; ok is false for other writes.
+func DescribeEventRecord(k, v []byte, deleted bool) (string, bool) {
+	if deleted || len(k) != 1+16+8 || k[0] != pEvent {
+		return "", false
 	}
-	if errors.Is(rerr, wal.ErrRolledBack) || errors.Is(rerr, wal.ErrCorrupt) {
-		if err := wal.RemoveState(walDir); err != nil {
-			return out, err
-		}
-		out = append(out, Problem{Kind: ProblemStore, Path: filepath.Join(dir, StoreFile), Detail: oneLineErr(rerr),
-			Repaired: "accepted the store as it is (removed " + wal.StatePath(walDir) + "); the commits it no longer holds are lost"})
+	sid, _ := sessionOf(k)
+	var ev Event
+	if err := decode(k, v, &ev); err != nil {
+		return fmt.Sprintf("session %s #%d (unreadable event)", sid, binary.BigEndian.Uint64(k[17:])), true
 	}
-	lost, err := wal.Salvage(walDir, filepath.Join(dir, QuarantineDir))
-	for _, l := range lost {
-		detail := fmt.Sprintf("%d bytes from offset %d", l.Bytes, l.Offset)
-		if l.Reason != "" {
-			detail = fmt.Sprintf("damaged record at offset %d (%s); %d bytes from there on", l.Offset, l.Reason, l.Bytes)
-		}
-		commits := lostCommits(l.Ops)
-		p := Problem{Kind: ProblemWAL, Path: l.Segment, Detail: detail, Lost: commits,
-			Repaired: fmt.Sprintf("moved to %s; %d intact log records after the damage are lost (%d commits)", l.Quarantine, l.Records, len(commits))}
-		if len(commits) > 0 {
-			shown := commits[:min(len(commits), 5)]
-			p.Repaired += ": " + strings.Join(shown, ", ")
-			if len(commits) > len(shown) {
-				p.Repaired += fmt.Sprintf(" and %d more (--json lists them all)", len(commits)-len(shown))
-			}
-		}
-		out = append(out, p)
+	line := fmt.Sprintf("session %s #%d %s %s", sid, ev.Seq, ev.Op, ev.Path)
+	if ev.Path2 != "" {
+		line += " -> " + ev.Path2
 	}
-	return out, err
+	return line, true
 }
-
-// lostCommits describes the commits among a log's writes by their events.
-func lostCommits(ops []wal.Op) []string {
-	var out []string
-	for _, op := range ops {
-		if op.Delete || len(op.Key) != 1+16+8 || op.Key[0] != pEvent {
-			continue
-		}
-		sid, _ := sessionOf(op.Key)
-		var ev Event
-		if err := decode(op.Key, op.Value, &ev); err != nil {
-			out = append(out, fmt.Sprintf("session %s #%d (unreadable event)", sid, binary.BigEndian.Uint64(op.Key[17:])))
-			continue
-		}
-		line := fmt.Sprintf("session %s #%d %s %s", sid, ev.Seq, ev.Op, ev.Path)
-		if ev.Path2 != "" {
-			line += " -> " + ev.Path2
-		}
-		out = append(out, line)
-	}
-	return out
-}
-
-func oneLineErr(err error) string { return strings.ReplaceAll(err.Error(), "\n", " ") }

@@ -21,8 +21,13 @@ type Store struct {
 
 	mu       sync.Mutex
 	watchers []func(SessionID, Event)
+	follow   *follower // other writers' commits (follow.go)
 
 	paths pathCache
+	// hw is the HLC high-water mark this process last wrote or read in a
+	// write transaction (under the KV's write serialization). Another
+	// process sharing the store (PostgreSQL) moves the stored one.
+	hw HLC
 
 	recorded sync.Map   // SessionID -> true: its prune state notes its S records
 	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
@@ -64,11 +69,51 @@ func New(kvs kv.Store) (*Store, error) {
 		return nil, err
 	}
 	s.clock = NewClock(last)
+	s.hw = last
 	return s, nil
 }
 
-// Close closes the underlying KV.
-func (s *Store) Close() error { return s.kv.Close() }
+// KV returns the ordered KV under the store (for the composition above
+// mvcc: a driver's leases and maintenance).
+func (s *Store) KV() kv.Store { return s.kv }
+
+// tickLocked issues the HLC of a write transaction: greater than every HLC
+// this process issued and than the stored high-water mark, which other
+// processes sharing the store advance (so HLCs increase across hosts too),
+// and records it as the new high-water mark. A high-water mark this
+// process did not write means another process committed since our last
+// write: the cached paths become suspect (pathCache).
+func (s *Store) tickLocked(tx kv.Txn) (HLC, error) {
+	v, err := tx.Get(metaKey("hlc"))
+	if err != nil {
+		return 0, err
+	}
+	if len(v) == 8 {
+		if hw := HLC(binary.BigEndian.Uint64(v)); hw != s.hw {
+			s.clock.Observe(hw)
+			s.paths.suspectAll()
+		}
+	}
+	h := s.clock.Tick()
+	s.hw = h
+	return h, tx.Put(metaKey("hlc"), u64(uint64(h)))
+}
+
+// Observe makes the clock issue only HLCs above h (an HLC another process
+// issued).
+func (c *Clock) Observe(h HLC) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h > c.last {
+		c.last = h
+	}
+}
+
+// Close stops following other writers and closes the underlying KV.
+func (s *Store) Close() error {
+	s.stopFollowing()
+	return s.kv.Close()
+}
 
 // Sync returns when every commit so far survives a power loss.
 func (s *Store) Sync() error { return s.kv.Sync() }
@@ -79,8 +124,9 @@ func (s *Store) Sync() error { return s.kv.Sync() }
 func (s *Store) Now() (HLC, error) {
 	var h HLC
 	err := s.kv.Update(func(tx kv.Txn) error {
-		h = s.clock.Tick()
-		return tx.Put(metaKey("hlc"), u64(uint64(h)))
+		var err error
+		h, err = s.tickLocked(tx)
+		return err
 	})
 	return h, err
 }
@@ -96,6 +142,16 @@ func (s *Store) Watch(fn func(SessionID, Event)) {
 }
 
 func (s *Store) notify(sid SessionID, ev Event) {
+	s.mu.Lock()
+	f := s.follow
+	s.mu.Unlock()
+	if f != nil {
+		f.sawLocal(sid, ev.Seq)
+	}
+	s.notifyWatchers(sid, ev)
+}
+
+func (s *Store) notifyWatchers(sid SessionID, ev Event) {
 	s.mu.Lock()
 	ws := s.watchers
 	s.mu.Unlock()

@@ -57,7 +57,13 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 		if err := t.checkSessionLocked(kind); err != nil {
 			return err
 		}
-		t.hlc = s.clock.Tick()
+		var err error
+		if t.hlc, err = s.tickLocked(tx); err != nil {
+			return err
+		}
+		if err := s.paths.checkLocked(tx, sid); err != nil {
+			return err
+		}
 		if err := fn(t); err != nil {
 			return err
 		}
@@ -74,8 +80,10 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 		if err := t.writeSupersessionLocked(kind); err != nil {
 			return err
 		}
-		var err error
 		ev, err = t.appendEventLocked()
+		if err == nil {
+			s.paths.setSeq(sid, ev.Seq)
+		}
 		return err
 	})
 	if err != nil {
@@ -129,7 +137,7 @@ func (t *WriteTx) appendEventLocked() (Event, error) {
 	if err := t.put(ck, &c); err != nil {
 		return Event{}, err
 	}
-	return ev, t.w.Put(metaKey("hlc"), u64(uint64(t.hlc)))
+	return ev, nil // tickLocked wrote the high-water mark
 }
 
 func (t *WriteTx) put(k []byte, v any) error {

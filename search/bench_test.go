@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/fs"
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -36,7 +37,7 @@ func TestBenchGrepGoSource(t *testing.T) {
 	}
 	src := filepath.Join(goroot(t), "src")
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func TestBenchGrepGoSource(t *testing.T) {
 	}
 
 	// The mount: GNU grep over it, and padfs grep in its process.
-	st, err = mvcc.OpenDir(data)
+	st, err = storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -180,7 +181,7 @@ func TestDiskFullPausesIndexing(t *testing.T) {
 	}
 	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
 	t.Setenv("PADFS_INDEX_RESERVE", fmt.Sprint(16<<20))
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -20,7 +21,7 @@ import (
 func openStore(t testing.TB) (*mvcc.Store, string) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

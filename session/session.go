@@ -33,6 +33,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search"
 	"github.com/padfs/padfs/timetravel"
@@ -63,8 +64,14 @@ type Store struct {
 // Open opens (creating if needed) the store in dataDir, the directory a
 // mount uses (padfs mount --data DIR), and its search index, which follows
 // the store in the background as in a mount. Close it when done.
-func Open(dataDir string) (*Store, error) {
-	st, err := mvcc.OpenDir(dataDir)
+func Open(dataDir string) (*Store, error) { return OpenStore(dataDir, "") }
+
+// OpenStore is Open with a store URL (padfs --store): a postgres:// URL
+// opens that PostgreSQL database, shared with padfs processes on other
+// hosts; dataDir then holds only this host's search index. With storeURL
+// "" it is Open.
+func OpenStore(dataDir, storeURL string) (*Store, error) {
+	st, err := storeopen.Open(dataDir, storeURL)
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/timetravel"
 )
@@ -31,7 +32,7 @@ func FuzzResolve(f *testing.F) {
 	for _, s := range []string{"2026-11-29T14:03:00Z", "2262-04-12T00:00:00Z", "cp", "latest", "", "\xff", "2026-11-29T14:03:00.123456789+05:30"} {
 		f.Add(s)
 	}
-	st, err := mvcc.OpenDir(f.TempDir())
+	st, err := storeopen.OpenDir(f.TempDir())
 	if err != nil {
 		f.Fatal(err)
 	}

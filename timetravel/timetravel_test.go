@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/timetravel"
 )
@@ -25,7 +26,7 @@ type history struct {
 
 func newHistory(t *testing.T) *history {
 	t.Helper()
-	st, err := mvcc.OpenDir(t.TempDir())
+	st, err := storeopen.OpenDir(t.TempDir())
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/mvcc/kv"
 	"github.com/spf13/cobra"
@@ -23,6 +24,7 @@ import (
 // the mount process, against the live store).
 type App struct {
 	Dir   string
+	URL   string // the store URL (--store, $PADFS_STORE); "" = Dir's own store
 	Store *mvcc.Store
 	In    io.Reader // the caller's stdin (read on demand over the socket)
 	Out   io.Writer // command output (stdout, or the control socket)
@@ -96,6 +98,15 @@ func dataDir(cmd *cobra.Command) (string, error) {
 	return filepath.Join(home, ".local", "share", "padfs"), nil
 }
 
+// storeURL resolves --store, then $PADFS_STORE ("" = the data directory's
+// own store).
+func storeURL(cmd *cobra.Command) string {
+	if u, _ := cmd.Flags().GetString("store"); u != "" {
+		return u
+	}
+	return os.Getenv(storeopen.EnvStore)
+}
+
 // commandDataDir is dataDir for commands that reach a store: without
 // --data or $PADFS_DATA, a command run inside a padfs mount uses that
 // mount's data directory (see registry.go), else the default.
@@ -166,7 +177,8 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 		}
 		return forwarded{code}
 	}
-	st, err := openStore(dir)
+	url := storeURL(cmd)
+	st, err := openStore(dir, url)
 	if errors.Is(err, kv.ErrLocked) {
 		// A mount may be starting up (store open, socket not yet listening):
 		// give it a moment before reporting the lock.
@@ -178,30 +190,33 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 				}
 				return forwarded{code}
 			}
-			st, err = openStore(dir)
+			st, err = openStore(dir, url)
 		}
 	}
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	return fn(&App{Dir: dir, Store: st, In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
+	return fn(&App{Dir: dir, URL: url, Store: st, In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
 		Cwd: cwd, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
 }
 
-// openStore opens the store of data directory dir, creating the directory
-// (mode 0700) if needed, with errors that say what to do.
-func openStore(dir string) (*mvcc.Store, error) {
+// openStore opens the store of data directory dir (the PostgreSQL one at
+// url, if set), creating the directory (mode 0700) if needed, with errors
+// that say what to do.
+func openStore(dir, url string) (*mvcc.Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("data directory: %w", err)
 	}
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.Open(dir, url)
 	switch {
 	case err == nil:
 		return st, nil
 	case errors.Is(err, kv.ErrLocked):
 		return nil, fmt.Errorf("data directory %s is in use by another padfs process (%w) and no control socket answers at %s",
 			dir, kv.ErrLocked, socketPath(dir))
+	case url != "":
+		return nil, fmt.Errorf("open store %s: %w", storeopen.Redact(url), err)
 	default:
 		return nil, fmt.Errorf("open store in %s: %w", dir, err)
 	}

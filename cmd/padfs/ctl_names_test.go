@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/internal/storeopen"
 )
 
 // Arguments and the working directory are bytes: a path that is not valid
@@ -77,7 +77,7 @@ func FuzzDecodeRequest(f *testing.F) {
 func TestQueryMountNonUTF8(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "d\xfe")
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/spf13/cobra"
 )
@@ -73,7 +74,7 @@ func newCtlTestCmd() *cobra.Command {
 func startCtl(t *testing.T) (string, *mvcc.Store) {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +218,7 @@ func TestStaleSocketIsReplacedLiveOneRefused(t *testing.T) {
 	if code != 0 || !strings.HasPrefix(out, "where=direct") {
 		t.Fatalf("direct: %d %q %q", code, out, errs)
 	}
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

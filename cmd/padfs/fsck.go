@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -59,7 +60,7 @@ as the new truth. Beside a running mount it runs in the mount's process.`,
 				printFsck(cmd.OutOrStdout(), &mvcc.FsckReport{Problems: pre}, asJSON)
 				return exitError{1}
 			}
-			fixed, rerr := mvcc.RepairDir(dir)
+			fixed, rerr := storeopen.RepairDir(dir)
 			pre = append(pre, fixed...)
 			if rerr != nil {
 				return fmt.Errorf("fsck --repair %s: %w", dir, rerr)
@@ -81,7 +82,7 @@ func mustGetwd() string {
 }
 
 func openProblemKind(err error) string {
-	if errors.Is(err, mvcc.ErrCorruptWAL) {
+	if errors.Is(err, storeopen.ErrCorruptWAL) {
 		return mvcc.ProblemWAL
 	}
 	return mvcc.ProblemStore

@@ -84,6 +84,12 @@ func newGrepCmd() *cobra.Command {
 }
 
 func runGrep(cmd *cobra.Command, args []string) error {
+	args, store := cutStoreFlag(args)
+	if store != "" {
+		if err := cmd.Flags().Set("store", store); err != nil {
+			return err
+		}
+	}
 	ga, err := search.ParseGrepCommandLine(args)
 	if err != nil {
 		return fmt.Errorf("grep: %w", err)
@@ -147,4 +153,24 @@ func runGrep(cmd *cobra.Command, args []string) error {
 		}
 		return nil
 	})
+}
+
+// cutStoreFlag removes --store URL (or --store=URL) from grep's own
+// command line, which cobra does not parse, before the first "--".
+func cutStoreFlag(args []string) (rest []string, store string) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			return append(rest, args[i:]...), store
+		case a == "--store" && i+1 < len(args):
+			store = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--store="):
+			store = strings.TrimPrefix(a, "--store=")
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return rest, store
 }

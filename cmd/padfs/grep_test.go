@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -15,7 +16,7 @@ import (
 func grepTestData(t *testing.T, files map[string]string) (dir, sid string) {
 	t.Helper()
 	dir = t.TempDir()
-	st, err := mvcc.OpenDir(dir)
+	st, err := storeopen.OpenDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -48,12 +48,19 @@ func newRootCmd() *cobra.Command {
 any past state of a session can be entered read-only under .asof/<hlc>/.
 
 While a mount runs, the other commands on the same data directory go through
-the mount's control socket (DATA/padfs.sock); otherwise they open the store.`,
+the mount's control socket (DATA/padfs.sock); otherwise they open the store.
+
+With --store postgres://... (or $PADFS_STORE) the sessions live in that
+PostgreSQL database and every host's padfs sees them all; the data directory
+still holds this host's search index, spill files and control socket. A
+session is mounted read-write by one process at a time (a lease, expiring
+15 s after its holder stopped renewing it).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),
 	}
 	root.SetVersionTemplate("padfs {{.Version}}\n")
+	root.PersistentFlags().String("store", "", "store URL: postgres://... shares one PostgreSQL store between hosts (default $PADFS_STORE; empty: the data directory's own store)")
 	root.PersistentFlags().String("data", "", "data directory (default $PADFS_DATA; inside a padfs mount, its data directory; else $XDG_DATA_HOME/padfs or ~/.local/share/padfs)")
 	for _, newCmd := range commands {
 		root.AddCommand(newCmd())

@@ -58,7 +58,16 @@ process; the new command stays in the foreground, and its SIGINT/SIGTERM (or
 its death, or umount) ends its mount only. A session is mounted read-write
 once at a time (a mount of all sessions counts for every session). The first
 process exits once its own mount and every further one have ended; signals
-after its own mount ended end the others.`,
+after its own mount ended end the others.
+
+With --store postgres://... (or $PADFS_STORE) a read-write mount also takes
+the lease of its session (without --session: of all sessions), so that one
+process at a time writes it; another read-write mount of it, on any host,
+fails naming the holder (pid, host, since). The lease is renewed every
+--lease-ttl/3 and expires --lease-ttl (15s) after a crashed or paused holder
+stopped renewing it; a holder that lost it can no longer commit (EIO).
+--asof mounts take no lease. Further mounts served by a running process use
+its --lease-ttl.`,
 		Example: "  padfs mount --session $(padfs session new) ~/pad\n  padfs mount --session refactor ~/pad\n  padfs mount --data /srv/pads --allow-other /mnt/pads",
 		Args:    cobra.ExactArgs(1),
 		RunE:    runMount,
@@ -66,6 +75,7 @@ after its own mount ended end the others.`,
 	c.Flags().String("session", "", "mount this session (id or name) at the root (default: all sessions as directories)")
 	c.Flags().Bool("allow-other", false, "let other users in (file modes and ownership are enforced by the kernel)")
 	c.Flags().Bool("debug", false, "debug logging (and go-fuse's request trace)")
+	c.Flags().Duration("lease-ttl", 15*time.Second, "with --store postgres://...: how long after this process stops renewing (crash, pause) its read-write lease expires")
 	c.Flags().String("asof", "", "with --session: mount that session read-only as of an HLC, RFC 3339 time or checkpoint (works for forgotten sessions too)")
 	return c
 }
@@ -104,14 +114,14 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if code, ok := mountThrough(dir, req, cmd.OutOrStdout(), cmd.ErrOrStderr()); ok {
 		return exitCode(code)
 	}
-	st, err := openStore(dir)
+	st, err := openStore(dir, storeURL(cmd))
 	// One may be starting up (store open, socket not yet listening).
 	for i := 0; i < 50 && errors.Is(err, kv.ErrLocked); i++ {
 		time.Sleep(100 * time.Millisecond)
 		if code, ok := mountThrough(dir, req, cmd.OutOrStdout(), cmd.ErrOrStderr()); ok {
 			return exitCode(code)
 		}
-		st, err = openStore(dir)
+		st, err = openStore(dir, storeURL(cmd))
 	}
 	if errors.Is(err, kv.ErrLocked) {
 		return fmt.Errorf("data directory %s is in use by another padfs process (store locked) that serves no control socket", dir)
@@ -155,7 +165,8 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 			return err
 		},
 	}
-	hookApp := &App{Dir: dir, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
+	url := storeURL(cmd)
+	hookApp := &App{Dir: dir, URL: url, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
 		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
 	hookApp.Cwd, _ = os.Getwd()
 	var stops []func()
@@ -176,6 +187,7 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 		}
 	}
 	set := newMountSet(st, dir, opts, log)
+	set.leaseTTL, _ = cmd.Flags().GetDuration("lease-ttl")
 	own, err := set.mount(req, uint32(os.Getuid()), uint32(os.Getgid()), log)
 	if err != nil {
 		runStops()
@@ -187,7 +199,7 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	// Commands from the control socket run outside any FUSE request, so
 	// they may wait for the invalidation: the mounts show their change
 	// once they exit. (The .grep/ hook above runs inside one: not there.)
-	ctl, err := listenCtlMounts(App{Dir: dir, Store: st, Changed: set.invalidateWait, Flush: set.flush, Mount: &own.info}, set, log)
+	ctl, err := listenCtlMounts(App{Dir: dir, URL: url, Store: st, Changed: set.invalidateWait, Flush: set.flush, Mount: &own.info}, set, log)
 	if err != nil {
 		if uerr := own.srv.Unmount(); uerr != nil {
 			log.Error("unmount", "mountpoint", mnt, "err", uerr)

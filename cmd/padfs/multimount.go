@@ -43,6 +43,7 @@ import (
 
 	"github.com/padfs/padfs/fs"
 	"github.com/padfs/padfs/internal/jsonbytes"
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/timetravel"
 )
@@ -138,6 +139,10 @@ type mountSet struct {
 	base fs.Options // what the mount hooks set up (Virtual, Forget, SpillDir)
 	log  *slog.Logger
 
+	// leaseTTL is the lease time of read-write mounts of a shared store
+	// (PostgreSQL; 0: the default).
+	leaseTTL time.Duration
+
 	mountMu sync.Mutex // serializes mounting: check, then mount
 	mu      sync.Mutex
 	mounts  []*servedMount
@@ -202,8 +207,20 @@ func (s *mountSet) mount(req mountRequest, uid, gid uint32, log *slog.Logger) (*
 	opts.Session, opts.AsOf = sid, asof
 	opts.AllowOther, opts.Debug = req.AllowOther, req.Debug
 	opts.Uid, opts.Gid = uid, gid
+	// On a shared store (PostgreSQL) the session's writer is one process
+	// on any host: its lease, held until the mount committed its last
+	// buffers.
+	release := func() error { return nil }
+	if asof == nil {
+		if release, err = storeopen.LeaseMount(s.st, sid, s.leaseTTL); err != nil {
+			return nil, err
+		}
+	}
 	srv, err := fs.Mount(s.st, mnt, opts)
 	if err != nil {
+		if rerr := release(); rerr != nil {
+			log.Warn("release lease", "err", rerr)
+		}
 		return nil, mountError(mnt, err)
 	}
 	sm := &servedMount{srv: srv, sid: sid, ro: asof != nil, log: log, done: make(chan struct{}),
@@ -220,6 +237,9 @@ func (s *mountSet) mount(req mountRequest, uid, gid uint32, log *slog.Logger) (*
 	go func() {
 		srv.Wait() // unmounted (by us or from outside); commits what is left
 		sm.err = srv.Flush()
+		if err := release(); err != nil {
+			log.Warn("release lease", "mountpoint", mnt, "err", err)
+		}
 		s.remove(sm)
 		close(sm.done)
 	}()

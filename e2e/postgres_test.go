@@ -1,0 +1,232 @@
+package e2e
+
+import (
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/padfs/padfs/internal/pgtest"
+)
+
+// Sessions shared between hosts through one PostgreSQL store: each
+// "host" is a padfs process with a data directory of its own, all pointed
+// at one throwaway server (started here; the e2e TestMain is taken).
+
+// pgPadfs runs padfs on data directory data with $PADFS_STORE=url.
+func pgPadfs(t *testing.T, data, url string, args ...string) result {
+	t.Helper()
+	cmd := exec.Command(padfsBin, append([]string{"--data", data}, args...)...)
+	cmd.Env = append(env(data), "PADFS_STORE="+url)
+	return runCmd(t, cmd)
+}
+
+func mustPgPadfs(t *testing.T, data, url string, args ...string) string {
+	t.Helper()
+	r := pgPadfs(t, data, url, args...)
+	if r.code != 0 {
+		t.Fatalf("padfs %s: exit %d: %s%s", strings.Join(args, " "), r.code, r.out, r.errout)
+	}
+	return strings.TrimSpace(r.out)
+}
+
+// host is one padfs "host": a data directory and a mountpoint.
+type host struct{ data, mnt string }
+
+func newHost(t *testing.T, name string) host {
+	t.Helper()
+	base := t.TempDir()
+	h := host{data: filepath.Join(base, name+"-data"), mnt: filepath.Join(base, name+"-mnt")}
+	sh(t, h.data, base, "mkdir -p "+h.mnt)
+	return h
+}
+
+func TestPostgres(t *testing.T) {
+	needFUSE(t)
+	srv := pgtest.StartT(t)
+	t.Run("TwoHosts", func(t *testing.T) { testTwoHosts(t, srv.DB(t)) })
+	t.Run("Lease", func(t *testing.T) { testLease(t, srv.DB(t)) })
+	t.Run("Fenced", func(t *testing.T) { testFenced(t, srv.DB(t)) })
+	t.Run("FurtherMount", func(t *testing.T) { testFurtherMount(t, srv.DB(t)) })
+}
+
+// testFurtherMount: a further mount served by a running padfs process
+// (a second `padfs mount` on its data directory) takes its session's lease
+// in that process: another host is refused it, naming that process, until
+// the further mount ends.
+func testFurtherMount(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s1 := mustPgPadfs(t, a.data, url, "session", "new")
+	s2 := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s1)
+	a2 := newHost(t, "a2")
+	m2 := startMount(t, a.data, a2.mnt, "--store", url, "--session", s2)
+	sh(t, a.data, a2.mnt, "printf 'two\\n' > t.txt")
+	pid := strconv.Itoa(ma.cmd.Process.Pid)
+	r := failMount(t, b.data, b.mnt, "--store", url, "--session", s2)
+	if !strings.Contains(r.errout, "mounted by pid "+pid) {
+		t.Errorf("mount of a session served as a further mount elsewhere: %q; want it held by pid %s", r.errout, pid)
+	}
+	m2.stop()
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", s2)
+	if got := sh(t, b.data, b.mnt, "cat t.txt"); got != "two\n" {
+		t.Errorf("session two after its further mount ended: %q", got)
+	}
+	mb.stop()
+	ma.stop()
+}
+
+// testTwoHosts: two processes on two data directories mount two sessions
+// of one store at once; each sees the other's sessions, log, diff, grep
+// and checkpoints, and .asof/ of the other's session mounted read-only.
+func testTwoHosts(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s1 := mustPgPadfs(t, a.data, url, "session", "new", "--name", "one")
+	s2 := mustPgPadfs(t, b.data, url, "session", "new", "--name", "two")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s1)
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", s2)
+	sh(t, a.data, a.mnt, "printf 'alpha needle\\n' > a.txt; mkdir -p src; printf 'package x\\n' > src/x.go")
+	sh(t, b.data, b.mnt, "printf 'beta\\n' > b.txt")
+
+	// Host b lists both sessions (through its mount's control socket).
+	ls := mustPgPadfs(t, b.data, url, "session", "ls")
+	for _, id := range []string{s1, s2} {
+		if !strings.Contains(ls, id) {
+			t.Errorf("session ls on host b does not list %s:\n%s", id, ls)
+		}
+	}
+	// Host b reads host a's log, and host a host b's.
+	if log := mustPgPadfs(t, b.data, url, "log", "--session", s1); !strings.Contains(log, "a.txt") || !strings.Contains(log, "src/x.go") {
+		t.Errorf("log of session one on host b:\n%s", log)
+	}
+	if log := mustPgPadfs(t, a.data, url, "log", "--session", s2); !strings.Contains(log, "b.txt") {
+		t.Errorf("log of session two on host a:\n%s", log)
+	}
+	// A checkpoint made on host a is seen on host b; a write after it
+	// shows in diff from host b.
+	mustPgPadfs(t, a.data, url, "checkpoint", "--session", s1, "before")
+	sh(t, a.data, a.mnt, "printf 'alpha needle changed\\n' > a.txt")
+	if cps := mustPgPadfs(t, b.data, url, "checkpoint", "--session", s1, "--list"); !strings.Contains(cps, "before") {
+		t.Errorf("checkpoints of session one on host b: %q", cps)
+	}
+	if d := mustPgPadfs(t, b.data, url, "diff", "--session", s1, "-u", "before"); !strings.Contains(d, "+alpha needle changed") {
+		t.Errorf("diff of session one since its checkpoint, on host b:\n%s", d)
+	}
+	// grep on host b over session one, written on host a: exact.
+	if g := mustPgPadfs(t, b.data, url, "grep", "-n", "--session", s1, "needle"); g != "a.txt:1:alpha needle changed" {
+		t.Errorf("grep on host b over session one = %q", g)
+	}
+	// Host b's search index follows session one, written on host a: its
+	// hits stop being "degraded" (read past the index) once it caught up.
+	waitFor(t, "host b's index to follow session one", func() bool {
+		r := pgPadfs(t, b.data, url, "search", "--json", "--session", s1, "needle")
+		return r.code == 0 && strings.Contains(r.out, `"path":"a.txt"`) && !strings.Contains(r.out, `"degraded":true`)
+	})
+	// Session one, mounted read-write on host a, mounts read-only as of
+	// now on a third host.
+	now := mustPgPadfs(t, b.data, url, "now")
+	c := newHost(t, "c")
+	startMount(t, c.data, c.mnt, "--store", url, "--session", s1, "--asof", now)
+	if got := sh(t, c.data, c.mnt, "cat a.txt src/x.go"); got != "alpha needle changed\npackage x\n" {
+		t.Errorf("read-only mount of session one on host c as of %s: %q", now, got)
+	}
+	// fork on host b of session one, mounted read-write there.
+	fork := mustPgPadfs(t, b.data, url, "session", "fork", s1, "--name", "forked")
+	if ls := mustPgPadfs(t, a.data, url, "session", "ls"); !strings.Contains(ls, "forked") {
+		t.Errorf("session ls on host a after a fork on host b:\n%s", ls)
+	}
+	_ = fork
+	ma.stop()
+	mb.stop()
+}
+
+// testLease: a second read-write mount of a session fails, naming the
+// holder; once the holder is killed (-9) its lease expires and the
+// session mounts elsewhere with every write the holder acknowledged.
+func testLease(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s, "--lease-ttl", "2s")
+	sh(t, a.data, a.mnt, "printf 'kept\\n' > k.txt")
+
+	r := failMount(t, b.data, b.mnt, "--store", url, "--session", s)
+	msg := strings.TrimSpace(r.errout)
+	pid := strconv.Itoa(ma.cmd.Process.Pid)
+	if r.code == 0 || strings.Count(msg, "\n") != 0 || !strings.Contains(msg, "mounted by pid "+pid) || !strings.Contains(msg, "on host ") ||
+		!strings.Contains(msg, "since ") {
+		t.Errorf("second read-write mount: exit %d, stderr %q; want one line naming pid %s, its host and since when", r.code, msg, pid)
+	}
+	// An all-sessions read-write mount conflicts too.
+	if r := failMount(t, b.data, b.mnt, "--store", url); !strings.Contains(r.errout, "mounted by pid "+pid) {
+		t.Errorf("all-sessions mount beside a session's writer: %q", r.errout)
+	}
+
+	ma.kill()
+	var mb *mount
+	waitFor(t, "the killed holder's lease to expire", func() bool {
+		m, err := tryMount(t, b.data, b.mnt, "--store", url, "--session", s)
+		if err == nil {
+			mb = m
+			return true
+		}
+		if !strings.Contains(err.Error(), "mounted by pid "+pid) {
+			t.Fatalf("mount after kill -9 of the holder: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	if got := sh(t, b.data, b.mnt, "cat k.txt; printf 'new\\n' > n.txt; cat n.txt"); got != "kept\nnew\n" {
+		t.Errorf("session after taking it over: %q", got)
+	}
+	mb.stop()
+}
+
+// testFenced: a holder paused (SIGSTOP) past its lease's expiry, while
+// another host takes the session over, cannot commit when it resumes.
+func testFenced(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s, "--lease-ttl", "1s")
+	sh(t, a.data, a.mnt, "mkdir before")
+	pid := ma.cmd.Process.Pid
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := false
+	resume := func() {
+		if !resumed {
+			resumed = true
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}
+	t.Cleanup(resume) // before the mount's own cleanup (cleanups run last first)
+	var mb *mount
+	waitFor(t, "the paused holder's lease to expire", func() bool {
+		m, err := tryMount(t, b.data, b.mnt, "--store", url, "--session", s)
+		if err == nil {
+			mb = m
+			return true
+		}
+		time.Sleep(200 * time.Millisecond)
+		return false
+	})
+	resume()
+	// The former holder's commits fail: mkdir returns an error and
+	// nothing reaches the store.
+	r := shResult(t, a.data, a.mnt, "mkdir stale")
+	if r.code == 0 {
+		t.Errorf("mkdir on the fenced former holder succeeded")
+	}
+	if got := sh(t, b.data, b.mnt, "ls"); got != "before\n" {
+		t.Errorf("session on the new holder after the former one tried to write: %q; want only before", got)
+	}
+	if log := mustPgPadfs(t, b.data, url, "log", "--session", s); strings.Contains(log, "stale") {
+		t.Errorf("the fenced commit is in the log:\n%s", log)
+	}
+	sh(t, b.data, b.mnt, "mkdir after")
+	mb.stop()
+	ma.stop()
+}
