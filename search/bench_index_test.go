@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/internal/storeopen"
 )
 
 // TestBenchIndexBuild measures a full index build of $(go env GOROOT)/src
@@ -29,7 +29,7 @@ func TestBenchIndexBuild(t *testing.T) {
 	}
 	src := filepath.Join(strings.TrimSpace(string(out)), "src")
 	data := t.TempDir()
-	st, err := mvcc.OpenDir(data)
+	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
