@@ -569,7 +569,7 @@ func writeQuarantine(dir string, recs []quarantined) (*os.File, error) {
 		err = f.Sync()
 	}
 	if err == nil {
-		err = syncDir(dir)
+		err = SyncDir(dir)
 	}
 	if err != nil {
 		f.Close()

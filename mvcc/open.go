@@ -14,7 +14,9 @@ const (
 	QuarantineDir = "quarantine" // what fsck --repair moved out of the store or log
 )
 
-func syncDir(dir string) error {
+// SyncDir fsyncs directory dir, so the names created in it survive a
+// power loss.
+func SyncDir(dir string) error {
 	d, err := os.Open(dir)
 	if err != nil {
 		return err

@@ -144,23 +144,11 @@ func OpenDir(dir string) (*mvcc.Store, error) {
 	}
 	// The names of a new data directory, store file and log directory must
 	// survive a power loss as much as their contents do.
-	if err := errors.Join(syncDir(dir), syncDir(filepath.Dir(dir))); err != nil {
+	if err := errors.Join(mvcc.SyncDir(dir), mvcc.SyncDir(filepath.Dir(dir))); err != nil {
 		st.Close()
 		return nil, err
 	}
 	return st, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // ErrCorruptWAL is wrapped by OpenDir when the write-ahead log holds a
