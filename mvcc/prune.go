@@ -242,8 +242,10 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 	err := s.kv.Update(func(tx kv.Txn) error {
 		// T is never later than now: every commit after this one is later
 		// than T, so the state as of T is settled.
-		now := s.clock.Tick()
-		if err := tx.Put(metaKey("hlc"), u64(uint64(now))); err != nil {
+		// (tickLocked: above the store's high-water, which another host
+		// sharing the store may have raised.)
+		now, err := s.tickLocked(tx)
+		if err != nil {
 			return err
 		}
 		opt.Before = min(opt.Before, now)

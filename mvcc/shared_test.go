@@ -150,3 +150,30 @@ func TestFollowClose(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestSharedPruneKeepsTheClock: a prune by a process whose clock is an
+// hour behind never moves the store's high-water mark back, so the other
+// process's next commit is still after every earlier one.
+func TestSharedPruneKeepsTheClock(t *testing.T) {
+	a, b := openShared(t)
+	b.clock.wall = func() time.Time { return time.Now().Add(-time.Hour) }
+	h, err := a.CreateSession("s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, a, h.ID, h.Root, "f", []byte("1"))
+	last := writeFile(t, a, h.ID, h.Root, "f", []byte("2")).HLC
+	if _, err := b.Prune(h.ID, PruneOptions{Before: last}); err != nil {
+		t.Fatal(err)
+	}
+	// a's own clock would stamp after last anyway; a third store, with a
+	// clock as far behind as b's, shows what the prune left in the store.
+	c, err := New(a.kv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.clock.wall = b.clock.wall
+	if n := writeFile(t, c, h.ID, h.Root, "f", []byte("3")); n.HLC <= last {
+		t.Fatalf("commit after a prune by a lagging process stamped %s, not after %s", n.HLC, last)
+	}
+}
