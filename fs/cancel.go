@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 )
 
 // Stopping long work. A truncate re-reads the data it keeps
@@ -36,25 +35,13 @@ func (m *Server) cancelable(ctx context.Context) (kctx context.Context, stop fun
 	m.cancel.run[&cancel] = struct{}{}
 	m.cancel.mu.Unlock()
 	done := make(chan struct{})
-	if intr := ctx.Done(); intr != nil {
+	if ctx.Done() != nil { // a request's: stop when its caller is killed
 		go func() {
-			select {
-			case <-intr:
-			case <-done:
-				return
-			}
-			t := time.NewTicker(killPoll)
-			defer t.Stop()
-			for !callerKilled(ctx) {
-				select {
-				case <-done:
-					return
-				case <-t.C:
+			if !waitFor(ctx, done) {
+				cancel()
+				if h := m.opts.killedHook; h != nil {
+					h(context.Canceled)
 				}
-			}
-			cancel()
-			if h := m.opts.killedHook; h != nil {
-				h(context.Canceled)
 			}
 		}()
 	}
