@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
 	"sort"
 	"strings"
 	"testing"
@@ -106,19 +105,8 @@ type grepRun struct {
 // gnuGrepRun runs GNU grep (C.UTF-8, default colors) in dir.
 func gnuGrepRun(t *testing.T, dir string, args []string) grepRun {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", `cd "$1" && shift && LC_ALL=C.UTF-8 exec env -u GREP_COLORS -u GREP_COLOR grep "$@"`, "bash", dir)
-	cmd.Args = append(cmd.Args, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return grepRun{out.String(), errb.String(), code}
+	out, errout, code := gnuGrepAll(t, dir, args)
+	return grepRun{out, errout, code}
 }
 
 // padGrepRun runs padfs grep's request for args; a fatal error is exit 2

@@ -145,7 +145,15 @@ func loadSession(t testing.TB, st *mvcc.Store, files map[string][]byte) mvcc.Ses
 // exit code.
 func gnuGrep(t testing.TB, dir string, args []string) (string, int) {
 	t.Helper()
-	cmd := exec.Command("bash", "-c", "cd \"$1\" && shift && LC_ALL=C.UTF-8 exec grep \"$@\"", "bash", dir)
+	out, _, code := gnuGrepAll(t, dir, args)
+	return out, code
+}
+
+// gnuGrepAll runs GNU grep in dir (C.UTF-8, default colors) and returns
+// stdout, stderr and the exit code.
+func gnuGrepAll(t testing.TB, dir string, args []string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command("bash", "-c", `cd "$1" && shift && LC_ALL=C.UTF-8 exec env -u GREP_COLORS -u GREP_COLOR grep "$@"`, "bash", dir)
 	cmd.Args = append(cmd.Args, args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -157,7 +165,7 @@ func gnuGrep(t testing.TB, dir string, args []string) (string, int) {
 	} else if err != nil {
 		t.Fatal(err)
 	}
-	return out.String(), code
+	return out.String(), errb.String(), code
 }
 
 // padGrep runs the CLI-equivalent request parsing of args against ix.

@@ -3,31 +3,10 @@ package search
 import (
 	"bytes"
 	"context"
-	"errors"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
-
-// gnuGrepAll runs GNU grep in dir and returns stdout, stderr and the exit
-// code.
-func gnuGrepAll(t *testing.T, dir string, args []string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command("bash", "-c", "cd \"$1\" && shift && LC_ALL=C.UTF-8 exec grep \"$@\"", "bash", dir)
-	cmd.Args = append(cmd.Args, args...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return out.String(), errb.String(), code
-}
 
 // padGrepAll is padGrep with stderr, its messages prefixed as GNU's are.
 func padGrepAll(t *testing.T, ix *Index, req GrepRequest, args []string) (string, string, int) {
