@@ -142,7 +142,38 @@ func (s *Store) freeze() *memtable {
 			s.markBroken(err)
 		}
 	}
+	return s.swapActive(func(act *memtable) *memtable { return act })
+}
 
+// freezeOnto merges the active memtable into fr, the frozen one a failed
+// flush left (newer writes win), seals the current segment and swaps in an
+// empty memtable. It returns the merged memtable, now the frozen one.
+func (s *Store) freezeOnto(fr *memtable) *memtable {
+	m := s.swapActive(func(act *memtable) *memtable {
+		// Readers may hold fr.tree and act.tree: both stay as they are.
+		m := &memtable{tree: fr.tree.Copy(), size: fr.size, seg: act.seg}
+		m.kept = append([]*segment(nil), fr.kept...)
+		if fr.seg != nil {
+			m.kept = append(m.kept, fr.seg)
+		}
+		m.kept = append(m.kept, act.kept...)
+		act.tree.Scan(func(e *entry) bool {
+			m.set(e)
+			return true
+		})
+		return m
+	})
+	if m == nil {
+		return fr
+	}
+	return m
+}
+
+// swapActive seals the current segment and replaces the active memtable
+// with an empty one; frozen makes the new frozen memtable from the old
+// active one. It returns that, or nil (and changes nothing) when the
+// active memtable is empty.
+func (s *Store) swapActive(frozen func(act *memtable) *memtable) *memtable {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
 	s.mu.Lock()
@@ -161,42 +192,7 @@ func (s *Store) freeze() *memtable {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	fr := s.active
-	s.seg, s.active, s.frozen, s.snap = nil, newMemtable(), fr, nil
-	return fr
-}
-
-// freezeOnto merges the active memtable into fr, the frozen one a failed
-// flush left (newer writes win), seals the current segment and swaps in an
-// empty memtable. It returns the merged memtable, now the frozen one.
-func (s *Store) freezeOnto(fr *memtable) *memtable {
-	s.writeMu.Lock()
-	defer s.writeMu.Unlock()
-	s.mu.Lock()
-	g, empty := s.seg, s.active.tree.Len() == 0
-	s.mu.Unlock()
-	if empty {
-		return fr
-	}
-	if g != nil {
-		if err := g.seal(); err != nil {
-			s.markBroken(err)
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	act := s.active
-	// Readers may hold fr.tree and act.tree: both stay as they are.
-	m := &memtable{tree: fr.tree.Copy(), size: fr.size, seg: act.seg}
-	m.kept = append([]*segment(nil), fr.kept...)
-	if fr.seg != nil {
-		m.kept = append(m.kept, fr.seg)
-	}
-	m.kept = append(m.kept, act.kept...)
-	act.tree.Scan(func(e *entry) bool {
-		m.set(e)
-		return true
-	})
+	m := frozen(s.active)
 	s.seg, s.active, s.frozen, s.snap = nil, newMemtable(), m, nil
 	return m
 }
