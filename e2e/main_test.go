@@ -42,7 +42,6 @@ func runMain(m *testing.M) int {
 		return 2
 	}
 	defer os.RemoveAll(dir)
-	noteSources("..")
 	binDir = dir
 	padfsBin = filepath.Join(dir, "padfs")
 	build := exec.Command("go", "build", "-o", padfsBin, "github.com/padfs/padfs/cmd/padfs")
@@ -70,7 +69,23 @@ func runMain(m *testing.M) int {
 // noteSources stats every Go source, go.mod and go.sum of the module.
 // The binary under test is built from them by a subprocess, which go
 // test's result cache cannot see: the stats make a changed source rerun
-// these tests instead of replaying a cached pass.
+// these tests instead of replaying a cached pass. They count only while
+// m.Run runs (testing installs its file log there, not before: called
+// from TestMain, the stats were not seen and e2e results were replayed
+// after a change), so every test notes them, once (needFUSE, and
+// TestSourcesNoted for runs of tests that do not mount).
+var noteSourcesOnce sync.Once
+
+func noteModuleSources() { noteSourcesOnce.Do(func() { noteSources("..") }) }
+
+// TestSourcesNoted makes the module's sources inputs of every e2e run.
+func TestSourcesNoted(t *testing.T) {
+	noteModuleSources()
+	if _, err := os.Stat("../go.mod"); err != nil {
+		t.Fatalf("module root not found from e2e/: %v", err)
+	}
+}
+
 func noteSources(root string) {
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		switch {
@@ -87,6 +102,7 @@ func noteSources(root string) {
 
 func needFUSE(t *testing.T) {
 	t.Helper()
+	noteModuleSources()
 	if skipWhy != "" {
 		t.Skip("FUSE unavailable:", skipWhy)
 	}
