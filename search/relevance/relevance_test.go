@@ -173,9 +173,10 @@ func procCPU(pid int) (time.Duration, error) {
 //
 //	PADFS_RELEVANCE=1 go test ./search/relevance -run TestRelevance -v -timeout 30m
 //
-// PADFS_RELEVANCE_SET=FILE asks another query set (paths relative to
-// GOROOT/src), PADFS_RELEVANCE_ROUNDS=N (default 3) asks each query N
-// times for the latency figures. Nothing here asserts a quality target:
+// PADFS_RELEVANCE_SET=FILE asks another query set (FILE relative to
+// search/relevance, its paths to GOROOT/src); PADFS_RELEVANCE_ROUNDS=N
+// (default 3) asks each query N times for the latency figures, of which
+// the ranking uses the first. Nothing here asserts a quality target:
 // the numbers are for the README and for whoever tunes the ranker.
 func TestRelevance(t *testing.T) {
 	if os.Getenv("PADFS_RELEVANCE") == "" {
