@@ -130,6 +130,36 @@ func (t *ReadTx) readDirLive(sid SessionID, dir Ino, fn func(Dentry) bool) error
 	})
 }
 
+// lookupLive answers a latest lookup from the index (one Get, not a seek
+// into the chain), if sid's index is complete: ok says it answered. In a
+// commit a live name's entry also tells the chain's newest key, which
+// spares the write of its next version a seek (versionPut); an absent
+// name's chain may end in a tombstone, which that write must still find.
+func (t *ReadTx) lookupLive(sid SessionID, parent Ino, name string) (Dentry, bool, error) {
+	if ok, err := t.liveIndexed(sid); !ok || err != nil {
+		return Dentry{}, false, err
+	}
+	lk := liveKey(sid, parent, name)
+	v, err := t.r.Get(lk)
+	if err != nil {
+		return Dentry{}, true, err
+	}
+	if v == nil {
+		return Dentry{}, true, fmt.Errorf("%w: %q", ErrNotFound, name)
+	}
+	var e liveEntry
+	if err := decode(lk, v, &e); err != nil {
+		return Dentry{}, true, err
+	}
+	if t.heads != nil {
+		chain := dentryChain(sid, parent, name)
+		if _, seen := t.heads[string(chain)]; !seen {
+			t.heads[string(chain)] = string(append(chain, inv(e.HLC)...))
+		}
+	}
+	return Dentry{Ino: e.Ino, Type: e.Type, Name: name, HLC: e.HLC}, true, nil
+}
+
 // liveHead is the newest version of one entry chain, as the build reads it.
 type liveHead struct {
 	sid    SessionID

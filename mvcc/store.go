@@ -235,6 +235,11 @@ func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry,
 	if err != nil {
 		return Dentry{}, err
 	}
+	if at == Latest {
+		if d, ok, err := t.lookupLive(sid, parent, name); ok || err != nil {
+			return d, err
+		}
+	}
 	k, v, err := t.seekChain(dentryChain(sid, parent, name), at)
 	if err != nil {
 		return Dentry{}, err
