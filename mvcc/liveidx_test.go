@@ -3,12 +3,15 @@ package mvcc
 import (
 	"bufio"
 	"bytes"
+	"compress/gzip"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"syscall"
 	"testing"
@@ -594,5 +597,90 @@ func TestHardForgetDeletesLiveKeys(t *testing.T) {
 	_, err = e.st.Lookup(sid, 1, "d", Latest)
 	if !errors.Is(err, ErrNotFound) && !errors.Is(err, ErrNoSession) {
 		t.Fatalf("lookup in the purged session: %v", err)
+	}
+}
+
+// A store the previous padfs wrote (testdata/prev-build-v1.db.gz: format 1,
+// no index; session "prev" with build outputs removed, a rename, a hard
+// link, a directory made and removed, a directory renamed) opens, gets its
+// index, and lists now and in the past as that build did.
+func TestOpenStoreOfPreviousBuild(t *testing.T) {
+	dir := t.TempDir()
+	gz, err := os.Open("testdata/prev-build-v1.db.gz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer gz.Close()
+	zr, err := gzip.NewReader(gz)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.Create(filepath.Join(dir, StoreFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(db, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	if f := storeFormat(t, st); f != formatLiveIndex {
+		t.Fatalf("format %d after the open", f)
+	}
+	infos, err := st.Sessions()
+	if err != nil || len(infos) != 1 || infos[0].Name != "prev" {
+		t.Fatalf("sessions %+v %v", infos, err)
+	}
+	sid, root := infos[0].ID, infos[0].Root
+	var out []string
+	for i := 2; i <= 40; i += 2 {
+		out = append(out, fmt.Sprintf("o%d.o", i))
+	}
+	sort.Strings(out)
+	for path, want := range map[string][]string{
+		".":   {"out", "src"},
+		"src": {"f2-link.c", "f2.c", "f3.c", "f4.c", "f5.c", "main.c"},
+		"out": out,
+	} {
+		n, err := st.Walk(sid, path, Latest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(t, st, sid, n.Ino, Latest); !reflect.DeepEqual(got, want) {
+			t.Fatalf("%s lists %v, want %v", path, got, want)
+		}
+	}
+	if n := wantIndexAgrees(t, st, sid); n != 2+6+20 {
+		t.Fatalf("%d names in the tree", n)
+	}
+	// As of the commit before "unlink tmp/a": the past from the chains.
+	evs, err := st.Log(sid, LogFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var at HLC
+	for _, ev := range evs {
+		if ev.Op == "unlink" && ev.Path == "tmp/a" {
+			at = ev.HLC - 1
+		}
+	}
+	if got := names(t, st, sid, root, at); !reflect.DeepEqual(got, []string{"build", "src", "tmp"}) {
+		t.Fatalf("the root as of before unlink tmp/a lists %v", got)
+	}
+	tmp, err := st.Walk(sid, "tmp", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := names(t, st, sid, tmp.Ino, at); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Fatalf("tmp as of before unlink tmp/a lists %v", got)
+	}
+	if r, err := st.Fsck(FsckOptions{}); err != nil || len(r.Problems) != 0 {
+		t.Fatalf("fsck: %v %+v", err, r)
 	}
 }
