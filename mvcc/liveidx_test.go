@@ -192,6 +192,16 @@ func TestLiveListingReadsOnlyLiveKeys(t *testing.T) {
 		t.Fatalf("listing %d live names of a directory that had %d read %d keys in %d scans; one that only had them read %d in %d",
 			live, live+churn/2, b.Keys, b.Scans, q.Keys, q.Scans)
 	}
+	// As of now (`padfs now`, past the last commit) lists the same way.
+	now, err := st.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nowNames []string
+	n := visit("now", func() { nowNames = names(t, st, sid, busy, now) })
+	if !reflect.DeepEqual(nowNames, busyNames) || n.Keys > live+4 {
+		t.Fatalf("busy as of now lists %d names and read %d keys in %d scans", len(nowNames), n.Keys, n.Scans)
+	}
 	// rmdir of the emptied directory checks emptiness the same way.
 	r := visit("rmdir", func() {
 		if err := st.Remove(sid, root, "gone", true); err != nil {

@@ -176,11 +176,15 @@ type ReadTx struct {
 	// of Latest ("" for none), so that writing the chain's next version
 	// needs no second seek to learn what it supersedes (versionPut).
 	heads map[string]string
+	// view: a read-only snapshot (View), which nothing writes to while it
+	// reads, so that "as of T" past the session's last commit is its latest
+	// state.
+	view bool
 }
 
 // View runs fn against a consistent snapshot.
 func (s *Store) View(fn func(*ReadTx) error) error {
-	return s.kv.View(func(r kv.Reader) error { return fn(&ReadTx{s: s, r: r}) })
+	return s.kv.View(func(r kv.Reader) error { return fn(&ReadTx{s: s, r: r, view: true}) })
 }
 
 // seekChain returns the newest version in the chain with HLC <= at.
@@ -288,6 +292,14 @@ func (t *ReadTx) ReadDir(sid SessionID, dir Ino, at HLC, fn func(Dentry) bool) e
 	at, err := t.clampAt(sid, at)
 	if err != nil {
 		return err
+	}
+	if at != Latest && t.view {
+		// As of T at or after the session's last commit is now (.asof/ of
+		// `padfs now`, a diff to now, the search index's walks).
+		// Unreadable counters only cost this shortcut (fsck reports them).
+		if _, last, err := t.LastEvent(sid); err == nil && last != 0 && last <= at {
+			at = Latest
+		}
 	}
 	if at == Latest {
 		if ok, err := t.liveIndexed(sid); err != nil {
