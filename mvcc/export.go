@@ -30,7 +30,7 @@ import (
 // session's prefixes (sessionPrefixes: header, state, counters,
 // checkpoints, log, entries, inodes, xattrs) with the value exactly as
 // stored, so every record keeps its own CRC and HLC; chunk references
-// ("R" keys) are derived again on import. A fork's records are complete
+// ("R" keys) and live-entry keys ("L") are derived again on import. A fork's records are complete
 // (Fork copies the tree's metadata; the chunks are exported like any
 // other), so a fork exports and imports without its parent; its header
 // still names the parent and the HLC it was forked from, as provenance.
@@ -106,6 +106,8 @@ func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) 
 		for _, p := range sessionPrefixes(sid) {
 			if err := scanKeys(t.r, p, func(k, v []byte) error {
 				switch k[0] {
+				case pLive:
+					return nil // derived from the entries: import rebuilds it
 				case pSuperseded:
 					// S records name keys by inode number, which import
 					// renumbers: the importing store prunes this history

@@ -38,6 +38,7 @@ const (
 	ProblemChunkRef = "chunkref" // an R reference missing, or naming a missing chunk
 	ProblemEvents   = "events"   // a gap in a session's commit log
 	ProblemCounter  = "counter"  // N counters that disagree with the log
+	ProblemLive     = "live"     // a live-entry index that disagrees with the entries
 )
 
 // Problem is one thing fsck found wrong.
@@ -120,6 +121,14 @@ type fsckState struct {
 	events   map[SessionID]*eventRun
 	counters map[SessionID]*counters
 	bumped   map[SessionID]bool
+	// The live-entry index: what the chains' heads say (by index key),
+	// what the index holds, the sessions whose index is complete, and
+	// those whose heads did not all read.
+	liveWant  map[string]liveEntry
+	liveHave  map[string]liveEntry
+	liveDone  map[SessionID]bool
+	liveBad   map[SessionID]bool
+	lastChain []byte
 }
 
 type dentryRef struct {
@@ -146,6 +155,10 @@ func (s *Store) Fsck(opt FsckOptions) (*FsckReport, error) {
 		events:   map[SessionID]*eventRun{},
 		counters: map[SessionID]*counters{},
 		bumped:   map[SessionID]bool{},
+		liveWant: map[string]liveEntry{},
+		liveHave: map[string]liveEntry{},
+		liveDone: map[SessionID]bool{},
+		liveBad:  map[SessionID]bool{},
 	}
 	err := s.View(func(t *ReadTx) error {
 		if err := t.r.Scan(nil, nil, func(k, v []byte) (bool, error) {
@@ -266,6 +279,7 @@ func (st *fsckState) check(k, v []byte) {
 				st.dentries = append(st.dentries, dentryRef{key: append([]byte(nil), k...), sid: sid, ino: d.Ino,
 					dir: Ino(binary.BigEndian.Uint64(k[17:25])), name: string(k[25 : len(k)-9])})
 			}
+			st.liveHead(k, sid, d, err)
 		case pInode:
 			var n Inode
 			if len(k) != 1+16+8+8 {
@@ -284,6 +298,25 @@ func (st *fsckState) check(k, v []byte) {
 					}
 				}
 			}
+		}
+		if err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
+	case pLive:
+		var err error
+		switch {
+		case len(k) == 1+16:
+			var ls liveState
+			if err = decode(k, v, &ls); err == nil && ls.Complete {
+				st.liveDone[sid] = true
+			}
+		case len(k) > 1+16+8:
+			var e liveEntry
+			if err = decode(k, v, &e); err == nil {
+				st.liveHave[string(k)] = e
+			}
+		default:
+			err = fmt.Errorf("malformed live-entry key")
 		}
 		if err != nil {
 			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
@@ -313,6 +346,77 @@ func (st *fsckState) check(k, v []byte) {
 		}
 	default:
 		bad(ProblemRecord, fmt.Sprintf("unknown key prefix %q", k[0]))
+	}
+}
+
+// liveHead notes what the live-entry index should say of an entry
+// version that is the newest of its chain (the scan meets it first).
+func (st *fsckState) liveHead(k []byte, sid SessionID, d Dentry, err error) {
+	if len(k) < 1+16+8+1+8 {
+		st.liveBad[sid] = true
+		return
+	}
+	chain := k[:len(k)-8]
+	if bytes.Equal(chain, st.lastChain) {
+		return
+	}
+	st.lastChain = append(st.lastChain[:0], chain...)
+	switch {
+	case err != nil:
+		st.liveBad[sid] = true // repair quarantines it, then rebuilds
+	case d.Ino != 0:
+		st.liveWant[string(liveKey(sid, Ino(binary.BigEndian.Uint64(k[17:25])), string(k[25:len(k)-9])))] =
+			liveEntry{Ino: d.Ino, Type: d.Type, HLC: hlcFromInv(k)}
+	}
+}
+
+// checkLive compares each complete live-entry index with the chains'
+// heads: one problem per session, with what differs.
+func (st *fsckState) checkLive() {
+	type diff struct {
+		missing, stale, differ int
+		example                string
+	}
+	diffs := map[SessionID]*diff{}
+	note := func(lk string, what string, count func(*diff)) {
+		sid, _ := sessionOf([]byte(lk))
+		if !st.liveDone[sid] || st.liveBad[sid] {
+			return
+		}
+		d := diffs[sid]
+		if d == nil {
+			d = &diff{}
+			diffs[sid] = d
+		}
+		count(d)
+		if d.example == "" {
+			d.example = fmt.Sprintf("%s: directory %d, name %q", what, binary.BigEndian.Uint64([]byte(lk)[17:25]), lk[25:])
+		}
+	}
+	for lk, want := range st.liveWant {
+		have, ok := st.liveHave[lk]
+		switch {
+		case !ok:
+			note(lk, "missing", func(d *diff) { d.missing++ })
+		case have != want:
+			note(lk, "differs", func(d *diff) { d.differ++ })
+		}
+	}
+	for lk := range st.liveHave {
+		if _, ok := st.liveWant[lk]; !ok {
+			note(lk, "not live", func(d *diff) { d.stale++ })
+		}
+	}
+	sids := make([]SessionID, 0, len(diffs))
+	for sid := range diffs {
+		sids = append(sids, sid)
+	}
+	sort.Slice(sids, func(i, j int) bool { return bytes.Compare(sids[i][:], sids[j][:]) < 0 })
+	for _, sid := range sids {
+		d := diffs[sid]
+		st.add(Problem{Kind: ProblemLive, Key: fmt.Sprintf("%q", liveStateKey(sid)), Session: sid.String(),
+			Detail: fmt.Sprintf("live-entry index disagrees with the entries: %d live names missing, %d names not live, %d differ (first %s)",
+				d.missing, d.stale, d.differ, d.example)})
 	}
 }
 
@@ -389,6 +493,7 @@ func (st *fsckState) crossCheck(t *ReadTx) {
 	for sid := range st.counters {
 		sids[sid] = true
 	}
+	st.checkLive()
 	for sid := range sids {
 		run, c := st.events[sid], st.counters[sid]
 		if run == nil {
@@ -434,9 +539,13 @@ func (s *Store) repair(st *fsckState, qdir string) error {
 			}
 			st.r.Quarantine = qf.Name()
 		}
+		rebuild := map[SessionID]bool{} // live-entry indexes to rebuild
 		for _, k := range st.bad {
 			if err := tx.Delete(k); err != nil {
 				return err
+			}
+			if sid, ok := sessionOf(k); ok && k[0] == pDentry && st.liveDone[sid] {
+				rebuild[sid] = true // a chain's head may have changed
 			}
 		}
 		for i := range st.r.Problems {
@@ -470,6 +579,14 @@ func (s *Store) repair(st *fsckState, qdir string) error {
 					return err
 				}
 				p.Repaired = fmt.Sprintf("counters rebuilt from the log: %d events", c.NextSeq)
+			case ProblemLive:
+				sid, _ := ulid.Parse(p.Session)
+				n, err := rebuildLiveLocked(tx, sid)
+				if err != nil {
+					return err
+				}
+				delete(rebuild, sid)
+				p.Repaired = fmt.Sprintf("live-entry index rebuilt from the entries: %d live names", n)
 			case ProblemChunkRef:
 				k := unquoteKey(p.Key)
 				var h Hash
@@ -487,6 +604,11 @@ func (s *Store) repair(st *fsckState, qdir string) error {
 					}
 					p.Repaired = "reference added"
 				}
+			}
+		}
+		for sid := range rebuild {
+			if _, err := rebuildLiveLocked(tx, sid); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -837,6 +837,9 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 				return err
 			}
 		}
+		if _, err := rebuildLiveLocked(tx, sid); err != nil {
+			return err
+		}
 		s.clock.observe(maxHLC)
 		if cur, err := tx.Get(metaKey("hlc")); err != nil {
 			return err

@@ -17,6 +17,8 @@ package mvcc
 //	"R" sha256[32] sid[16]                     -> "session sid references chunk": count of its inode versions naming it (empty: not counted yet)
 //	"S" sid[16] hlc[8]                         -> keys the commit at hlc superseded or made tombstones (superseded.go; for prune)
 //	"P" sid[16]                                -> prune state: pruned up to, points kept, records since (prune.go)
+//	"L" sid[16]                                -> live-entry index state: complete, or how far its build got (liveidx.go)
+//	"L" sid[16] parent[8] name                 -> live entry: the newest entry version of a live name (ino, type, hlc)
 //
 // A version chain, e.g. of the entry "main.go" in directory 7 of session S:
 //
@@ -55,6 +57,7 @@ const (
 	pChunkRef   = 'R'
 	pSuperseded = 'S'
 	pPrune      = 'P'
+	pLive       = 'L'
 )
 
 func key(prefix byte, parts ...[]byte) []byte {
@@ -119,7 +122,7 @@ func pruneKey(sid SessionID) []byte { return key(pPrune, sid[:]) }
 // sessionPrefixes lists the key prefixes that hold a session's own keys.
 func sessionPrefixes(sid SessionID) [][]byte {
 	var out [][]byte
-	for _, p := range []byte{pHeader, pState, pCounters, pCheckpoint, pEvent, pDentry, pInode, pXattr, pSuperseded, pPrune} {
+	for _, p := range []byte{pHeader, pState, pCounters, pCheckpoint, pEvent, pDentry, pInode, pXattr, pSuperseded, pPrune, pLive} {
 		out = append(out, key(p, sid[:]))
 	}
 	return out

@@ -11,8 +11,9 @@ import (
 
 // FormatVersion is the newest on-disk format this build reads; a store with
 // a newer one is refused at open with ErrFormat. New stores start at format
-// 1 and move to 2 with their first keyed xattr (xattr.go).
-const FormatVersion = formatXattrChains
+// 1, move to 2 with their first keyed xattr (xattr.go) and to 3 with their
+// first live-entry index (liveidx.go).
+const FormatVersion = formatLiveIndex
 
 // Records are CBOR maps with small integer keys (fields can be added without
 // rewriting old records), framed as crc32c(payload)[4] || payload so that a

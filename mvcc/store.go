@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync"
 	"time"
@@ -32,6 +33,7 @@ type Store struct {
 	recorded sync.Map   // SessionID -> true: its prune state notes its S records
 	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
 	pruneMu  sync.Mutex // one prune at a time
+	liveDone sync.Map   // SessionID -> true: its live-entry index is complete (liveidx.go)
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
@@ -70,6 +72,12 @@ func New(kvs kv.Store) (*Store, error) {
 	}
 	s.clock = NewClock(last)
 	s.hw = last
+	// A store of an older padfs gets its live-entry index once. Failing
+	// that (a damaged chain, a full disk) costs speed, not the open:
+	// listings read the chains meanwhile.
+	if err := s.BuildLiveIndex(); err != nil {
+		slog.Warn("live-entry index not built; directory listings read the entry chains", "err", err)
+	}
 	return s, nil
 }
 
@@ -168,11 +176,15 @@ type ReadTx struct {
 	// of Latest ("" for none), so that writing the chain's next version
 	// needs no second seek to learn what it supersedes (versionPut).
 	heads map[string]string
+	// view: a read-only snapshot (View), which nothing writes to while it
+	// reads, so that "as of T" past the session's last commit is its latest
+	// state.
+	view bool
 }
 
 // View runs fn against a consistent snapshot.
 func (s *Store) View(fn func(*ReadTx) error) error {
-	return s.kv.View(func(r kv.Reader) error { return fn(&ReadTx{s: s, r: r}) })
+	return s.kv.View(func(r kv.Reader) error { return fn(&ReadTx{s: s, r: r, view: true}) })
 }
 
 // seekChain returns the newest version in the chain with HLC <= at.
@@ -227,6 +239,11 @@ func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry,
 	if err != nil {
 		return Dentry{}, err
 	}
+	if at == Latest {
+		if d, ok, err := t.lookupLive(sid, parent, name); ok || err != nil {
+			return d, err
+		}
+	}
 	k, v, err := t.seekChain(dentryChain(sid, parent, name), at)
 	if err != nil {
 		return Dentry{}, err
@@ -267,13 +284,35 @@ func (t *ReadTx) Inode(sid SessionID, ino Ino, at HLC) (*Inode, error) {
 }
 
 // ReadDir calls fn for each entry of directory dir as of at, in name order,
-// until fn returns false. It costs one seek per name the directory ever had
-// (two for a past state), never a walk of each name's history.
+// until fn returns false. The latest state reads the live-entry index, one
+// key per live name (liveidx.go); a past state costs one seek per name the
+// directory ever had (two where the name changed since), never a walk of
+// each name's history.
 func (t *ReadTx) ReadDir(sid SessionID, dir Ino, at HLC, fn func(Dentry) bool) error {
 	at, err := t.clampAt(sid, at)
 	if err != nil {
 		return err
 	}
+	if at != Latest && t.view {
+		// As of T at or after the session's last commit is now (.asof/ of
+		// `padfs now`, a diff to now, the search index's walks).
+		// Unreadable counters only cost this shortcut (fsck reports them).
+		if _, last, err := t.LastEvent(sid); err == nil && last != 0 && last <= at {
+			at = Latest
+		}
+	}
+	if at == Latest {
+		if ok, err := t.liveIndexed(sid); err != nil {
+			return err
+		} else if ok {
+			return t.readDirLive(sid, dir, fn)
+		}
+	}
+	return t.readDirChains(sid, dir, at, fn)
+}
+
+// readDirChains lists dir as of at (clamped) from its entry chains.
+func (t *ReadTx) readDirChains(sid SessionID, dir Ino, at HLC, fn func(Dentry) bool) error {
 	prefix := dirPrefix(sid, dir)
 	end := kv.PrefixEnd(prefix)
 	pos := prefix

@@ -67,6 +67,12 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 		if err := fn(t); err != nil {
 			return err
 		}
+		if kind == commitNew {
+			// Every entry of a new session is written by this build.
+			if err := markLiveCompleteLocked(tx, sid); err != nil {
+				return err
+			}
+		}
 		if t.ev.Op == "" {
 			return fmt.Errorf("mvcc: commit without an event")
 		}
@@ -179,7 +185,10 @@ func (t *WriteTx) PutDentry(parent Ino, name string, ino Ino, typ uint32) error 
 	if _, err := t.versionPut(chain, k, ino == 0); err != nil {
 		return err
 	}
-	return t.put(k, &Dentry{Ino: ino, Type: typ})
+	if err := t.put(k, &Dentry{Ino: ino, Type: typ}); err != nil {
+		return err
+	}
+	return t.putLive(parent, name, ino, typ)
 }
 
 // putChunkRefs makes sure the session references n's chunks (redaction,

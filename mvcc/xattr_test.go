@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/padfs/padfs/internal/rawscan"
+	"github.com/padfs/padfs/mvcc/kv"
 )
 
 // storedBytes sums the keys and values of the whole store.
@@ -101,8 +102,18 @@ func storeFormat(t *testing.T, st *Store) uint64 {
 	return f
 }
 
+// setStoreFormat writes the store's format record: a session's live-entry
+// index raised it to 3, and these tests follow the xattr formats below.
+func setStoreFormat(t *testing.T, st *Store, f uint64) {
+	t.Helper()
+	if err := st.kv.Update(func(tx kv.Txn) error { return tx.Put(metaKey("format"), u64(f)) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestXattrVersionsAsOfAndRemove(t *testing.T) {
 	st, sid, root := openTest(t)
+	setStoreFormat(t, st, formatInline)
 	f := writeFile(t, st, sid, root, "f", []byte("x"))
 	if got := storeFormat(t, st); got != formatInline {
 		t.Fatalf("a new store is format %d, want %d until its first keyed xattr", got, formatInline)
@@ -196,6 +207,7 @@ func TestInlineXattrsOfOldStoresReadAndMove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	setStoreFormat(t, st, formatInline)
 	sid := h.ID
 	f := writeFile(t, st, sid, h.Root, "f", []byte("x"))
 	t1 := putInlineXattrs(t, st, sid, f.Ino, map[string][]byte{"user.a": []byte("1"), "user.b": []byte("2"), "user.e": {}})
