@@ -17,8 +17,8 @@ import (
 )
 
 // Storing the chunks of a file above InlineMax. The work is split in two
-// stages so that a large commit keeps two cores busy (the Rabin chunker
-// alone is about as slow as everything else together):
+// stages so that a large commit keeps two cores busy (chunking on one,
+// hashing and storing on the other):
 //
 //	caller: read r -> chunker -> chunk bytes cut straight into their frame in a batch
 //	storer: SHA-256 of each chunk and of the whole file, CRC-32C of each frame,

@@ -99,7 +99,8 @@ func (t *txn) Put(key, value []byte) (err error) {
 	// reuse its buffers, and store an empty value as non-nil so Get tells
 	// it from an absent key.
 	k := append([]byte(nil), key...)
-	v := append(make([]byte, 0, len(value)), value...)
+	v := make([]byte, len(value)) // make+copy: not zeroed first
+	copy(v, value)
 	if err := t.b.Put(k, v); err != nil {
 		return fmt.Errorf("kv/bolt %s: put: %w", t.s.path, err)
 	}
