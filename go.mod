@@ -9,7 +9,6 @@ require (
 	github.com/fxamacker/cbor/v2 v2.10.0
 	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/oklog/ulid/v2 v2.1.2
-	github.com/restic/chunker v0.4.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/tidwall/btree v1.8.2

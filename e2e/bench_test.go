@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,9 @@ import (
 // so its chunk dedup flatters it there). PADFS_BENCH_TREE=a,b,... tars
 // only those directories of $(go env GOROOT)/src instead of all of it.
 // PADFS_BENCH_BIG_MB sets the size of the write+fsync file (512).
+// PADFS_BENCH_ONLY=name,... runs only those workloads (for iterating on
+// one path, e.g. 'write + fsync,read back,fresh 1 MB files');
+// PADFS_BENCH_CPUPROFILE=FILE mounts padfs with --cpuprofile FILE.
 //
 // TestBenchE2ESmoke runs every workload once at a tiny scale in the normal
 // suite and checks that the three targets produce the same results, so
@@ -47,6 +51,8 @@ type benchConfig struct {
 	bigMB   int // the write+fsync file
 	freshMB int // fresh 1 MB files
 	report  bool
+	only    map[string]bool // workloads to run (nil: all)
+	cpuProf string          // padfs mount --cpuprofile
 }
 
 // benchWorkload is one row of the table. prep runs untimed before run;
@@ -134,6 +140,16 @@ func TestBenchE2E(t *testing.T) {
 		}
 		c.bigMB = n
 	}
+	if v := os.Getenv("PADFS_BENCH_ONLY"); v != "" {
+		c.only = map[string]bool{}
+		for _, w := range strings.Split(v, ",") {
+			if !slices.ContainsFunc(benchWorkloads, func(b benchWorkload) bool { return b.name == w }) {
+				t.Fatalf("PADFS_BENCH_ONLY: no workload %q", w)
+			}
+			c.only[w] = true
+		}
+	}
+	c.cpuProf = os.Getenv("PADFS_BENCH_CPUPROFILE")
 	runBench(t, c)
 }
 
@@ -163,7 +179,11 @@ func runBench(t *testing.T, c benchConfig) {
 	}
 	lbPid := startLoopback(t, loopbackBin, lbOrig, lbMnt)
 	sid := newSession(t, data, "bench")
-	m := startMount(t, data, mnt, "--session", sid)
+	margs := []string{"--session", sid}
+	if c.cpuProf != "" {
+		margs = append(margs, "--cpuprofile", c.cpuProf)
+	}
+	m := startMount(t, data, mnt, margs...)
 	targets := []benchTarget{{"plain", plain, 0}, {"loopback", lbMnt, lbPid}, {"padfs", mnt, m.cmd.Process.Pid}}
 
 	tarball := filepath.Join(base, "src.tar")
@@ -192,6 +212,9 @@ func runBench(t *testing.T, c benchConfig) {
 			"GOTOOLCHAIN=local", "GOPROXY=off",
 		}
 		for _, w := range benchWorkloads {
+			if c.only != nil && !c.only[w.name] {
+				continue
+			}
 			if samples[w.name] == nil {
 				samples[w.name] = map[string][]benchSample{}
 			}
@@ -240,8 +263,18 @@ func runBench(t *testing.T, c benchConfig) {
 		}
 	}
 	var rss int64
-	for _, p := range procTree(targets[2].pid) {
-		rss += procStatusKB(p, "VmHWM")
+	var parts []string // each process's share, to tell the mount from its index worker
+	for i, p := range procTree(targets[2].pid) {
+		kb := procStatusKB(p, "VmHWM")
+		rss += kb
+		if i == 0 {
+			// File-backed pages (bbolt's mmap of padfs.db) count in RSS
+			// but are the page cache's, not the process's memory.
+			parts = append(parts, fmt.Sprintf("mount %.0f MB, at the end %.0f MB anonymous + %.0f MB file-backed",
+				float64(kb)/1024, float64(procStatusKB(p, "RssAnon"))/1024, float64(procStatusKB(p, "RssFile"))/1024))
+		} else {
+			parts = append(parts, fmt.Sprintf("child %.0f MB", float64(kb)/1024))
+		}
 	}
 	lbRSS := procStatusKB(lbPid, "VmHWM")
 
@@ -260,12 +293,18 @@ func runBench(t *testing.T, c benchConfig) {
 	secs := func(s benchSample) float64 { return s.secs }
 	cpu := func(s benchSample) float64 { return s.cpu }
 	for _, w := range benchWorkloads {
+		if c.only != nil && !c.only[w.name] {
+			continue
+		}
 		p, l, x := med(w.name, "plain", secs), med(w.name, "loopback", secs), med(w.name, "padfs", secs)
 		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |\n", w.name, p, l, x, x/l,
 			med(w.name, "padfs", cpu), med(w.name, "loopback", cpu))
 	}
 	fmt.Fprintln(&b)
 	mbps := func(w string, mb int) {
+		if len(samples[w]["padfs"]) == 0 {
+			return
+		}
 		p, l, x := float64(mb)/med(w, "plain", secs), float64(mb)/med(w, "loopback", secs), float64(mb)/med(w, "padfs", secs)
 		fmt.Fprintf(&b, "%s (%d MB): plain %.0f MB/s, loopback %.0f MB/s, padfs %.0f MB/s (%.0f%% of loopback)\n", w, mb, p, l, x, 100*x/l)
 	}
@@ -275,7 +314,7 @@ func runBench(t *testing.T, c benchConfig) {
 	fmt.Fprintf(&b, "padfs grep -rnF (through the index, same output): %.3f s (grep -rnF on the mount: %.3f s)\n", median(padfsGrep), med("grep -rn", "padfs", secs))
 	fmt.Fprintf(&b, "index lag after untar: %.2f s (padfs CPU during catch-up %.2f s)\n", median(lags), median(lagCPU))
 	fmt.Fprintf(&b, "index size / content size: %.2f\n", median(idxRatio))
-	fmt.Fprintf(&b, "padfs peak RSS: %.0f MB (loopback %.0f MB)\n", float64(rss)/1024, float64(lbRSS)/1024)
+	fmt.Fprintf(&b, "padfs peak RSS: %.0f MB (loopback %.0f MB; %s)\n", float64(rss)/1024, float64(lbRSS)/1024, strings.Join(parts, "; "))
 	if c.report {
 		fmt.Print("\n" + b.String())
 	} else {

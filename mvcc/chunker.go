@@ -5,32 +5,127 @@ import (
 	"errors"
 	"io"
 	"sync"
-
-	"github.com/restic/chunker"
 )
 
-// Content-defined chunking uses restic's Rabin-fingerprint chunker with one
-// fixed polynomial, so chunk boundaries (and with them deduplication) are
-// the same in every process and session. Changing the polynomial or the
-// sizes would not break stored data, only stop new writes from
-// deduplicating against it.
-const chunkPol = chunker.Pol(0x3DA3358B4DC173)
+// Content-defined chunking with a gear rolling hash (FastCDC's, with its
+// normalized chunking): each byte costs a shift, an add and a table
+// lookup, about three times faster than the Rabin fingerprints (restic's
+// chunker) padfs cut with before. A cut falls where the top bits of the
+// hash, which depend on the last 64 bytes, are zero: the first chunkMin
+// bytes of a chunk are never cut, up to cdcNormal the test takes more bits
+// (rarer cuts), past it fewer, and chunkMax always cuts. Boundaries decide
+// deduplication only: the table and the sizes must stay the same in every
+// process and session for equal bytes to cut alike, but changing them
+// breaks no stored data (content written before the change, by Rabin,
+// reads as it was and merely does not deduplicate with new writes).
+const (
+	cdcNormal = chunkMin + 64<<10        // chunk size aimed at
+	cdcMaskS  = (1<<18 - 1) << (64 - 18) // before cdcNormal: 1 cut in 256 KiB
+	cdcMaskL  = (1<<14 - 1) << (64 - 14) // after it: 1 cut in 16 KiB
+	// cdcBuf is the read-ahead of a chunker; a multiple of chunkMax so
+	// that the bytes left over, moved to the front on each refill, are
+	// a small part.
+	cdcBuf = 4 * chunkMax
+)
 
-// newChunker cuts r into chunks of chunkMin..chunkMax bytes, 64 KiB on
-// average.
-func newChunker(r io.Reader) *chunker.Chunker {
-	c := chunker.NewWithBoundaries(r, chunkPol, chunkMin, chunkMax)
-	c.SetAverageBits(16)
-	return c
+// gear is the hash's table: fixed pseudo-random values (splitmix64 from a
+// fixed seed). TestCDCBoundariesPinned fails if they change.
+var gear = func() (g [256]uint64) {
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := range g {
+		x += 0x9E3779B97F4A7C15
+		z := x
+		z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9
+		z = (z ^ (z >> 27)) * 0x94D049BB133111EB
+		g[i] = z ^ (z >> 31)
+	}
+	return g
+}()
+
+// cdcCut returns the length of the chunk that starts data (all of it if it
+// is the tail of the input and ends before any cut).
+func cdcCut(data []byte) int {
+	n := len(data)
+	if n <= chunkMin {
+		return n
+	}
+	n = min(n, chunkMax)
+	data = data[:n]
+	norm := min(n, cdcNormal)
+	var h uint64
+	i := chunkMin
+	for ; i < norm; i++ {
+		h = h<<1 + gear[data[i]]
+		if h&cdcMaskS == 0 {
+			return i + 1
+		}
+	}
+	for ; i < n; i++ {
+		h = h<<1 + gear[data[i]]
+		if h&cdcMaskL == 0 {
+			return i + 1
+		}
+	}
+	return n
 }
 
-// chunkers recycles a chunker (its 512 KiB read buffer is zeroed by every
-// allocation) and eachChunk's chunk buffer: a commit of each file above
-// InlineMax would otherwise allocate them anew.
-var chunkers = sync.Pool{New: func() any { return &pooledChunker{c: newChunker(nil)} }}
+// cdc cuts the bytes of a reader into chunks of chunkMin..chunkMax bytes
+// (the last one may be shorter), ~80 KiB on average.
+type cdc struct {
+	r        io.Reader
+	buf      []byte // read-ahead; buf[pos:end] not yet cut
+	pos, end int
+	eof      bool  // r has nothing more
+	err      error // r's error other than EOF, returned at once
+}
+
+func (c *cdc) reset(r io.Reader) {
+	c.r, c.pos, c.end, c.eof, c.err = r, 0, 0, false, nil
+	if c.buf == nil {
+		c.buf = make([]byte, cdcBuf)
+	}
+}
+
+// fill tops the read-ahead up, unless a whole chunkMax is there already.
+func (c *cdc) fill() {
+	if c.eof || c.end-c.pos >= chunkMax {
+		return
+	}
+	c.end = copy(c.buf, c.buf[c.pos:c.end])
+	c.pos = 0
+	n, err := io.ReadFull(c.r, c.buf[c.end:])
+	c.end += n
+	switch {
+	case errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF):
+		c.eof = true
+	case err != nil:
+		c.eof, c.err = true, err
+	}
+}
+
+// next copies the next chunk to dst[:0] (in place when cap(dst) is at
+// least chunkMax) and returns it; io.EOF after the last one.
+func (c *cdc) next(dst []byte) ([]byte, error) {
+	c.fill()
+	if c.err != nil {
+		return nil, c.err
+	}
+	if c.pos == c.end {
+		return nil, io.EOF
+	}
+	n := cdcCut(c.buf[c.pos:c.end])
+	out := append(dst[:0], c.buf[c.pos:c.pos+n]...)
+	c.pos += n
+	return out, nil
+}
+
+// chunkers recycles a chunker (its read-ahead) and eachChunk's chunk
+// buffer: a commit of each file above InlineMax would otherwise allocate
+// them anew.
+var chunkers = sync.Pool{New: func() any { return new(pooledChunker) }}
 
 type pooledChunker struct {
-	c   *chunker.Chunker
+	c   cdc
 	buf []byte // eachChunk's; allocated on its first use
 }
 
@@ -62,13 +157,12 @@ type chunkCutter struct{ pc *pooledChunker }
 // newChunkCutter takes a chunker from the pool for r; release returns it.
 func newChunkCutter(r io.Reader) chunkCutter {
 	pc := chunkers.Get().(*pooledChunker)
-	pc.c.ResetWithBoundaries(r, chunkPol, chunkMin, chunkMax)
-	pc.c.SetAverageBits(16)
+	pc.c.reset(r)
 	return chunkCutter{pc}
 }
 
 func (cc chunkCutter) release() {
-	cc.pc.c.Reset(nil, chunkPol) // drop r
+	cc.pc.c.reset(nil) // drop r
 	chunkers.Put(cc.pc)
 }
 
@@ -76,9 +170,9 @@ func (cc chunkCutter) release() {
 // least chunkMax) and returns its bytes and whether they are all zeros;
 // io.EOF after the last chunk.
 func (cc chunkCutter) next(dst []byte) (data []byte, hole bool, err error) {
-	ch, err := cc.pc.c.Next(dst)
+	data, err = cc.pc.c.next(dst)
 	if err != nil {
 		return nil, false, err
 	}
-	return ch.Data, bytes.Equal(ch.Data, zeros[:len(ch.Data)]), nil
+	return data, bytes.Equal(data, zeros[:len(data)]), nil
 }

@@ -18,18 +18,19 @@ func TestEachChunkPooledBoundaries(t *testing.T) {
 		r.Read(inputs[i])
 	}
 	fresh := func(data []byte) []int {
-		c := newChunker(bytes.NewReader(data))
+		var c cdc
+		c.reset(bytes.NewReader(data))
 		buf := make([]byte, chunkMax)
 		var lens []int
 		for {
-			ch, err := c.Next(buf)
+			ch, err := c.next(buf)
 			if errors.Is(err, io.EOF) {
 				return lens
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			lens = append(lens, len(ch.Data))
+			lens = append(lens, len(ch))
 		}
 	}
 	for round := 0; round < 3; round++ {

@@ -17,11 +17,12 @@ import (
 )
 
 // Storing the chunks of a file above InlineMax. The work is split in two
-// stages so that a large commit keeps two cores busy (the Rabin chunker
-// alone is about as slow as everything else together):
+// stages so that a large commit keeps two cores busy (chunking on one,
+// hashing and storing on the other):
 //
-//	caller: read r -> chunker -> chunk bytes cut straight into their frame in a batch
-//	storer: SHA-256 of each chunk and of the whole file, CRC-32C of each frame,
+//	caller: read r -> chunker -> chunk bytes cut straight into their frame in a batch,
+//	        SHA-256 of the whole file
+//	storer: SHA-256 of each chunk, CRC-32C of each frame,
 //	        then one kv Update that puts the batch's chunks not yet stored
 //
 // Each chunk's bytes are written once by the chunker, into their place in
@@ -63,7 +64,7 @@ func putBatch(b *chunkBatch) {
 type chunkStorer struct {
 	s     *Store
 	c     Content
-	whole hash.Hash
+	whole hash.Hash // of the file's bytes (caller)
 
 	started bool
 	todo    chan *chunkBatch // to the storer, in file order
@@ -72,7 +73,7 @@ type chunkStorer struct {
 	exited  chan struct{}    // closed when the storer goroutine returns
 	err     error            // the storer's first error
 	made    int              // batches allocated (caller only)
-	holes   uint64           // hole bytes so far (storer)
+	holes   uint64           // hole bytes so far (caller)
 }
 
 // putChunks stores the chunks of the file whose bytes are head followed by
@@ -98,6 +99,7 @@ func (s *Store) putSparse(ctx context.Context, sp Sparse) (*Content, error) {
 		}
 		if d.Off > pos {
 			b.items = append(b.items, batchItem{off: -1, n: uint64(d.Off - pos)})
+			cs.hashHole(uint64(d.Off - pos))
 		}
 		var err error
 		if b, err = cs.cut(ctx, b, io.NewSectionReader(sp.R, d.Off, d.Len)); err != nil {
@@ -107,6 +109,7 @@ func (s *Store) putSparse(ctx context.Context, sp Sparse) (*Content, error) {
 	}
 	if pos < sp.Size {
 		b.items = append(b.items, batchItem{off: -1, n: uint64(sp.Size - pos)})
+		cs.hashHole(uint64(sp.Size - pos))
 	}
 	return cs.close(b)
 }
@@ -137,8 +140,12 @@ func (cs *chunkStorer) cut(ctx context.Context, b *chunkBatch, r io.Reader) (*ch
 		}
 		if hole {
 			b.items = append(b.items, batchItem{off: -1, n: uint64(len(data))})
+			cs.hashHole(uint64(len(data)))
 			continue
 		}
+		// Here rather than in the storer, which has the other SHA-256 pass
+		// (of each chunk): the two stages then cost about the same.
+		cs.whole.Write(data)
 		if len(data) > 0 && &data[0] == &dst[:1][0] {
 			b.buf = b.buf[:off+4+len(data)]
 		} else { // not cut in place (cannot happen: chunks never exceed chunkMax)
@@ -249,6 +256,18 @@ func (cs *chunkStorer) abort(b *chunkBatch, err error) error {
 	return err
 }
 
+// hashHole feeds n zeros to the whole-file hash (caller), unless the file
+// has more hole bytes than hashHolesMax: then it gets no whole-file hash,
+// so stop feeding it zeros.
+func (cs *chunkStorer) hashHole(n uint64) {
+	cs.holes += n
+	for left := n; left > 0 && cs.holes <= hashHolesMax; {
+		c := min(left, uint64(len(zeros)))
+		cs.whole.Write(zeros[:c])
+		left -= c
+	}
+}
+
 // store hashes and frames the chunks of b, adds them to the content, and
 // puts those not stored yet in one kv Update.
 func (cs *chunkStorer) store(b *chunkBatch) error {
@@ -258,21 +277,12 @@ func (cs *chunkStorer) store(b *chunkBatch) error {
 		cs.c.Size += uint64(it.n)
 		if it.off < 0 {
 			cs.c.Extents = appendHole(cs.c.Extents, it.n)
-			cs.holes += it.n
-			// Past hashHolesMax there will be no whole-file hash:
-			// stop feeding it zeros.
-			for left := it.n; left > 0 && cs.holes <= hashHolesMax; {
-				c := min(left, uint64(len(zeros)))
-				cs.whole.Write(zeros[:c])
-				left -= c
-			}
 			continue
 		}
 		frame := b.buf[it.off : it.off+4+int(it.n)]
 		data := frame[4:]
 		it.h = sha256.Sum256(data)
 		binary.BigEndian.PutUint32(frame, crc32.Checksum(data, castagnoli))
-		cs.whole.Write(data)
 		if hashes == nil {
 			hashes = make([]byte, 0, len(Hash{})*(len(b.items)-i))
 		}

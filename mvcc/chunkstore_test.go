@@ -26,23 +26,24 @@ func refContent(t *testing.T, data []byte) (*Content, map[Hash][]byte) {
 		}
 		return c, chunks
 	}
-	ch := newChunker(bytes.NewReader(data))
+	var ch cdc // a fresh one, not from the pool
+	ch.reset(bytes.NewReader(data))
 	buf := make([]byte, chunkMax)
 	for {
-		k, err := ch.Next(buf)
+		k, err := ch.next(buf)
 		if errors.Is(err, io.EOF) {
 			return c, chunks
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
-		if bytes.Equal(k.Data, make([]byte, len(k.Data))) {
-			c.Extents = appendHole(c.Extents, uint64(len(k.Data)))
+		if bytes.Equal(k, make([]byte, len(k))) {
+			c.Extents = appendHole(c.Extents, uint64(len(k)))
 			continue
 		}
-		h := Hash(sha256.Sum256(k.Data))
-		chunks[h] = append([]byte(nil), k.Data...)
-		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint64(len(k.Data))})
+		h := Hash(sha256.Sum256(k))
+		chunks[h] = append([]byte(nil), k...)
+		c.Extents = append(c.Extents, Extent{Chunk: h[:], Len: uint64(len(k))})
 	}
 }
 

@@ -11,7 +11,7 @@ import (
 )
 
 // Content is stored inline in the inode record up to InlineMax bytes, and
-// above that as content-defined chunks (Rabin fingerprints, ~64 KiB on average) keyed
+// above that as content-defined chunks (a gear hash, chunker.go; ~80 KiB on average) keyed
 // by SHA-256, so equal bytes are stored once and an edit in the middle of a
 // large file stores about one new chunk. All-zero chunks are holes.
 const (

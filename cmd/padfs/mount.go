@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -77,6 +78,12 @@ its --lease-ttl.`,
 	c.Flags().Bool("debug", false, "debug logging (and go-fuse's request trace)")
 	c.Flags().Duration("lease-ttl", 15*time.Second, "with --store postgres://...: how long after this process stops renewing (crash, pause) its read-write lease expires")
 	c.Flags().String("asof", "", "with --session: mount that session read-only as of an HLC, RFC 3339 time or checkpoint (works for forgotten sessions too)")
+	// For profiling the real binary (the index worker has its own:
+	// $PADFS_INDEX_CPUPROFILE); not part of the interface.
+	c.Flags().String("cpuprofile", "", "write a CPU profile of the mount's process to this file")
+	c.Flags().String("memprofile", "", "write a heap profile of the mount's process to this file at exit")
+	c.Flags().MarkHidden("cpuprofile")
+	c.Flags().MarkHidden("memprofile")
 	return c
 }
 
@@ -91,6 +98,25 @@ func runMount(cmd *cobra.Command, args []string) error {
 	}
 	allowOther, _ := cmd.Flags().GetBool("allow-other")
 	debug, _ := cmd.Flags().GetBool("debug")
+	if p, _ := cmd.Flags().GetString("cpuprofile"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return fmt.Errorf("cpu profile: %w", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			f.Close()
+			return fmt.Errorf("cpu profile %s: %w", p, err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
+	if p, _ := cmd.Flags().GetString("memprofile"); p != "" {
+		defer func() {
+			if f, err := os.Create(p); err == nil {
+				pprof.Lookup("heap").WriteTo(f, 0)
+				f.Close()
+			}
+		}()
+	}
 	level := slog.LevelInfo
 	if debug {
 		level = slog.LevelDebug

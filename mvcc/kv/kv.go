@@ -50,6 +50,23 @@ type Txn interface {
 	Delete(key []byte) error
 }
 
+// StablePutter is implemented by transactions that can keep the caller's
+// slices instead of copying them: PutStable is Put of a key and value that
+// the caller leaves unchanged until the transaction has ended (a layer
+// moving its own immutable buffers into the store, such as the WAL's fold).
+type StablePutter interface {
+	PutStable(key, value []byte) error
+}
+
+// Put puts through PutStable when tx has it: key and value must then stay
+// unchanged until tx ends.
+func PutStable(tx Txn, key, value []byte) error {
+	if sp, ok := tx.(StablePutter); ok {
+		return sp.PutStable(key, value)
+	}
+	return tx.Put(key, value)
+}
+
 // Compactor is implemented by drivers that can rewrite their files so that
 // no byte of deleted data remains on disk (used by hard forget and redact).
 type Compactor interface {

@@ -9,8 +9,9 @@ import (
 )
 
 var (
-	_ kv.Reader = (*reader)(nil)
-	_ kv.Txn    = (*txn)(nil)
+	_ kv.Reader       = (*reader)(nil)
+	_ kv.Txn          = (*txn)(nil)
+	_ kv.StablePutter = (*txn)(nil)
 )
 
 // reader is a kv.Reader over the bucket of one bbolt transaction.
@@ -98,8 +99,23 @@ func (t *txn) Put(key, value []byte) (err error) {
 	// reuse its buffers, and store an empty value as non-nil so Get tells
 	// it from an absent key.
 	k := append([]byte(nil), key...)
-	v := append(make([]byte, 0, len(value)), value...)
+	v := make([]byte, len(value)) // make+copy: not zeroed first
+	copy(v, value)
 	if err := t.b.Put(k, v); err != nil {
+		return fmt.Errorf("kv/bolt %s: put: %w", t.s.path, err)
+	}
+	return nil
+}
+
+// PutStable is Put without the copies: bbolt keeps key and value, which
+// the caller leaves unchanged until the transaction ends.
+func (t *txn) PutStable(key, value []byte) (err error) {
+	defer t.leave(t.enter(), &err)
+	t.writes++
+	if value == nil {
+		value = []byte{}
+	}
+	if err := t.b.Put(key, value); err != nil {
 		return fmt.Errorf("kv/bolt %s: put: %w", t.s.path, err)
 	}
 	return nil

@@ -94,7 +94,8 @@ func (s *Store) flush() error {
 			if e.del {
 				err = tx.Delete(e.key)
 			} else {
-				err = tx.Put(e.key, e.val)
+				// Entries never change and fr outlives the transaction.
+				err = kv.PutStable(tx, e.key, e.val)
 			}
 			return err == nil
 		})

@@ -1,6 +1,7 @@
 package wal
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,34 +30,80 @@ var errMalformed = fmt.Errorf("%w: malformed record payload", ErrCorrupt)
 // encodeRecord encodes the writes of one transaction, in key order, as one
 // record ready for a single write(2).
 func encodeRecord(writes *tree) ([]byte, error) {
+	v, err := encodeRecordv(writes)
+	if err != nil {
+		return nil, err
+	}
+	return bytes.Join(v.bufs, nil), nil
+}
+
+// inlineVal is the largest value encodeRecordv copies into the record's
+// own buffer; larger ones are written from where they are (pwritev).
+const inlineVal = 4 << 10
+
+// recordv is one record as pieces to write back to back: the framing, keys
+// and small values in one buffer, large values as they are in the memtable
+// entries, so that a commit of chunks does not copy them once more.
+type recordv struct {
+	bufs [][]byte
+	n    int // bytes in all
+}
+
+// encodeRecordv is encodeRecord without copying the large values.
+func encodeRecordv(writes *tree) (recordv, error) {
 	size := binary.MaxVarintLen64
 	writes.Scan(func(e *entry) bool {
-		size += 1 + 2*binary.MaxVarintLen64 + len(e.key) + len(e.val)
+		size += 1 + 2*binary.MaxVarintLen64 + len(e.key)
+		if len(e.val) <= inlineVal {
+			size += len(e.val)
+		}
 		return true
 	})
-	buf := make([]byte, headerSize, headerSize+size)
-	buf = binary.AppendUvarint(buf, uint64(writes.Len()))
+	// meta never grows past its capacity, so the pieces cut from it stay
+	// valid.
+	meta := make([]byte, headerSize, headerSize+size)
+	meta = binary.AppendUvarint(meta, uint64(writes.Len()))
+	var v recordv
+	large := 0
+	from := 0 // start of meta's piece not yet in v.bufs
 	writes.Scan(func(e *entry) bool {
 		if e.del {
-			buf = append(buf, opDelete)
-			buf = binary.AppendUvarint(buf, uint64(len(e.key)))
-			buf = append(buf, e.key...)
+			meta = append(meta, opDelete)
+			meta = binary.AppendUvarint(meta, uint64(len(e.key)))
+			meta = append(meta, e.key...)
 			return true
 		}
-		buf = append(buf, opPut)
-		buf = binary.AppendUvarint(buf, uint64(len(e.key)))
-		buf = append(buf, e.key...)
-		buf = binary.AppendUvarint(buf, uint64(len(e.val)))
-		buf = append(buf, e.val...)
+		meta = append(meta, opPut)
+		meta = binary.AppendUvarint(meta, uint64(len(e.key)))
+		meta = append(meta, e.key...)
+		meta = binary.AppendUvarint(meta, uint64(len(e.val)))
+		if len(e.val) <= inlineVal {
+			meta = append(meta, e.val...)
+			return true
+		}
+		v.bufs = append(v.bufs, meta[from:len(meta):len(meta)], e.val)
+		large += len(e.val)
+		from = len(meta)
 		return true
 	})
-	n := len(buf) - headerSize
-	if uint64(n) > math.MaxUint32 {
-		return nil, fmt.Errorf("kv/wal: transaction of %d bytes is too large for one record", n)
+	if from < len(meta) || len(v.bufs) == 0 {
+		v.bufs = append(v.bufs, meta[from:len(meta):len(meta)])
 	}
-	binary.LittleEndian.PutUint32(buf[0:4], uint32(n))
-	binary.LittleEndian.PutUint32(buf[4:8], recordCRC(buf[0:4], buf[headerSize:]))
-	return buf, nil
+	v.n = len(meta) + large
+	n := v.n - headerSize
+	if uint64(n) > math.MaxUint32 {
+		return recordv{}, fmt.Errorf("kv/wal: transaction of %d bytes is too large for one record", n)
+	}
+	binary.LittleEndian.PutUint32(meta[0:4], uint32(n))
+	crc := crc32.Checksum(meta[0:4], castagnoli)
+	for i, b := range v.bufs {
+		if i == 0 {
+			b = b[headerSize:]
+		}
+		crc = crc32.Update(crc, castagnoli, b)
+	}
+	binary.LittleEndian.PutUint32(meta[4:8], crc)
+	return v, nil
 }
 
 func recordCRC(length, payload []byte) uint32 {
@@ -114,7 +161,9 @@ func applyRecord(tx kv.Txn, payload []byte) error {
 			if !ok {
 				return bad
 			}
-			if err := tx.Put(key, val); err != nil {
+			// payload is the caller's until tx ends (replay reads each
+			// segment into its own buffer).
+			if err := kv.PutStable(tx, key, val); err != nil {
 				return err
 			}
 		case opDelete:

@@ -3,14 +3,18 @@ package wal
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 const segmentExt = ".wal"
@@ -41,20 +45,66 @@ func createSegment(dir string, seq uint64) (*segment, error) {
 	return &segment{path: path, seq: seq, f: f}, nil
 }
 
-// append writes rec with one write(2) at the end of the last whole record.
-// On failure it cuts the file back, because a partial record would hide
-// every later record from replay; if even that fails the error says so and
-// the segment must not be written again.
-func (g *segment) append(rec []byte) (cutFailed bool, err error) {
-	if _, err := g.f.WriteAt(rec, g.off); err != nil {
+// append writes rec with one pwritev(2) at the end of the last whole
+// record. On failure it cuts the file back, because a partial record would
+// hide every later record from replay; if even that fails the error says so
+// and the segment must not be written again.
+func (g *segment) append(rec recordv) (cutFailed bool, err error) {
+	if err := pwritevAll(g.f, rec.bufs, g.off); err != nil {
 		err = fmt.Errorf("kv/wal: write %s: %w", g.path, err)
 		if terr := g.f.Truncate(g.off); terr != nil {
 			return true, errors.Join(err, fmt.Errorf("kv/wal: cut back %s: %w", g.path, terr))
 		}
 		return false, err
 	}
-	g.off += int64(len(rec))
+	g.off += int64(rec.n)
 	return false, nil
+}
+
+// iovMax is Linux's limit on the buffers of one pwritev.
+const iovMax = 1024
+
+// pwritevAll writes bufs back to back at off, resuming after short writes.
+func pwritevAll(f *os.File, bufs [][]byte, off int64) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	bufs = slices.Clone(bufs) // trimmed below as they are written
+	for len(bufs) > 0 {
+		var n int
+		var werr error
+		iov := bufs[:min(len(bufs), iovMax)]
+		if cerr := rc.Control(func(fd uintptr) {
+			for {
+				n, werr = unix.Pwritev(int(fd), iov, off)
+				if werr != unix.EINTR {
+					return
+				}
+			}
+		}); cerr != nil {
+			return cerr
+		}
+		if werr != nil {
+			return werr
+		}
+		if n == 0 {
+			return io.ErrShortWrite
+		}
+		off += int64(n)
+		for n > 0 {
+			if n < len(bufs[0]) {
+				bufs[0] = bufs[0][n:]
+				break
+			}
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+		}
+		for len(bufs) > 0 && len(bufs[0]) == 0 {
+			bufs = bufs[1:]
+		}
+	}
+	return nil
 }
 
 // sync makes every record appended so far durable, with the directory

@@ -214,7 +214,7 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 	if err != nil || t.writes.Len() == 0 {
 		return err
 	}
-	rec, err := encodeRecord(t.writes)
+	rec, err := encodeRecordv(t.writes)
 	if err != nil {
 		return err
 	}
@@ -273,7 +273,7 @@ func (s *Store) layersLocked() []*tree {
 
 // appendLocked writes one record to the current segment, creating it if
 // the last rotation left none.
-func (s *Store) appendLocked(rec []byte) error {
+func (s *Store) appendLocked(rec recordv) error {
 	if s.seg == nil {
 		g, err := createSegment(s.dir, s.nextSeq)
 		if err != nil {
@@ -285,7 +285,7 @@ func (s *Store) appendLocked(rec []byte) error {
 		s.mu.Unlock()
 	}
 	cutFailed, err := s.seg.append(rec)
-	if err != nil && !cutFailed && len(rec) <= reserveUse && isNoSpace(err) && s.useReserve() {
+	if err != nil && !cutFailed && rec.n <= reserveUse && isNoSpace(err) && s.useReserve() {
 		// A small commit (an unlink that frees space, say) may use the
 		// space held back for it.
 		cutFailed, err = s.seg.append(rec)
