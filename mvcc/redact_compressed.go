@@ -14,7 +14,8 @@ import (
 // receipt also lists the files whose versions hold the needle compressed,
 // found here, as NOT redacted, with what to do. Only content whose first
 // bytes announce a compressed format is decompressed, within
-// compressed.DefaultLimits per distinct content.
+// compressed.DefaultLimits per distinct content and compressedBudget in
+// all.
 
 // CompressedFile is a file that holds the needle (or may hold it) inside
 // compressed data.
@@ -44,7 +45,12 @@ func (s *Store) FindCompressed(sid SessionID, needle string) ([]CompressedFile, 
 	return out, err
 }
 
+// compressedBudget bounds the bytes one scan decompresses (some seconds of
+// inflating): past it, compressed files are listed as not inspected.
+var compressedBudget int64 = 4 << 30 // a variable for tests
+
 func (t *ReadTx) findCompressed(sid SessionID, needle string, lim compressed.Limits) ([]CompressedFile, error) {
+	spent := int64(0)
 	if _, err := t.Header(sid); err != nil {
 		return nil, err
 	}
@@ -74,14 +80,19 @@ func (t *ReadTx) findCompressed(sid SessionID, needle string, lim compressed.Lim
 			if c < 2 && err != nil {
 				return fmt.Errorf("inode %d version %s: %w", n.Ino, hlcFromInv(k), err)
 			}
-			if f := compressed.Sniff(head[:c], n.Name); f != "" {
+			if f := compressed.Sniff(head[:c], n.Name); f != "" && spent >= compressedBudget {
+				vd = &verdict{f, fmt.Sprintf("could not inspect: this scan's decompression budget (%d GiB) is spent", compressedBudget>>30)}
+			} else if f != "" {
 				r := compressed.Find(inodeReader{t, &n}, int64(n.Size), f, []byte(needle), lim)
+				spent += r.Read
 				switch {
 				case r.Found:
 					vd = &verdict{f, "contains"}
-				case r.Err != nil && (f != compressed.Zlib || n.Size > 64):
-					// Plain zlib's header is weak evidence: a short file
-					// that fails to inflate is most likely not zlib.
+				case r.Err != nil && f != compressed.Zlib:
+					// Plain zlib's two-byte header is weak evidence (text
+					// can start with "x^" or "HK"): one that fails to
+					// inflate is most likely not zlib. Git objects are
+					// known by their names.
 					vd = &verdict{f, "could not inspect: " + r.Err.Error()}
 				}
 			}

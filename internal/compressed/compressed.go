@@ -57,6 +57,8 @@ type Result struct {
 	// truncated, unsupported, ErrLimit); with Found false the needle may
 	// still be in the part not read.
 	Err error
+	// Read counts the decompressed bytes read.
+	Read int64
 }
 
 // Sniff returns the format the leading bytes announce, or "". name (the
@@ -129,6 +131,7 @@ func Find(r io.ReaderAt, size int64, format string, needle []byte, lim Limits) (
 	if !res.Found {
 		res.Err = err
 	}
+	res.Read = lim.MaxOutput - s.budget
 	return res
 }
 
