@@ -43,10 +43,10 @@ shared with other sessions (forks) stays until they are redacted as well; the
 receipt names them.
 
 It cannot rewrite the needle inside compressed data: git's objects and
-packs, gzip, bzip2 and zip files. The receipt and the redaction list such
-files as NOT redacted, with what to do (for git: rewrite the commits, then
-git gc --prune=now), and name compressed files that could not be read to
-their end (corrupt, or over 256 MiB decompressed).
+packs, gzip, bzip2, zstd and zip files. The receipt and the redaction list
+such files as NOT redacted, with what to do (for git: rewrite the commits,
+then git gc --prune=now), and name compressed files that could not be read
+to their end (corrupt, or over 256 MiB decompressed).
 
 --text - reads the needle from stdin (one line, without its newline), so it
 stays out of shell history and process listings.`,

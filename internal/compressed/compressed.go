@@ -1,6 +1,8 @@
 // Package compressed looks for a needle inside compressed data that padfs
 // cannot rewrite in place: zlib streams (git loose objects), git packfiles,
-// gzip, bzip2 and zip archives.
+// gzip, bzip2, zstd and zip archives. (Not xz: the decoder at hand
+// allocates whatever dictionary a stream header declares, up to GiBs,
+// before any byte could be counted against a limit.)
 //
 // The data is the user's, so every inspection is bounded: at most
 // Limits.MaxOutput decompressed bytes per file (against zip bombs), nesting
@@ -21,6 +23,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Formats, as named in receipts.
@@ -30,6 +34,7 @@ const (
 	GitPack   = "git pack"
 	Gzip      = "gzip"
 	Bzip2     = "bzip2"
+	Zstd      = "zstd"
 	Zip       = "zip"
 )
 
@@ -72,6 +77,8 @@ func Sniff(head []byte, name string) string {
 		return Gzip
 	case len(head) >= 10 && string(head[:3]) == "BZh" && head[3] >= '1' && head[3] <= '9' && string(head[4:10]) == "1AY&SY":
 		return Bzip2
+	case len(head) >= 4 && string(head[:4]) == "\x28\xb5\x2f\xfd":
+		return Zstd
 	case len(head) >= 4 && string(head[:4]) == "PK\x03\x04":
 		return Zip
 	case isZlibHeader(head):
@@ -123,7 +130,7 @@ func Find(r io.ReaderAt, size int64, format string, needle []byte, lim Limits) (
 		res.Found, err = s.pack(bufio.NewReaderSize(src, 64<<10))
 	case Zip:
 		res.Found, err = s.zip(r, size, 0)
-	case Zlib, GitObject, Gzip, Bzip2:
+	case Zlib, GitObject, Gzip, Bzip2, Zstd:
 		res.Found, err = s.stream(bufio.NewReaderSize(src, 64<<10), format, 0)
 	default:
 		err = fmt.Errorf("unknown format %q", format)
@@ -143,8 +150,22 @@ type searcher struct {
 
 // decoder opens one compressed stream of format over br. br is a
 // *bufio.Reader, an io.ByteReader, so flate reads no byte past the stream's
-// end (git packs put streams back to back).
-func decoder(br *bufio.Reader, format string) (io.Reader, error) {
+// end (git packs put streams back to back). close releases it.
+func decoder(br *bufio.Reader, format string) (r io.Reader, close func(), err error) {
+	if format == Zstd {
+		// Its window and memory bounded: the header declares them.
+		d, err := zstd.NewReader(br, zstd.WithDecoderConcurrency(1), zstd.WithDecoderLowmem(true),
+			zstd.WithDecoderMaxMemory(64<<20), zstd.WithDecoderMaxWindow(32<<20))
+		if err != nil {
+			return nil, nil, err
+		}
+		return d, d.Close, nil
+	}
+	r, err = decoder1(br, format)
+	return r, func() {}, err
+}
+
+func decoder1(br *bufio.Reader, format string) (io.Reader, error) {
 	switch format {
 	case Zlib, GitObject:
 		return zlib.NewReader(br)
@@ -164,10 +185,11 @@ func decoder(br *bufio.Reader, format string) (io.Reader, error) {
 // stream decompresses one stream and searches its output, descending into
 // it when it is itself a gzip or bzip2 stream.
 func (s *searcher) stream(br *bufio.Reader, format string, depth int) (bool, error) {
-	d, err := decoder(br, format)
+	d, close, err := decoder(br, format)
 	if err != nil {
 		return false, err
 	}
+	defer close()
 	return s.output(d, depth)
 }
 
@@ -177,7 +199,7 @@ func (s *searcher) output(d io.Reader, depth int) (bool, error) {
 	if depth < s.maxDepth {
 		head, _ := out.Peek(HeadSize)
 		switch f := Sniff(head, ""); f {
-		case Gzip, Bzip2: // strong magic only: zlib's header occurs by chance
+		case Gzip, Bzip2, Zstd: // strong magic only: zlib's header occurs by chance
 			found, err := s.stream(out, f, depth+1)
 			if found || err == nil || errors.Is(err, ErrLimit) {
 				return found, err

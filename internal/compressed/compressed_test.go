@@ -9,13 +9,29 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 func gz(t testing.TB, data []byte) []byte {
 	var b bytes.Buffer
 	w := gzip.NewWriter(&b)
+	w.Write(data)
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return b.Bytes()
+}
+
+func zst(t testing.TB, data []byte) []byte {
+	var b bytes.Buffer
+	w, err := zstd.NewWriter(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	w.Write(data)
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
@@ -53,6 +69,8 @@ func TestFindFormats(t *testing.T) {
 		{"loose object", strings.Repeat("ab", 19), GitObject, zl.Bytes()},
 		{"zlib", "data.z", Zlib, zl.Bytes()},
 		{"zip with a gzip entry", "a.zip", Zip, zb.Bytes()},
+		{"zstd", "x.zst", Zstd, zst(t, plain)},
+		{"gzip in zstd", "x.gz.zst", Zstd, zst(t, gz(t, plain))},
 	} {
 		r := find(c.data, c.file, secret, DefaultLimits)
 		if r.Format != c.format || !r.Found || r.Err != nil {
@@ -158,6 +176,7 @@ func FuzzFind(f *testing.F) {
 	w.Close()
 	f.Add(zb.Bytes(), "a.zip")
 	f.Add([]byte("BZh91AY&SY\x00\x00"), "b.bz2")
+	f.Add(zst(f, []byte("zstd secret-text")), "z.zst")
 	f.Fuzz(func(t *testing.T, data []byte, name string) {
 		format := Sniff(data[:min(len(data), HeadSize)], name)
 		if format == "" {
@@ -172,4 +191,20 @@ func FuzzFind(f *testing.F) {
 			t.Fatalf("decoder panicked: %v", r.Err)
 		}
 	})
+}
+
+// A zstd frame declaring a 1 TiB window is refused before its window is
+// allocated.
+func TestFindZstdWindowBounded(t *testing.T) {
+	frame := []byte("\x28\xb5\x2f\xfd\x00\xf0\x01\x00\x00secret-text")
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	r := find(frame, "x.zst", "secret-text", DefaultLimits)
+	runtime.ReadMemStats(&after)
+	if r.Format != Zstd || r.Found || r.Err == nil {
+		t.Fatalf("huge window: %+v, want an error", r)
+	}
+	if grew := after.TotalAlloc - before.TotalAlloc; grew > 100<<20 {
+		t.Fatalf("inspecting a %d-byte frame allocated %d MiB", len(frame), grew>>20)
+	}
 }
