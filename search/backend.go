@@ -61,7 +61,8 @@ type backend interface {
 
 // BackendStats counts the work of the index's bleve side.
 type BackendStats struct {
-	// Indexed is the number of documents indexed since the worker started.
+	// Indexed is the number of documents indexed (committed to bleve)
+	// since the worker started.
 	Indexed uint64 `json:"indexed"`
 	// Pid is the index worker's process id (0: in-process).
 	Pid int `json:"pid"`
@@ -399,6 +400,7 @@ func (lb *localBackend) begin(sid mvcc.SessionID, parallel int, maxBytes int64, 
 	return si.gen, lb.guard(sid, "new batch", func() error {
 		bt := newBatcher(si.bl, parallel, maxBytes, maxDocs)
 		bt.room = lb.room
+		bt.committed = func(n int) { lb.indexed.Add(uint64(n)) }
 		lb.mu.Lock()
 		lb.runs[sid] = bt
 		lb.mu.Unlock()
@@ -434,11 +436,7 @@ func (lb *localBackend) doc(sid mvcc.SessionID, path string, ino mvcc.Ino, data 
 		return err
 	}
 	size := int64(len(data))
-	err = lb.guard(sid, "index "+path, func() error { return bt.index(fileDoc(path, ino, data), size) })
-	if err == nil {
-		lb.indexed.Add(1)
-	}
-	return err
+	return lb.guard(sid, "index "+path, func() error { return bt.index(fileDoc(path, ino, data), size) })
 }
 
 func (lb *localBackend) flush(sid mvcc.SessionID) error {

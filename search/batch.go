@@ -35,6 +35,10 @@ type batcher struct {
 	err      error
 	// room, if set, checks for disk space before a batch is committed.
 	room func() error
+	// added counts the current batch's documents (not deletions);
+	// committed, if set, is told how many once bleve has them.
+	added     int
+	committed func(docs int)
 }
 
 func newBatcher(bl bleve.Index, parallel int, maxBytes int64, maxDocs int) *batcher {
@@ -49,6 +53,7 @@ func (bt *batcher) index(doc *document.Document, size int64) error {
 	}
 	bt.bytes += size
 	bt.docs++
+	bt.added++
 	if bt.bytes < bt.maxBytes && bt.docs < bt.maxDocs {
 		return nil
 	}
@@ -65,8 +70,8 @@ func (bt *batcher) delete(id string) error {
 
 // flush commits the current batch (in the background when parallel > 1).
 func (bt *batcher) flush() error {
-	b := bt.b
-	bt.b, bt.bytes, bt.docs = bt.bl.NewBatch(), 0, 0
+	b, added := bt.b, bt.added
+	bt.b, bt.bytes, bt.docs, bt.added = bt.bl.NewBatch(), 0, 0, 0
 	bt.slots <- struct{}{}
 	if err := bt.failed(); err != nil {
 		<-bt.slots
@@ -80,13 +85,13 @@ func (bt *batcher) flush() error {
 	}
 	if cap(bt.slots) == 1 {
 		defer func() { <-bt.slots }()
-		return safeBatch(bt.bl, b)
+		return bt.commit(b, added)
 	}
 	bt.wg.Add(1)
 	go func() {
 		defer bt.wg.Done()
 		defer func() { <-bt.slots }()
-		if err := safeBatch(bt.bl, b); err != nil {
+		if err := bt.commit(b, added); err != nil {
 			bt.mu.Lock()
 			bt.err = errors.Join(bt.err, err)
 			bt.mu.Unlock()
@@ -120,7 +125,16 @@ func (bt *batcher) finish(seq uint64, at mvcc.HLC) error {
 	}
 	bt.b.SetInternal(keySeq, u64(seq))
 	bt.b.SetInternal(keyHLC, u64(uint64(at)))
-	return safeBatch(bt.bl, bt.b)
+	return bt.commit(bt.b, bt.added)
+}
+
+// commit hands b (holding added documents) to bleve.
+func (bt *batcher) commit(b *bleve.Batch, added int) error {
+	err := safeBatch(bt.bl, b)
+	if err == nil && bt.committed != nil && added > 0 {
+		bt.committed(added)
+	}
+	return err
 }
 
 // safeBatch commits b, turning a panic of bleve into a panicError (batches

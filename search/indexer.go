@@ -415,7 +415,7 @@ func (ix *Index) content(f fileRef) ([]byte, error) {
 	return data, nil
 }
 
-// Progress reports bytes done out of total.
+// Progress reports documents indexed out of total.
 type Progress func(done, total int64)
 
 // buildLocked indexes the whole tree of si's session as of at into an
@@ -474,12 +474,14 @@ func (ix *Index) buildLocked(sid mvcc.SessionID, seq uint64, at mvcc.HLC, stop <
 	defer wg.Wait()
 	defer close(quit) // runs first: releases the feeder, then workers finish
 	// Two segments built at once use both cores of a small machine; more
-	// would only compete with the readers and analysis.
-	if _, err := ix.be.begin(sid, 2, batchBytes, batchDocs); err != nil {
+	// would only compete with the readers and analysis. Progress counts
+	// committed batches, so a build has at least about 16 of them.
+	if _, err := ix.be.begin(sid, 2, min(batchBytes, max(total/16, 1<<20)), min(batchDocs, max(len(files)/16, 16))); err != nil {
 		return err
 	}
 	defer ix.endRun(sid, &err)
-	var done int64
+	prog := startProgress(ix.be, progress, len(files))
+	defer func() { prog.end(err) }()
 	for i := range files {
 		if stopped(stop) {
 			return errStopped
@@ -492,16 +494,13 @@ func (ix *Index) buildLocked(sid mvcc.SessionID, seq uint64, at mvcc.HLC, stop <
 		if err := ix.be.doc(sid, files[i].path, files[i].n.Ino, r.data); err != nil {
 			return fmt.Errorf("index %s: %w", files[i].path, err)
 		}
-		done += int64(files[i].n.Size)
-		if progress != nil {
-			progress(done, total)
-		}
+		prog.sentOne()
 	}
 	return ix.be.finish(sid, seq, at)
 }
 
 // Rebuild deletes the index of session sid and builds it again from the
-// store's current tree, reporting progress in bytes.
+// store's current tree, reporting progress in documents indexed.
 func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
 	var seq uint64
 	var at mvcc.HLC

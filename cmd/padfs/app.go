@@ -42,6 +42,9 @@ type App struct {
 	// Mount describes the running mount when the command was forwarded to
 	// it; nil when the command opened the store itself.
 	Mount *MountInfo
+	// Mounts lists every mount the running process serves (nil when the
+	// command opened the store itself).
+	Mounts func() []MountInfo
 	// Flush commits the running mount's dirty write buffers (nil without a
 	// mount; use a.FlushMount).
 	Flush func() error

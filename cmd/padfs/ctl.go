@@ -407,6 +407,7 @@ func (s *ctlServer) serve(c *net.UnixConn) error {
 	app.Cwd, app.Uid, app.Gid = req.Cwd, cred.Uid, cred.Gid
 	if s.mounts != nil {
 		app.Mount = s.mounts.infoFor(req.Cwd, s.base.Mount)
+		app.Mounts = s.mounts.infos
 	}
 	ctx = context.WithValue(ctx, servedKey, &served{app: app})
 	s.log.Debug("control socket: run", "argv", req.Argv, "cwd", req.Cwd, "uid", cred.Uid)

@@ -146,7 +146,7 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 		},
 	}
 	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
-	c.Flags().BoolP("unified", "u", false, "print a unified diff (git-style patch) of text files")
+	c.Flags().BoolP("unified", "u", false, "print a git patch that git apply applies to the FROM tree (binary files as git binary patches)")
 	c.Flags().Bool("json", false, "print a JSON array of changes")
 	c.Flags().StringArray("exclude", nil, "leave out paths matching this glob (repeatable)")
 	return c

@@ -27,7 +27,7 @@ const defaultMaxSparse = 1 << 30
 
 func newExportCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "export [--session ID] [--asof T] [-o FILE.tar | --to DIR]",
+		Use:   "export [--session ID] [--asof T] [-o FILE.tar | --to DIR] [--max-sparse BYTES]",
 		Short: "Write a session's tree (as of T) as a POSIX tar, or into a host directory",
 		Long: `Write the tree of a session, now or as of T (an HLC, RFC 3339 time,
 checkpoint name or sequence number), as a POSIX (PAX) tar on stdout or into

@@ -38,8 +38,9 @@ chunks) is refused and nothing is purged. Content shared with other sessions
 (e.g. forks of this one) stays: it is theirs too.
 
 A session that a running padfs mount serves read-write (padfs mount
---session ID, not --asof) is refused unless --force: its users would lose
-their directory mid-work. (A mount of all sessions does not count: there
+--session ID, not --asof; also a further mount of the data directory, and
+on a PostgreSQL store a mount on another host, which holds its lease) is
+refused unless --force: its users would lose their directory mid-work. (A mount of all sessions does not count: there
 rmdir of a session directory forgets it too.)
 
 ID is a session id or name. --json prints the receipt (or the result) as
@@ -61,9 +62,10 @@ JSON.`,
 				if err != nil {
 					return err
 				}
-				if m := a.Mount; m != nil && m.Session == sid.String() && m.AsOf == "" && !force && (!hard || token != "") {
-					return fmt.Errorf("session %s is mounted read-write at %s (padfs pid %d): unmount it first, or give --force",
-						sid, m.Mountpoint, m.Pid)
+				if !force && (!hard || token != "") {
+					if err := refuseMountedRW(a, sid); err != nil {
+						return err
+					}
 				}
 				switch {
 				case !hard:

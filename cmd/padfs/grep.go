@@ -25,7 +25,8 @@ there. The index narrows the files to read; the pattern then runs over each
 candidate's current content, so results are exact even while the index
 catches up. Syntax GNU grep accepts but padfs cannot evaluate exactly
 (back-references; with -P look-around, possessive quantifiers, atomic
-groups, recursion) is an error (exit 2) naming the construct.
+groups, recursion, conditionals, \K and \G) is an error (exit 2) naming
+the construct. Not supported: long-option abbreviations, -f FILE, --label.
 
 Options (as GNU grep):
   -G, --basic-regexp     PATTERN is a basic regular expression (default)
@@ -55,6 +56,7 @@ Options (as GNU grep):
   -z, --null-data        lines end in NUL bytes
   -a, --text             read binary files as text (--binary-files=text)
   -I                     binary files match nothing (--binary-files=without-match)
+      --binary-files=TYPE  binary, text or without-match
       --color[=WHEN]     mark matches (always, never, auto: on a terminal)
       --line-buffered    write every line at once
   -q, --quiet            print nothing; exit 0 on the first match
@@ -65,6 +67,7 @@ Options (as GNU grep):
       --exclude-dir=GLOB skip directories whose base name matches GLOB
 padfs options:
       --data DIR         data directory
+      --store URL        store URL (postgres://...; default $PADFS_STORE)
       --session ID       session id or name (default: the mounted session you are in)
       --asof T           search the state as of T (HLC, RFC 3339 time or checkpoint)
 

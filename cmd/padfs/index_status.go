@@ -28,9 +28,10 @@ func newIndexStatusCmd() *cobra.Command {
 		Long: `Print, for every live session, the sequence number of the last commit the
 search index reflects (covered) and of the session's last commit (last), and
 why catching up failed if it did. Inside a running mount it also shows the
-index worker's pid, how many times it was restarted, and how many documents
-it indexed since it started. grep is exact whatever the lag: it reads the
-files named by the log past the covered commit.`,
+index worker's pid, how many times it was restarted, how many documents
+it indexed since it started, and the scheduling policy queries are answered
+at. grep is exact whatever the lag: it reads the files named by the log past
+the covered commit.`,
 		Example: "  padfs index status\n  padfs index status --json",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

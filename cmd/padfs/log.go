@@ -137,7 +137,7 @@ Exit status: 0 events printed, 1 none selected, 2 error.`,
 		},
 	}
 	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
-	c.Flags().String("since", "", "only events after this sequence number, HLC, RFC 3339 time or checkpoint (exclusive)")
+	c.Flags().String("since", "", "only events after this sequence number, HLC, RFC 3339 time, checkpoint name or now (exclusive)")
 	c.Flags().Bool("json", false, "one JSON object per line")
 	return c
 }

@@ -54,7 +54,11 @@ With --store postgres://... (or $PADFS_STORE) the sessions live in that
 PostgreSQL database and every host's padfs sees them all; the data directory
 still holds this host's search index, spill files and control socket. A
 session is mounted read-write by one process at a time (a lease, expiring
-15 s after its holder stopped renewing it).`,
+15 s after its holder stopped renewing it).
+
+Exit status: 0 success, 1 nothing to report (no match, no change, no
+event), 2 error, with one line "padfs: <what went wrong>" on stderr.
+padfs --version prints the module version, VCS revision and Go version.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version(),

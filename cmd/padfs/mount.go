@@ -43,7 +43,9 @@ func newMountCmd() *cobra.Command {
 		Short: "Mount a session (or all sessions) in the foreground until SIGINT/SIGTERM",
 		Long: `Mount the store of the data directory at MOUNTPOINT and serve it in the
 foreground. With --session, the mount root is that session's tree; without it,
-the root lists the live sessions as directories and mkdir there creates one.
+the root lists the live sessions as directories named by id, and by-name/
+holds a symlink NAME -> ../ID per named session; mkdir NAME there creates a
+session, rmdir (or rm -rf) of a session directory soft-forgets it.
 
 Once mounted, padfs prints one line on stdout:
   padfs: mounted session ID at MOUNTPOINT (data DIR, pid N)

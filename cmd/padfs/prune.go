@@ -37,7 +37,8 @@ func newPruneCmd() *cobra.Command {
 before T, and every content chunk no remaining version names. The state as
 of T, as of every named checkpoint before T (unless --keep-checkpoints=false)
 and every state after T stay exactly as they were. T is an HLC, an RFC 3339
-time, a checkpoint name, or a duration ago (90m, 36h, 7d, 2w).
+time, a checkpoint name, or a duration ago (90m, 36h, 7d, 2w; capped at
+now).
 
 Files and directories unlinked before T go entirely (their last version
 too) once unlinked for more than an hour, since a process may still hold

@@ -42,6 +42,12 @@ names): names are the keys of the history; purge the session instead. Content
 shared with other sessions (forks) stays until they are redacted as well; the
 receipt names them.
 
+It cannot rewrite the needle inside compressed data: git's objects and
+packs, gzip, bzip2, zstd and zip files. The receipt and the redaction list
+such files as NOT redacted, with what to do (for git: rewrite the commits,
+then git gc --prune=now), and name compressed files that could not be read
+to their end (corrupt, or over 256 MiB decompressed).
+
 --text - reads the needle from stdin (one line, without its newline), so it
 stays out of shell history and process listings.`,
 		Example: `  padfs redact --session 01J9Z3... --text 'sk-live-4242'
@@ -91,11 +97,16 @@ stays out of shell history and process listings.`,
 				if err != nil {
 					return err
 				}
+				nr, err := a.Store.FindCompressed(sid, needle)
+				if err != nil {
+					return fmt.Errorf("redacted, but could not look for the text in compressed files: %w", err)
+				}
 				if asJSON {
-					return writeJSON(a.Out, map[string]any{"redacted": r})
+					return writeJSON(a.Out, map[string]any{"redacted": r, "not_redacted": nr})
 				}
 				_, err = fmt.Fprintf(a.Out, "redacted session %s: %d occurrences in %d versions of %d files; %d chunks purged\n",
 					sid, r.Occurrences, r.Versions, r.Files, r.Chunks)
+				printNotRedacted(a.Out, nr)
 				return err
 			})
 		},
@@ -113,14 +124,25 @@ func redactReceipt(a *App, sid mvcc.SessionID, needle, repl string, asJSON bool)
 	if err != nil {
 		return err
 	}
+	nr, err := a.Store.FindCompressed(sid, needle)
+	if err != nil {
+		return err
+	}
 	if asJSON {
-		if err := writeJSON(a.Out, r); err != nil {
+		if err := writeJSON(a.Out, redactReceiptJSON{r, nr}); err != nil {
 			return err
 		}
-	} else if r.Versions == 0 {
+	} else if r.Versions == 0 && compressedHits(nr) == 0 {
 		fmt.Fprintf(a.Out, "session %s: the text occurs in no version; nothing to redact\n", sid)
+		printNotRedacted(a.Out, nr)
+	} else if r.Versions == 0 {
+		fmt.Fprintf(a.Out, "session %s: the text is written out in no version; nothing to rewrite\n", sid)
+		printNotRedacted(a.Out, nr)
 	}
 	if r.Versions == 0 {
+		if compressedHits(nr) > 0 {
+			return nil // not "nothing to report": the text is there
+		}
 		return exitError{1}
 	}
 	if asJSON {
@@ -144,5 +166,6 @@ Nothing has been changed. To redact, run the same command with
   --confirm %s
 token: %s
 `, sid, r.Files, r.Versions, r.Occurrences, r.Events, r.Chunks, r.SharedChunks, others, r.Token, r.Token)
+	printNotRedacted(a.Out, nr)
 	return err
 }

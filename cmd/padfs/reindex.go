@@ -15,7 +15,8 @@ func newReindexCmd() *cobra.Command {
 		Use:   "reindex [--session ID | --all]",
 		Short: "Rebuild the search index from scratch, with a progress bar",
 		Long: `Delete a session's search index (DATA/index/<session>/) and build it again
-from the session's current tree, showing progress on stderr. The index
+from the session's current tree, showing progress on stderr (files
+indexed). The index
 normally follows the store by itself (a running mount catches up in the
 background, also after a crash); reindex is for a damaged index, or to build
 one without a mount. Without --session it rebuilds the mounted session you
@@ -48,10 +49,14 @@ are in, or with --all (or outside any mount) every live session.`,
 				}
 				defer release()
 				for _, sid := range sids {
+					// Counts documents committed to the index (not bytes
+					// handed to it, which run ahead of the work).
 					bar := progressbar.NewOptions64(-1,
 						progressbar.OptionSetWriter(a.Err),
 						progressbar.OptionSetDescription("indexing "+sid.String()),
-						progressbar.OptionShowBytes(true),
+						progressbar.OptionShowCount(),
+						progressbar.OptionSetItsString("files"),
+						progressbar.OptionShowIts(),
 						progressbar.OptionThrottle(100e6),
 						progressbar.OptionClearOnFinish())
 					err := ix.Rebuild(sid, func(done, total int64) {

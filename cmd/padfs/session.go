@@ -118,7 +118,9 @@ func newSessionLsCmd() *cobra.Command {
 		Short: "List sessions: id, name, created time, file count and bytes",
 		Long: `List the sessions of the data directory, oldest first. Files and bytes are
 counted in each session's latest tree. Forgotten sessions are hidden unless
---all is given.`,
+--all is given. --json prints an array of objects with id, name, created
+(HLC), files, dirs, bytes, last (HLC of the last commit), events, and for
+forks parent and forked_at, for forgotten sessions forgotten.`,
 		Example: "  padfs session ls\n  padfs session ls --json | jq -r '.[].id'",
 		Args:    cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
