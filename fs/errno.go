@@ -14,7 +14,7 @@ import (
 // toErrno maps an error from the store (or the OS) to the errno FUSE
 // returns. Expected conditions (ENOENT, EEXIST, ...) map silently; anything
 // else is logged with its cause and becomes EIO, never ENOSYS.
-func toErrno(op string, err error) syscall.Errno {
+func toErrno(op fuseOp, err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
@@ -70,11 +70,56 @@ func toErrno(op string, err error) syscall.Errno {
 	}
 }
 
+// fuseOp names the FUSE operation an error came from: toErrno's choice of
+// errno depends on it (changeOps), and its log line names it.
+type fuseOp string
+
+const (
+	opAsof            fuseOp = "asof"
+	opAsofReaddir     fuseOp = "asof readdir"
+	opCreate          fuseOp = "create"
+	opFallocate       fuseOp = "fallocate"
+	opFlush           fuseOp = "flush"
+	opForgetSession   fuseOp = "forget session"
+	opFsync           fuseOp = "fsync"
+	opFsyncdir        fuseOp = "fsyncdir"
+	opGetattr         fuseOp = "getattr"
+	opGetattrSessions fuseOp = "getattr sessions"
+	opGetxattr        fuseOp = "getxattr"
+	opLink            fuseOp = "link"
+	opListxattr       fuseOp = "listxattr"
+	opLookup          fuseOp = "lookup"
+	opLookupByName    fuseOp = "lookup by-name"
+	opLookupSession   fuseOp = "lookup session"
+	opMkdir           fuseOp = "mkdir"
+	opMkdirSession    fuseOp = "mkdir session"
+	opMknod           fuseOp = "mknod"
+	opOpen            fuseOp = "open"
+	opRead            fuseOp = "read"
+	opReaddir         fuseOp = "readdir"
+	opReaddirByName   fuseOp = "readdir by-name"
+	opReaddirSessions fuseOp = "readdir sessions"
+	opReadlink        fuseOp = "readlink"
+	opReadlinkByName  fuseOp = "readlink by-name"
+	opRelease         fuseOp = "release"
+	opRemovexattr     fuseOp = "removexattr"
+	opRename          fuseOp = "rename"
+	opRmdir           fuseOp = "rmdir"
+	opSetattr         fuseOp = "setattr"
+	opSetxattr        fuseOp = "setxattr"
+	opStatfs          fuseOp = "statfs"
+	opSymlink         fuseOp = "symlink"
+	opTmpfile         fuseOp = "tmpfile"
+	opTruncate        fuseOp = "truncate"
+	opUnlink          fuseOp = "unlink"
+	opWrite           fuseOp = "write"
+)
+
 // changeOps are the operations (toErrno's op) that change a session: on a
 // forgotten session they fail with EROFS, lookups and reads with ENOENT.
-var changeOps = map[string]bool{
-	"create": true, "fallocate": true, "flush": true, "fsync": true, "fsyncdir": true,
-	"link": true, "mkdir": true, "mknod": true, "release": true, "removexattr": true,
-	"rename": true, "rmdir": true, "setattr": true, "setxattr": true, "symlink": true,
-	"tmpfile": true, "truncate": true, "unlink": true, "write": true,
+var changeOps = map[fuseOp]bool{
+	opCreate: true, opFallocate: true, opFlush: true, opFsync: true, opFsyncdir: true,
+	opLink: true, opMkdir: true, opMknod: true, opRelease: true, opRemovexattr: true,
+	opRename: true, opRmdir: true, opSetattr: true, opSetxattr: true, opSymlink: true,
+	opTmpfile: true, opTruncate: true, opUnlink: true, opWrite: true,
 }

@@ -77,5 +77,5 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	if d.sync == nil {
 		return 0
 	}
-	return toErrno("fsyncdir", d.sync())
+	return toErrno(opFsyncdir, d.sync())
 }

@@ -529,7 +529,7 @@ func (m *Server) statfs(out *fuse.StatfsOut) syscall.Errno {
 		dir = os.TempDir()
 	}
 	if err := syscall.Statfs(dir, &s); err != nil {
-		return toErrno("statfs", err)
+		return toErrno(opStatfs, err)
 	}
 	out.FromStatfsT(&s)
 	out.NameLen = mvcc.NameMax
