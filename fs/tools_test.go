@@ -380,7 +380,7 @@ func TestTarOneVersionPerFile(t *testing.T) {
 		fmt.Sscan(line, &ino, &p)
 		files[ino] = p
 	}
-	ops := map[string]int{}
+	ops := map[mvcc.Op]int{}
 	st.View(func(tx *mvcc.ReadTx) error {
 		return tx.Events(sessionOf(t, m), 0, func(ev mvcc.Event) bool {
 			if _, ok := files[uint64(ev.Ino)]; ok {

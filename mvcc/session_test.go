@@ -35,7 +35,7 @@ func TestSessionNamesUnique(t *testing.T) {
 		t.Errorf("the old name still resolves: %v", err)
 	}
 	evs := e.events(a, LogFilter{})
-	if last := evs[len(evs)-1]; last.Op != OpRename || last.Detail != "work -> work-v2" {
+	if last := evs[len(evs)-1]; last.Op != OpSessionRename || last.Detail != "work -> work-v2" {
 		t.Errorf("rename event: %+v", last)
 	}
 	if _, err := e.st.Forget(b); err != nil {

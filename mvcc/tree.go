@@ -115,12 +115,12 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 		now := nowNs()
 		n = &Inode{Ino: ino, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid, Rdev: a.Rdev, Nlink: 1,
 			Atime: now, Mtime: now, Ctime: now, Parent: parent, Name: name, ContentHLC: t.hlc}
-		op, delta := "create", 0
+		op, delta := OpCreate, 0
 		switch a.Mode & sIFMT {
 		case sIFDIR:
-			n.Nlink, op, delta = 2, "mkdir", 1
+			n.Nlink, op, delta = 2, OpMkdir, 1
 		case sIFLNK:
-			n.Target, n.Size, op = target, uint64(len(target)), "symlink"
+			n.Target, n.Size, op = target, uint64(len(target)), OpSymlink
 		case 0:
 			n.Mode |= sIFREG
 		}
@@ -174,7 +174,7 @@ func (s *Store) Link(sid SessionID, ino, newParent Ino, newName string) (*Inode,
 		if err := t.touchDir(dir, 0); err != nil {
 			return err
 		}
-		t.SetEvent(Event{Op: "link", Path: from, Path2: t.pathOf(newParent, newName), Ino: ino})
+		t.SetEvent(Event{Op: OpLink, Path: from, Path2: t.pathOf(newParent, newName), Ino: ino})
 		return nil
 	})
 	return n, err
@@ -199,7 +199,7 @@ func (s *Store) Remove(sid SessionID, parent Ino, name string, dir bool) error {
 			return err
 		}
 		path := t.pathOf(parent, name)
-		op, delta := "unlink", 0
+		op, delta := OpUnlink, 0
 		if dir {
 			if !n.IsDir() {
 				return fmt.Errorf("%w: %q", ErrNotDir, name)
@@ -207,7 +207,7 @@ func (s *Store) Remove(sid SessionID, parent Ino, name string, dir bool) error {
 			if err := t.checkEmpty(n.Ino); err != nil {
 				return err
 			}
-			op, delta, n.Nlink = "rmdir", -1, 0
+			op, delta, n.Nlink = OpRmdir, -1, 0
 			t.treeChanged = true
 		} else {
 			if n.IsDir() {
@@ -327,7 +327,7 @@ func (s *Store) RenameAs(sid SessionID, oldParent Ino, oldName string, newParent
 		case flags&RenameExchange != 0 && dst == nil:
 			return fmt.Errorf("%w: %q", ErrNotFound, newName)
 		case dst != nil && dst.Ino == src.Ino:
-			t.SetEvent(Event{Op: "rename", Path: from, Path2: to, Ino: src.Ino})
+			t.SetEvent(Event{Op: OpRename, Path: from, Path2: to, Ino: src.Ino})
 			return nil // same inode: POSIX says do nothing
 		}
 		if src.IsDir() || dst != nil && dst.IsDir() {
@@ -367,7 +367,7 @@ func (s *Store) RenameAs(sid SessionID, oldParent Ino, oldName string, newParent
 				if err := t.touchDir(op, -d); err != nil {
 					return err
 				}
-				return t.finishRename(np, d, from, to, src.Ino, "exchange")
+				return t.finishRename(np, d, from, to, src.Ino, OpExchange)
 			}
 			if err := t.touchDir(op, 0); err != nil {
 				return err
@@ -377,7 +377,7 @@ func (s *Store) RenameAs(sid SessionID, oldParent Ino, oldName string, newParent
 					return err
 				}
 			}
-			t.SetEvent(Event{Op: "exchange", Path: from, Path2: to, Ino: src.Ino})
+			t.SetEvent(Event{Op: OpExchange, Path: from, Path2: to, Ino: src.Ino})
 			return nil
 		}
 		npDelta := 0
@@ -429,7 +429,7 @@ func (s *Store) RenameAs(sid SessionID, oldParent Ino, oldName string, newParent
 		if oldParent == newParent {
 			dir = op
 		}
-		if err := t.finishRename(dir, npDelta, from, to, src.Ino, "rename"); err != nil {
+		if err := t.finishRename(dir, npDelta, from, to, src.Ino, OpRename); err != nil {
 			return err
 		}
 		if flags&RenameWhiteout != 0 {
@@ -455,7 +455,7 @@ func (t *WriteTx) putWhiteout(parent Ino, name string, owner Attr, now int64) er
 	return t.PutDentry(parent, name, ino, syscall.S_IFCHR)
 }
 
-func (t *WriteTx) finishRename(dir *Inode, delta int, from, to string, ino Ino, op string) error {
+func (t *WriteTx) finishRename(dir *Inode, delta int, from, to string, ino Ino, op Op) error {
 	// dir may be stale if it was also the other parent; reload to keep the
 	// link count exact.
 	cur, err := t.Latest(dir.Ino)
@@ -528,22 +528,22 @@ func (s *Store) SetAttrCtx(ctx context.Context, sid SessionID, ino Ino, a SetAtt
 			return err
 		}
 		now := nowNs()
-		op := "setattr"
+		op := OpSetattr
 		if a.Mode != nil {
 			n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
-			op = "chmod"
+			op = OpChmod
 		}
 		if a.Uid != nil {
-			n.Uid, op = *a.Uid, "chown"
+			n.Uid, op = *a.Uid, OpChown
 		}
 		if a.Gid != nil {
-			n.Gid, op = *a.Gid, "chown"
+			n.Gid, op = *a.Gid, OpChown
 		}
 		if a.Atime != nil {
-			n.Atime, op = *a.Atime, "utimens"
+			n.Atime, op = *a.Atime, OpUtimens
 		}
 		if a.Mtime != nil {
-			n.Mtime, op = *a.Mtime, "utimens"
+			n.Mtime, op = *a.Mtime, OpUtimens
 		}
 		if content != nil {
 			content.Apply(n)
@@ -551,7 +551,7 @@ func (s *Store) SetAttrCtx(ctx context.Context, sid SessionID, ino Ino, a SetAtt
 			if a.Mtime == nil {
 				n.Mtime = now
 			}
-			op = "truncate"
+			op = OpTruncate
 		}
 		n.Ctime = now
 		if err := t.PutInode(n); err != nil {

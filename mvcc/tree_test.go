@@ -296,7 +296,7 @@ func TestEventPathsFollowDirectoryRenames(t *testing.T) {
 	}
 	var paths []string
 	st.View(func(tx *ReadTx) error {
-		return tx.Events(sid, 0, func(ev Event) bool { paths = append(paths, ev.Op+" "+ev.Path+" "+ev.Path2); return true })
+		return tx.Events(sid, 0, func(ev Event) bool { paths = append(paths, string(ev.Op)+" "+ev.Path+" "+ev.Path2); return true })
 	})
 	want := []string{"session.create . ", "mkdir a ", "mkdir a/b ", "create a/b/f ", "write a/b/f ",
 		"rename a z", "write z/b/f ", "unlink z/b/f "}
