@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -273,5 +275,159 @@ func TestTickerRetriesFailedRelease(t *testing.T) {
 	}
 	if n := tries.count(ino); n != 3 {
 		t.Errorf("reading it back tried %d more commits", n-3)
+	}
+}
+
+// goroutineBlocked reports whether some goroutine waits (wait reason, as
+// the runtime prints it, e.g. "sync.Mutex.Lock") inside a function whose
+// name contains fn; it returns all stacks for a failure message.
+func goroutineBlocked(reason, fn string) (bool, string) {
+	buf := make([]byte, 1<<20)
+	all := string(buf[:runtime.Stack(buf, true)])
+	for _, g := range strings.Split(all, "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "["+reason) && strings.Contains(g, fn) {
+			return true, all
+		}
+	}
+	return false, all
+}
+
+// A commit holds its file's lock for as long as it writes; the table of
+// open files (filesMu) must not wait behind it. Here the ticker commits a
+// large buffer whose last handle is gone (its commits at close failed)
+// while the release path's dropIfIdle looks at the same buffer: an open of
+// another file must still complete before that commit ends. It used to
+// wait for it: dropIfIdle took filesMu, then the file's lock.
+func TestOpenDuringTickerCommit(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		fail    error = syscall.ENOSPC
+		tries         = map[mvcc.Ino]int{}
+		block   mvcc.Ino
+		entered = make(chan struct{})
+		unblock = make(chan struct{})
+	)
+	hook := func(sid mvcc.SessionID, ino mvcc.Ino) error {
+		mu.Lock()
+		tries[ino]++
+		err, b := fail, block
+		mu.Unlock()
+		if ino == b {
+			close(entered)
+			<-unblock // the commit is "large": it ends when the test says
+		}
+		return err
+	}
+	mnt, st, m := mountTestOpts(t, Options{commitHook: hook, manualTicks: true})
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release) // before the unmount, also on failure
+	sid := sessionOf(t, m)
+
+	want := strings.Repeat("large file\n", 200<<10)
+	p := filepath.Join(mnt, "big")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := fdIno(t, int(f.Fd()))
+	if _, err := f.Write([]byte(want)); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("close whose commit failed: %v", err)
+	}
+	// The last release (asynchronous) fails too: the buffer stays,
+	// dirty, with no handle.
+	for i := 0; ; i++ {
+		mu.Lock()
+		n := tries[mvcc.Ino(ino)]
+		mu.Unlock()
+		ok, opens, dirty := bufferState(m, sid, ino)
+		if n >= 2 && ok && opens == 0 && dirty {
+			break
+		}
+		if i == 3000 {
+			t.Fatalf("after close: %d commit attempts, buffer present %v, %d handles, dirty %v; want 2, a dirty buffer with none", n, ok, opens, dirty)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	mu.Lock()
+	fail, block = nil, mvcc.Ino(ino)
+	mu.Unlock()
+	tickDone := make(chan struct{})
+	go func() {
+		defer close(tickDone)
+		m.tick(time.Now().Add(retryAfter + time.Minute))
+	}()
+	<-entered // the ticker's commit holds the file's lock now
+	fs := m.file(sid, mvcc.Ino(ino))
+	if fs == nil {
+		t.Fatal("no buffer for big")
+	}
+	dropDone := make(chan struct{})
+	go func() {
+		defer close(dropDone)
+		m.dropIfIdle(fs) // what a release does after its commit
+	}()
+	for i := 0; ; i++ {
+		if ok, _ := goroutineBlocked("sync.", "(*Server).dropIfIdle"); ok {
+			break
+		}
+		if i == 3000 {
+			_, stacks := goroutineBlocked("", "")
+			t.Fatalf("dropIfIdle never waited for the committing file's lock:\n%s", stacks)
+		}
+		time.Sleep(time.Millisecond)
+	}
+
+	openDone := make(chan error, 1)
+	go func() {
+		g, err := os.OpenFile(filepath.Join(mnt, "other"), os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			err = g.Close()
+		}
+		openDone <- err
+	}()
+	for i := 0; ; i++ {
+		select {
+		case err := <-openDone:
+			if err != nil {
+				t.Fatalf("open of another file: %v", err)
+			}
+		default:
+			stalled, stacks := goroutineBlocked("sync.Mutex.Lock", "(*Server).acquire")
+			if !stalled {
+				stalled, stacks = goroutineBlocked("sync.Mutex.Lock", "(*Server).file(")
+			}
+			if stalled {
+				t.Fatalf("an open waits for filesMu, held while a commit runs:\n%s", stacks)
+			}
+			if i == 3000 {
+				_, stacks := goroutineBlocked("", "")
+				t.Fatalf("open of another file neither completed nor waited for filesMu:\n%s", stacks)
+			}
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		break
+	}
+	select {
+	case <-tickDone:
+		t.Fatal("the ticker's commit ended before the test let it")
+	default:
+	}
+
+	release()
+	<-tickDone
+	<-dropDone
+	if got := storedContent(t, st, sid, "big"); got != want {
+		t.Errorf("store holds %d bytes of big, want %d", len(got), len(want))
+	}
+	if ok, _, _ := bufferState(m, sid, ino); ok {
+		t.Error("big's buffer still held after the ticker committed it")
 	}
 }

@@ -191,6 +191,13 @@ type Server struct {
 	sessMu   sync.Mutex
 	sessions map[mvcc.SessionID]*session
 
+	// Lock order: fileState.mu, then filesMu. filesMu is innermost: held
+	// only to read or change files and the opens counts, never across
+	// store I/O, a commit, or the wait for another lock (a fileState.mu
+	// is held through a whole commit, so waiting for one under filesMu
+	// stalled every open and getattr behind a large file's commit). sessMu
+	// and negMu are leaves too: no other of these locks is taken under
+	// them.
 	filesMu  sync.Mutex
 	files    map[fileKey]*fileState
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
