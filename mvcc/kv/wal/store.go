@@ -67,6 +67,13 @@ type Store struct {
 	log  *slog.Logger
 	lock *os.File // flock on dir/LOCK
 
+	// Lock order: flushMu, then writeMu, then viewMu, then mu (writeMu
+	// and viewMu are never held together today). A segment's mu is taken
+	// under flushMu or writeMu at most, never with viewMu or mu held.
+	// writeMu is held across an Update's I/O; mu is innermost and held
+	// for field access only, never across file or base I/O (admitLocked
+	// waits on flushed, which releases it).
+	//
 	// writeMu serializes Updates and the rotation of segment and memtable.
 	writeMu sync.Mutex
 	nextSeq uint64 // under writeMu
