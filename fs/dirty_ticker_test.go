@@ -155,13 +155,11 @@ func TestTickerLeavesUnlinkedAlone(t *testing.T) {
 		t.Errorf("close of an unlinked file: %v", err)
 	}
 	// The last release drops the buffer (RELEASE follows close(2)
-	// asynchronously: polled, no deadline).
-	for {
-		if ok, _, _ := bufferState(m, sid, ino); !ok {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// asynchronously: polled).
+	poll(t, "the last release to drop the buffer", func() (bool, string) {
+		ok, opens, dirty := bufferState(m, sid, ino)
+		return !ok, fmt.Sprintf("buffer present %v, %d handles, dirty %v", ok, opens, dirty)
+	})
 
 	// O_TMPFILE: written and fsynced while it has no name.
 	fd, err := syscall.Open(mnt, unix.O_TMPFILE|syscall.O_RDWR, 0o640)
@@ -241,9 +239,10 @@ func TestTickerRetriesFailedRelease(t *testing.T) {
 	if err := f.Close(); !errors.Is(err, full) {
 		t.Fatalf("close whose commit failed: %v, want %v", err, full)
 	}
-	for tries.count(ino) < 2 { // polled, no deadline
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll(t, "the last release's commit attempt", func() (bool, string) {
+		n := tries.count(ino)
+		return n >= 2, fmt.Sprintf("%d commit attempts, want 2 (flush, release)", n)
+	})
 	if ok, opens, dirty := bufferState(m, sid, ino); !ok || opens != 0 || !dirty {
 		t.Fatalf("after the failed last release: buffer present %v, %d handles, dirty %v; want present, 0, dirty", ok, opens, dirty)
 	}
@@ -341,19 +340,14 @@ func TestOpenDuringTickerCommit(t *testing.T) {
 	}
 	// The last release (asynchronous) fails too: the buffer stays,
 	// dirty, with no handle.
-	for i := 0; ; i++ {
+	poll(t, "the failed last release", func() (bool, string) {
 		mu.Lock()
 		n := tries[mvcc.Ino(ino)]
 		mu.Unlock()
 		ok, opens, dirty := bufferState(m, sid, ino)
-		if n >= 2 && ok && opens == 0 && dirty {
-			break
-		}
-		if i == 3000 {
-			t.Fatalf("after close: %d commit attempts, buffer present %v, %d handles, dirty %v; want 2, a dirty buffer with none", n, ok, opens, dirty)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return n >= 2 && ok && opens == 0 && dirty,
+			fmt.Sprintf("%d commit attempts, buffer present %v, %d handles, dirty %v; want 2, a dirty buffer with none", n, ok, opens, dirty)
+	})
 
 	mu.Lock()
 	fail, block = nil, mvcc.Ino(ino)
@@ -373,16 +367,9 @@ func TestOpenDuringTickerCommit(t *testing.T) {
 		defer close(dropDone)
 		m.dropIfIdle(fs) // what a release does after its commit
 	}()
-	for i := 0; ; i++ {
-		if ok, _ := goroutineBlocked("sync.", "(*Server).dropIfIdle"); ok {
-			break
-		}
-		if i == 3000 {
-			_, stacks := goroutineBlocked("", "")
-			t.Fatalf("dropIfIdle never waited for the committing file's lock:\n%s", stacks)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	poll(t, "dropIfIdle to wait for the committing file's lock", func() (bool, string) {
+		return goroutineBlocked("sync.", "(*Server).dropIfIdle")
+	})
 
 	openDone := make(chan error, 1)
 	go func() {
@@ -392,29 +379,24 @@ func TestOpenDuringTickerCommit(t *testing.T) {
 		}
 		openDone <- err
 	}()
-	for i := 0; ; i++ {
+	poll(t, "the open of another file", func() (bool, string) {
 		select {
 		case err := <-openDone:
 			if err != nil {
 				t.Fatalf("open of another file: %v", err)
 			}
+			return true, ""
 		default:
-			stalled, stacks := goroutineBlocked("sync.Mutex.Lock", "(*Server).acquire")
-			if !stalled {
-				stalled, stacks = goroutineBlocked("sync.Mutex.Lock", "(*Server).file(")
-			}
-			if stalled {
-				t.Fatalf("an open waits for filesMu, held while a commit runs:\n%s", stacks)
-			}
-			if i == 3000 {
-				_, stacks := goroutineBlocked("", "")
-				t.Fatalf("open of another file neither completed nor waited for filesMu:\n%s", stacks)
-			}
-			time.Sleep(10 * time.Millisecond)
-			continue
 		}
-		break
-	}
+		stalled, stacks := goroutineBlocked("sync.Mutex.Lock", "(*Server).acquire")
+		if !stalled {
+			stalled, stacks = goroutineBlocked("sync.Mutex.Lock", "(*Server).file(")
+		}
+		if stalled {
+			t.Fatalf("an open waits for filesMu, held while a commit runs:\n%s", stacks)
+		}
+		return false, "neither done nor waiting for filesMu:\n" + stacks
+	})
 	select {
 	case <-tickDone:
 		t.Fatal("the ticker's commit ended before the test let it")
