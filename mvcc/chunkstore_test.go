@@ -63,6 +63,7 @@ func chunkCount(t *testing.T, st *Store) int {
 // frame(bytes) under its SHA-256, keeps all-zero chunks as holes, and
 // stores nothing again for bytes it already has.
 func TestPutContentMatchesReference(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	st := lcOpen(t).st
 	rng := rand.NewChaCha8([32]byte{5})
 	rnd := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }

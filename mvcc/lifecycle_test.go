@@ -404,6 +404,7 @@ func TestSoftForget(t *testing.T) {
 }
 
 func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	e := lcOpen(t)
 	const inline, chunked, other = "MARKER-inline-7f3a9c", "MARKER-chunked-51e2d0", "MARKER-other-0b77e4"
 	keep := e.session("keep")
@@ -499,6 +500,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 }
 
 func TestRedactRewritesHistoryInPlace(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	e := lcOpen(t)
 	const needle = "sk-live-SECRET-4242"
 	sid := e.session("red")

@@ -484,6 +484,7 @@ func TestPruneThenCompactLeavesNoByte(t *testing.T) {
 // Under a write/prune cycle the store's file stops growing: bbolt reuses
 // the pages a prune freed.
 func TestWritePruneCycleReusesSpace(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	e := lcOpen(t)
 	sid := e.session("cycle")
 	const cycles, perCycle, size = 10, 24, 256 << 10

@@ -190,6 +190,7 @@ func TestPOSIXRulesOfTreeOps(t *testing.T) {
 }
 
 func TestContentIsChunkedAndDeduplicated(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	st, sid, root := openTest(t)
 	data := make([]byte, 10<<20)
 	rand.New(rand.NewSource(1)).Read(data)
