@@ -54,3 +54,19 @@ func TestRestoreEventRoots(t *testing.T) {
 		t.Errorf("single-root event: roots %q %v", roots, ok)
 	}
 }
+
+// Watch's cancel unregisters its function only: later commits call the
+// others, not it.
+func TestWatchCancel(t *testing.T) {
+	e := lcOpen(t)
+	var a, b []Op
+	cancelA := e.st.Watch(func(_ SessionID, ev Event) { a = append(a, ev.Op) })
+	e.st.Watch(func(_ SessionID, ev Event) { b = append(b, ev.Op) })
+	e.session("one")
+	cancelA()
+	cancelA() // idempotent
+	e.session("two")
+	if !slices.Equal(a, []Op{OpSessionCreate}) || !slices.Equal(b, []Op{OpSessionCreate, OpSessionCreate}) {
+		t.Errorf("after cancelling the first watcher: it heard %q, the other %q", a, b)
+	}
+}

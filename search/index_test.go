@@ -369,3 +369,26 @@ func TestTextFieldMatchesBleve(t *testing.T) {
 		}
 	}
 }
+
+// Close ends the index's Watch of the store: a store that outlives its
+// indexes (one per forwarded command, say) does not keep calling them.
+func TestCloseUnwatches(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"a": []byte("x\n")})
+	ix, err := OpenWith(data, st, Options{Background: true, InProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix.mu.Lock()
+	clear(ix.dirty)
+	ix.mu.Unlock()
+	putFile(t, st, sid, "b", []byte("y\n")) // watchers run on this goroutine
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.dirty[sid] {
+		t.Error("a commit after Close still reached the closed index")
+	}
+}
