@@ -70,12 +70,12 @@ func (d *asofDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		if errors.Is(err, mvcc.ErrHLCRange) {
 			return nil, syscall.ENOENT // no such point in time: no such directory
 		}
-		return nil, toErrno(opAsof, err)
+		return nil, d.m.toErrno(opAsof, err)
 	}
 	root, err := d.m.st.InodeAt(d.s.id, d.s.root, at)
 	if err != nil {
 		noNegativeEntry(out)
-		return nil, toErrno(opAsof, err)
+		return nil, d.m.toErrno(opAsof, err)
 	}
 	v := &view{name: name, at: at, stable: at < d.m.st.LastHLC()}
 	n := &Node{m: d.m, s: d.s, ino: d.s.root, view: v}
@@ -91,7 +91,7 @@ func (d *asofDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 func (d *asofDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	pts, err := timetravel.Points(d.m.st, d.s.id)
 	if err != nil {
-		return nil, toErrno(opAsofReaddir, err)
+		return nil, d.m.toErrno(opAsofReaddir, err)
 	}
 	es := make([]fuse.DirEntry, 0, len(pts))
 	for _, p := range pts {

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"sync"
@@ -238,7 +237,7 @@ func (f *fileState) commitLocked(ctx context.Context) error {
 		err = fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, err)
 		if errors.Is(err, mvcc.ErrForgotten) || errors.Is(err, mvcc.ErrNoSession) {
 			// The session is gone: nothing can take these bytes.
-			slog.Warn("padfs: discarding unsaved writes", "err", err)
+			f.m.log.Warn("padfs: discarding unsaved writes", "err", err)
 			f.resetLocked(f.base)
 		}
 		return err

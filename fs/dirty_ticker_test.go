@@ -3,11 +3,13 @@ package fs
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -412,4 +414,66 @@ func TestOpenDuringTickerCommit(t *testing.T) {
 	if ok, _, _ := bufferState(m, sid, ino); ok {
 		t.Error("big's buffer still held after the ticker committed it")
 	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from FUSE requests.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The mount logs to Options.Logger, not slog's default: the cause of an
+// EIO (here a commit the store refused at close) is in that log. And the
+// invalidations InvalidateSession queues run on one goroutine that
+// Unmount waits for.
+func TestMountLoggerAndInvalidator(t *testing.T) {
+	var logged syncBuffer
+	var refuse atomic.Bool
+	refuse.Store(true)
+	hook := func(mvcc.SessionID, mvcc.Ino) error {
+		if refuse.Load() {
+			return errInjected
+		}
+		return nil
+	}
+	mnt, _, m := mountTestOpts(t, Options{commitHook: hook,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	f, err := os.Create(filepath.Join(mnt, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("refused"))
+	if err := f.Close(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("close whose commit failed: %v, want EIO", err)
+	}
+	if got := logged.String(); !strings.Contains(got, "op=flush") || !strings.Contains(got, "injected") {
+		t.Errorf("the mount's logger got %q, want the flush's cause", got)
+	}
+
+	refuse.Store(false) // Unmount commits what is left
+	sid := sessionOf(t, m)
+	for range 100 {
+		m.InvalidateSession(sid)
+	}
+	if err := m.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.invalDone:
+	default:
+		t.Error("Unmount returned with the invalidator still running")
+	}
+	m.InvalidateSession(sid) // after the end: queued, harmless
 }

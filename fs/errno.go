@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
 	"syscall"
 
@@ -14,7 +13,7 @@ import (
 // toErrno maps an error from the store (or the OS) to the errno FUSE
 // returns. Expected conditions (ENOENT, EEXIST, ...) map silently; anything
 // else is logged with its cause and becomes EIO, never ENOSYS.
-func toErrno(op fuseOp, err error) syscall.Errno {
+func (m *Server) toErrno(op fuseOp, err error) syscall.Errno {
 	if err == nil {
 		return 0
 	}
@@ -50,22 +49,22 @@ func toErrno(op fuseOp, err error) syscall.Errno {
 	case errors.Is(err, context.Canceled):
 		return syscall.EINTR
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		slog.Error("padfs: short read from the store", "op", op, "err", err)
+		m.log.Error("padfs: short read from the store", "op", op, "err", err)
 		return syscall.EIO
 	case errors.Is(err, os.ErrNotExist):
 		return syscall.ENOENT
 	case errors.As(err, &errno):
 		if errno == syscall.ENOSPC || errno == syscall.EDQUOT {
-			slog.Error("padfs: out of space", "op", op, "err", err)
+			m.log.Error("padfs: out of space", "op", op, "err", err)
 			return errno
 		}
-		slog.Error("padfs: system error", "op", op, "err", err)
+		m.log.Error("padfs: system error", "op", op, "err", err)
 		return syscall.EIO
 	case errors.Is(err, mvcc.ErrCorrupt):
-		slog.Error("padfs: corrupt store", "op", op, "err", err)
+		m.log.Error("padfs: corrupt store", "op", op, "err", err)
 		return syscall.EIO
 	default:
-		slog.Error("padfs: internal error", "op", op, "err", err)
+		m.log.Error("padfs: internal error", "op", op, "err", err)
 		return syscall.EIO
 	}
 }

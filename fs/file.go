@@ -21,6 +21,7 @@ type handle struct {
 // snapshot, so removing entries while reading (rm -rf) neither skips nor
 // repeats names, and seekdir/telldir offsets stay valid.
 type dirHandle struct {
+	m       *Server
 	load    func() ([]fuse.DirEntry, syscall.Errno)
 	sync    func() error
 	entries []fuse.DirEntry
@@ -77,5 +78,5 @@ func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
 	if d.sync == nil {
 		return 0
 	}
-	return toErrno(opFsyncdir, d.sync())
+	return d.m.toErrno(opFsyncdir, d.sync())
 }

@@ -75,12 +75,14 @@
 package fs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -119,6 +121,9 @@ type Options struct {
 	// root, keyed by their name (".grep", ".log", or any other name that
 	// starts with a dot). They are hidden from readdir like .asof.
 	Virtual map[string]VirtualDir
+	// Logger receives the mount's errors (causes of EIO, failed
+	// background commits). Nil: slog.Default().
+	Logger *slog.Logger
 
 	// debugLog receives go-fuse's trace when Debug is set (tests count
 	// requests with it); nil: the standard logger.
@@ -214,6 +219,15 @@ type Server struct {
 	negPrune  int                 // prune expired negs when len reaches this
 	invalGens map[mvcc.SessionID]uint64
 
+	log *slog.Logger // opts.Logger or the default
+
+	// invalidations: sessions InvalidateSession queued for the one
+	// goroutine that runs them (invalidator), which shutdown waits for.
+	invalMu   sync.Mutex
+	invalQ    []mvcc.SessionID
+	invalWake chan struct{} // capacity 1
+	invalDone chan struct{}
+
 	stop     chan struct{}
 	tickDone chan struct{}
 	stopOnce sync.Once
@@ -243,6 +257,9 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		invalGens: map[mvcc.SessionID]uint64{},
 		stop:      make(chan struct{}),
 		tickDone:  make(chan struct{}),
+		log:       cmp.Or(opts.Logger, slog.Default()),
+		invalWake: make(chan struct{}, 1),
+		invalDone: make(chan struct{}),
 	}
 	var root gofs.InodeEmbedder
 	rootAttr := &gofs.StableAttr{Mode: syscall.S_IFDIR}
@@ -315,6 +332,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	m.server = server
 	m.root = root.EmbeddedInode()
 	go m.ticker()
+	go m.invalidator()
 	return m, nil
 }
 
@@ -364,9 +382,10 @@ func (m *Server) shutdown() {
 	m.stopOnce.Do(func() {
 		close(m.stop)
 		<-m.tickDone
+		<-m.invalDone
 		m.bg.Wait()
 		if err := m.Flush(); err != nil {
-			slog.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
+			m.log.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
 		}
 	})
 }
@@ -407,7 +426,7 @@ func (m *Server) tick(now time.Time) {
 	for _, f := range m.openFiles() {
 		if f.due(now) {
 			if err := m.commit(f); err != nil {
-				slog.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
+				m.log.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
 			}
 			m.dropIfIdle(f)
 		}
@@ -418,9 +437,42 @@ func (m *Server) tick(now time.Time) {
 // content) of every node of session sid, for changes made outside FUSE
 // (fork, forget, redact). It returns at once: the work is done by another
 // goroutine, so it is safe to call from anywhere, including inside a FUSE
-// request or a store Watch callback.
+// request or a store Watch callback. Invalidations run one at a time, in
+// the order asked; one already queued for sid covers a second request.
 func (m *Server) InvalidateSession(sid mvcc.SessionID) {
-	go m.invalidate(sid)
+	m.invalMu.Lock()
+	if !slices.Contains(m.invalQ, sid) {
+		m.invalQ = append(m.invalQ, sid)
+	}
+	m.invalMu.Unlock()
+	select {
+	case m.invalWake <- struct{}{}:
+	default:
+	}
+}
+
+// invalidator runs the queued invalidations until shutdown; those still
+// queued then have no kernel cache left to drop.
+func (m *Server) invalidator() {
+	defer close(m.invalDone)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.invalWake:
+		}
+		for {
+			m.invalMu.Lock()
+			if len(m.invalQ) == 0 {
+				m.invalMu.Unlock()
+				break
+			}
+			sid := m.invalQ[0]
+			m.invalQ = m.invalQ[1:]
+			m.invalMu.Unlock()
+			m.invalidate(sid)
+		}
+	}
 }
 
 // InvalidateSessionWait is InvalidateSession that returns when the
@@ -536,7 +588,7 @@ func (m *Server) statfs(out *fuse.StatfsOut) syscall.Errno {
 		dir = os.TempDir()
 	}
 	if err := syscall.Statfs(dir, &s); err != nil {
-		return toErrno(opStatfs, err)
+		return m.toErrno(opStatfs, err)
 	}
 	out.FromStatfsT(&s)
 	out.NameLen = mvcc.NameMax

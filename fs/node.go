@@ -196,7 +196,7 @@ func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 		// One read, in step with the buffer (see liveInode).
 		in, o, dirty, err := n.m.liveInode(ctx, n.s.id, n.ino)
 		if err != nil {
-			return toErrno(opGetattr, err)
+			return n.m.toErrno(opGetattr, err)
 		}
 		n.fillAttrOver(&out.Attr, in, o, dirty)
 		out.SetTimeout(n.timeout())
@@ -204,7 +204,7 @@ func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 	}
 	in, err := n.inode()
 	if err != nil {
-		return toErrno(opGetattr, err)
+		return n.m.toErrno(opGetattr, err)
 	}
 	n.fillAttr(&out.Attr, in)
 	out.SetTimeout(n.timeout())

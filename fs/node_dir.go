@@ -29,7 +29,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 	gen := n.m.invalGen(n.s.id)
 	in, err := n.m.st.Lookup(n.s.id, n.ino, name, n.at())
 	if err != nil {
-		errno := toErrno(opLookup, err)
+		errno := n.m.toErrno(opLookup, err)
 		if errno == syscall.ENOENT {
 			if n.view != nil && !n.view.stable {
 				noNegativeEntry(out) // the name may appear as time passes
@@ -47,7 +47,7 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 	load := func() ([]fuse.DirEntry, syscall.Errno) {
 		ds, err := n.m.st.ReadDir(n.s.id, n.ino, n.at())
 		if err != nil {
-			return nil, toErrno(opReaddir, err)
+			return nil, n.m.toErrno(opReaddir, err)
 		}
 		out := make([]fuse.DirEntry, 0, len(ds)+2)
 		out = append(out, fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: n.StableAttr().Ino})
@@ -82,7 +82,7 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 			}
 		}
 	}
-	return &dirHandle{load: load, sync: n.m.st.Sync}, fl, 0
+	return &dirHandle{m: n.m, load: load, sync: n.m.st.Sync}, fl, 0
 }
 
 // checkNew refuses names that cannot be created in n.
@@ -124,7 +124,7 @@ func (n *Node) newAttr(ctx context.Context, mode uint32) (mvcc.Attr, syscall.Err
 	uid, gid := callerIDs(ctx)
 	p, err := n.inode()
 	if err != nil {
-		return mvcc.Attr{}, toErrno(opCreate, err)
+		return mvcc.Attr{}, n.m.toErrno(opCreate, err)
 	}
 	if p.Mode&syscall.S_ISGID != 0 {
 		gid = p.Gid
@@ -146,7 +146,7 @@ func (n *Node) create(ctx context.Context, name string, mode, rdev uint32, targe
 	a.Rdev = rdev
 	in, err := n.m.st.Create(n.s.id, n.ino, name, a, target)
 	if err != nil {
-		return nil, toErrno(opCreate, err)
+		return nil, n.m.toErrno(opCreate, err)
 	}
 	return n.newChild(ctx, in, out), 0
 }
@@ -189,7 +189,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 		// Lost a race with another creator: open what is there, as
 		// open(2) without O_EXCL does.
 		if in, err = n.m.st.Lookup(n.s.id, n.ino, name, mvcc.Latest); err != nil {
-			return nil, nil, 0, toErrno(opCreate, err)
+			return nil, nil, 0, n.m.toErrno(opCreate, err)
 		}
 		if !in.IsRegular() {
 			return nil, nil, 0, syscall.EISDIR
@@ -202,7 +202,7 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 			child = n.newChild(ctx, in, out)
 		}
 	case err != nil:
-		return nil, nil, 0, toErrno(opCreate, err)
+		return nil, nil, 0, n.m.toErrno(opCreate, err)
 	default:
 		child = n.newChild(ctx, in, out)
 	}
@@ -231,7 +231,7 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 	}
 	in, err := n.m.st.Link(n.s.id, t.ino, n.ino, name)
 	if err != nil {
-		return nil, toErrno(opLink, err)
+		return nil, n.m.toErrno(opLink, err)
 	}
 	if f := n.m.file(t.s.id, t.ino); f != nil {
 		f.linked() // an O_TMPFILE's buffer can be committed now
@@ -244,7 +244,7 @@ func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
 	if errno := n.checkRemove(name); errno != 0 {
 		return errno
 	}
-	return toErrno(opUnlink, n.m.st.Remove(n.s.id, n.ino, name, false))
+	return n.m.toErrno(opUnlink, n.m.st.Remove(n.s.id, n.ino, name, false))
 }
 
 // Rmdir removes an empty directory.
@@ -252,7 +252,7 @@ func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
 	if errno := n.checkRemove(name); errno != 0 {
 		return errno
 	}
-	return toErrno(opRmdir, n.m.st.Remove(n.s.id, n.ino, name, true))
+	return n.m.toErrno(opRmdir, n.m.st.Remove(n.s.id, n.ino, name, true))
 }
 
 // Rename is rename(2)/renameat2(2) (RENAME_NOREPLACE, RENAME_EXCHANGE,
@@ -276,7 +276,7 @@ func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbe
 		return syscall.EXDEV
 	}
 	uid, gid := callerIDs(ctx)
-	return toErrno(opRename, n.m.st.RenameAs(n.s.id, n.ino, name, np.ino, newName, flags, mvcc.Attr{Uid: uid, Gid: gid}))
+	return n.m.toErrno(opRename, n.m.st.RenameAs(n.s.id, n.ino, name, np.ino, newName, flags, mvcc.Attr{Uid: uid, Gid: gid}))
 }
 
 // Tmpfile creates an unnamed regular file (open with O_TMPFILE); linkat
@@ -291,7 +291,7 @@ func (n *Node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse
 	}
 	in, err := n.m.st.CreateUnlinked(n.s.id, n.ino, a)
 	if err != nil {
-		return nil, nil, 0, toErrno(opTmpfile, err)
+		return nil, nil, 0, n.m.toErrno(opTmpfile, err)
 	}
 	child := n.newChild(ctx, in, out)
 	cn, ok := child.Operations().(*Node)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"syscall"
 	"time"
 
@@ -32,7 +31,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		}
 		in, err := n.inode()
 		if err != nil {
-			return nil, 0, toErrno(opOpen, err)
+			return nil, 0, n.m.toErrno(opOpen, err)
 		}
 		if !in.IsRegular() {
 			return nil, 0, syscall.EINVAL
@@ -42,7 +41,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 	}
 	f, err := n.m.acquire(n)
 	if err != nil {
-		return nil, 0, toErrno(opOpen, err)
+		return nil, 0, n.m.toErrno(opOpen, err)
 	}
 	if flags&syscall.O_TRUNC != 0 {
 		// Atomic O_TRUNC (Linux truncates even with O_RDONLY): the
@@ -50,7 +49,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		// (nothing at all for an empty clean file).
 		if !f.lockFor(ctx, false) {
 			n.m.releaseLater(f)
-			return nil, 0, toErrno(opOpen, errKilled)
+			return nil, 0, n.m.toErrno(opOpen, errKilled)
 		}
 		var err error
 		if f.size != 0 || f.dirty {
@@ -65,7 +64,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		f.mu.Unlock()
 		if err != nil {
 			n.m.release(f)
-			return nil, 0, toErrno(opOpen, err)
+			return nil, 0, n.m.toErrno(opOpen, err)
 		}
 		if killed {
 			n.NotifyContent(-1, 0) // the OPEN reply carries no mode
@@ -73,7 +72,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 	}
 	if !f.lockFor(ctx, true) {
 		n.m.releaseLater(f)
-		return nil, 0, toErrno(opOpen, errKilled)
+		return nil, 0, n.m.toErrno(opOpen, errKilled)
 	}
 	fl := n.keepCache(f.base.ContentHLC)
 	f.mu.RUnlock()
@@ -109,7 +108,7 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 		c, err = n.m.st.ReadAt(h.snap, dest, off)
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return nil, toErrno(opRead, err)
+		return nil, n.m.toErrno(opRead, err)
 	}
 	return fuse.ReadResultData(dest[:c]), 0
 }
@@ -128,7 +127,7 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 	}
 	killed, err := h.f.writeAt(ctx, data, off, n.m.killFlagged(ctx))
 	if err != nil {
-		return 0, toErrno(opWrite, err)
+		return 0, n.m.toErrno(opWrite, err)
 	}
 	if killed {
 		n.NotifyContent(-1, 0) // the WRITE reply carries no mode
@@ -143,7 +142,7 @@ func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	if !ok || h.f == nil {
 		return 0
 	}
-	return toErrno(opFlush, n.m.commitFor(ctx, h.f))
+	return n.m.toErrno(opFlush, n.m.commitFor(ctx, h.f))
 }
 
 // Release drops a handle; the last one commits and frees the buffer.
@@ -152,21 +151,21 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 	if !ok || h.f == nil {
 		return 0
 	}
-	return toErrno(opRelease, n.m.release(h.f))
+	return n.m.toErrno(opRelease, n.m.release(h.f))
 }
 
 // Fsync commits the inode and returns when the store is durable.
 func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
 	if h, ok := fh.(*handle); ok && h.f != nil {
 		if err := n.m.commitFor(ctx, h.f); err != nil {
-			return toErrno(opFsync, err)
+			return n.m.toErrno(opFsync, err)
 		}
 	} else if f := n.m.file(n.s.id, n.ino); f != nil && n.view == nil {
 		if err := n.m.commitFor(ctx, f); err != nil {
-			return toErrno(opFsync, err)
+			return n.m.toErrno(opFsync, err)
 		}
 	}
-	return toErrno(opFsync, n.m.st.Sync())
+	return n.m.toErrno(opFsync, n.m.st.Sync())
 }
 
 // setattrChanges are the SETATTR fields that change something.
@@ -237,11 +236,11 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		// meanwhile) and commits under its lock; opens share it.
 		var err error
 		if f, err = n.m.acquire(n); err != nil {
-			return toErrno(opTruncate, err)
+			return n.m.toErrno(opTruncate, err)
 		}
 		defer func(f *fileState) {
 			if err := n.m.release(f); err != nil {
-				slog.Error("padfs: commit after truncate", "session", n.s.id, "ino", n.ino, "err", err)
+				n.m.log.Error("padfs: commit after truncate", "session", n.s.id, "ino", n.ino, "err", err)
 			}
 		}(f)
 	}
@@ -250,7 +249,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		// the kernel comes from a caller without CAP_FSETID.
 		mode, gid, err := n.currentMode(f)
 		if err != nil {
-			return toErrno(opSetattr, err)
+			return n.m.toErrno(opSetattr, err)
 		}
 		noCap := in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && in.Valid&fuse.FATTR_SIZE != 0
 		if km := killedMode(ctx, mode, gid, noCap); km != mode {
@@ -268,7 +267,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 				mtime = *sa.Mtime
 			}
 			if err := f.truncate(int64(size), mtime); err != nil {
-				return toErrno(opTruncate, err)
+				return n.m.toErrno(opTruncate, err)
 			}
 		} else {
 			sa.Size, changed = &size, true
@@ -308,12 +307,12 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 			_, err = n.m.st.SetAttrCtx(kctx, n.s.id, n.ino, sa)
 		}
 		if err != nil {
-			return toErrno(opSetattr, err)
+			return n.m.toErrno(opSetattr, err)
 		}
 	}
 	cur, err := n.inode()
 	if err != nil {
-		return toErrno(opSetattr, err)
+		return n.m.toErrno(opSetattr, err)
 	}
 	if sa.Size != nil {
 		n.kcache.Store(uint64(cur.ContentHLC))
@@ -351,11 +350,11 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 			}
 		}
 		h.f.mu.Unlock()
-		return toErrno(opFallocate, err)
+		return n.m.toErrno(opFallocate, err)
 	case keepSize:
 		return 0
 	case keepSize | punchHole:
-		return toErrno(opFallocate, h.f.punchHole(int64(off), int64(size)))
+		return n.m.toErrno(opFallocate, h.f.punchHole(int64(off), int64(size)))
 	}
 	return syscall.EOPNOTSUPP
 }
@@ -412,7 +411,7 @@ func seekData(data []mvcc.Range, size int64, off uint64, whence uint32) (uint64,
 func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	in, err := n.inode()
 	if err != nil {
-		return nil, toErrno(opReadlink, err)
+		return nil, n.m.toErrno(opReadlink, err)
 	}
 	if !in.IsSymlink() {
 		return nil, syscall.EINVAL

@@ -38,7 +38,7 @@ func (r *sessionsRoot) child(ctx context.Context, h *mvcc.SessionHeader, out *fu
 	n := &Node{m: r.m, s: s, ino: h.Root}
 	in, err := n.inode()
 	if err != nil {
-		return nil, toErrno(opLookupSession, err)
+		return nil, r.m.toErrno(opLookupSession, err)
 	}
 	return n.attach(ctx, &r.Inode, in, out), 0
 }
@@ -48,7 +48,7 @@ func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fus
 	fillSynthDir(&out.Attr, r.m, 0o755)
 	all, err := r.m.st.Sessions()
 	if err != nil {
-		return toErrno(opGetattrSessions, err)
+		return r.m.toErrno(opGetattrSessions, err)
 	}
 	out.Nlink++ // by-name/
 	for _, s := range all {
@@ -72,7 +72,7 @@ func (r *sessionsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryO
 	h, err := r.findSession(name)
 	if err != nil {
 		noNegativeEntry(out) // sessions appear without notice (fork)
-		return nil, toErrno(opLookupSession, err)
+		return nil, r.m.toErrno(opLookupSession, err)
 	}
 	return r.child(ctx, h, out)
 }
@@ -81,7 +81,7 @@ func (r *sessionsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryO
 func (r *sessionsRoot) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	all, err := r.m.st.Sessions()
 	if err != nil {
-		return nil, toErrno(opReaddirSessions, err)
+		return nil, r.m.toErrno(opReaddirSessions, err)
 	}
 	es := make([]fuse.DirEntry, 0, len(all)+1)
 	es = append(es, fuse.DirEntry{Name: byNameDir, Mode: syscall.S_IFDIR, Ino: synthIno([]byte(byNameDir))})
@@ -96,18 +96,18 @@ func (r *sessionsRoot) Readdir(ctx context.Context) (gofs.DirStream, syscall.Err
 // Mkdir creates a session named name (listed afterwards by its ULID).
 func (r *sessionsRoot) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
 	if err := mvcc.ValidName(name); err != nil {
-		return nil, toErrno(opMkdirSession, err)
+		return nil, r.m.toErrno(opMkdirSession, err)
 	}
 	if _, err := r.findSession(name); err == nil || name == byNameDir {
 		return nil, syscall.EEXIST
 	}
 	h, err := r.m.st.CreateSession(name, r.m.opts.Uid, r.m.opts.Gid)
 	if err != nil {
-		return nil, toErrno(opMkdirSession, err)
+		return nil, r.m.toErrno(opMkdirSession, err)
 	}
 	if perm := mode & 07777; perm != 0o755 {
 		if _, err := r.m.st.SetAttr(h.ID, h.Root, mvcc.SetAttr{Mode: &perm}); err != nil {
-			return nil, toErrno(opMkdirSession, err)
+			return nil, r.m.toErrno(opMkdirSession, err)
 		}
 	}
 	return r.child(ctx, h, out)
@@ -120,13 +120,13 @@ func (r *sessionsRoot) Rmdir(ctx context.Context, name string) syscall.Errno {
 	}
 	h, err := r.findSession(name)
 	if err != nil {
-		return toErrno(opForgetSession, err)
+		return r.m.toErrno(opForgetSession, err)
 	}
 	if r.m.opts.Forget == nil {
 		return syscall.EPERM
 	}
 	if err := r.m.opts.Forget(h.ID); err != nil {
-		return toErrno(opForgetSession, err)
+		return r.m.toErrno(opForgetSession, err)
 	}
 	r.m.InvalidateSession(h.ID)
 	return 0
@@ -216,7 +216,7 @@ func (d *byName) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 	noNegativeEntry(out) // a session may take this name at any time
 	names, err := d.names()
 	if err != nil {
-		return nil, toErrno(opLookupByName, err)
+		return nil, d.m.toErrno(opLookupByName, err)
 	}
 	if _, ok := names[name]; !ok {
 		return nil, syscall.ENOENT
@@ -233,7 +233,7 @@ func (d *byName) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 func (d *byName) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	names, err := d.names()
 	if err != nil {
-		return nil, toErrno(opReaddirByName, err)
+		return nil, d.m.toErrno(opReaddirByName, err)
 	}
 	sorted := make([]string, 0, len(names))
 	for n := range names {
@@ -268,7 +268,7 @@ func (l *byNameLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.
 func (l *byNameLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
 	names, err := l.d.names()
 	if err != nil {
-		return nil, toErrno(opReadlinkByName, err)
+		return nil, l.d.m.toErrno(opReadlinkByName, err)
 	}
 	id, ok := names[l.name]
 	if !ok {

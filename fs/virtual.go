@@ -95,7 +95,7 @@ func (d *virtualDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno
 	if d.vd.List != nil {
 		var err error
 		if names, err = d.vd.List(d.s.id); err != nil {
-			return nil, toErrno(opReaddir, fmt.Errorf("%s: %w", d.name, err))
+			return nil, d.m.toErrno(opReaddir, fmt.Errorf("%s: %w", d.name, err))
 		}
 	}
 	es := make([]fuse.DirEntry, 0, len(names))
@@ -118,7 +118,7 @@ func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 	data, err := d.vd.Open(d.s.id, name)
 	if err != nil {
 		noNegativeEntry(out) // generated content: may exist next time
-		return nil, toErrno(opLookup, fmt.Errorf("%s/%s: %w", d.name, name, err))
+		return nil, d.m.toErrno(opLookup, fmt.Errorf("%s/%s: %w", d.name, name, err))
 	}
 	// NewInode returns the existing node of a name looked up before:
 	// the content goes to that one.
@@ -176,7 +176,7 @@ func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	if data == nil {
 		var err error
 		if data, err = f.d.vd.Open(f.d.s.id, f.name); err != nil {
-			return nil, 0, toErrno(opOpen, fmt.Errorf("%s/%s: %w", f.d.name, f.name, err))
+			return nil, 0, f.d.m.toErrno(opOpen, fmt.Errorf("%s/%s: %w", f.d.name, f.name, err))
 		}
 		f.generated(data, false)
 	}

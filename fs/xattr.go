@@ -25,7 +25,7 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 	}
 	v, ok, err := n.m.st.Xattr(n.s.id, n.ino, attr, n.at())
 	if err != nil {
-		return 0, toErrno(opGetxattr, err)
+		return 0, n.m.toErrno(opGetxattr, err)
 	}
 	if !ok {
 		return 0, syscall.ENODATA
@@ -43,7 +43,7 @@ func (n *Node) Getxattr(ctx context.Context, attr string, dest []byte) (uint32, 
 func (n *Node) Listxattr(ctx context.Context, dest []byte) (uint32, syscall.Errno) {
 	names, err := n.m.st.XattrNames(n.s.id, n.ino, n.at())
 	if err != nil {
-		return 0, toErrno(opListxattr, err)
+		return 0, n.m.toErrno(opListxattr, err)
 	}
 	var b []byte
 	for _, name := range names {
@@ -69,7 +69,7 @@ func (n *Node) Setxattr(ctx context.Context, attr string, data []byte, flags uin
 	if data == nil {
 		data = []byte{}
 	}
-	return toErrno(opSetxattr, n.m.st.SetXattr(n.s.id, n.ino, attr, data, flags&(mvcc.XattrCreate|mvcc.XattrReplace)))
+	return n.m.toErrno(opSetxattr, n.m.st.SetXattr(n.s.id, n.ino, attr, data, flags&(mvcc.XattrCreate|mvcc.XattrReplace)))
 }
 
 // Removexattr removes an attribute.
@@ -80,5 +80,5 @@ func (n *Node) Removexattr(ctx context.Context, attr string) syscall.Errno {
 	if !userXattr(attr) {
 		return syscall.ENODATA
 	}
-	return toErrno(opRemovexattr, n.m.st.SetXattr(n.s.id, n.ino, attr, nil, 0))
+	return n.m.toErrno(opRemovexattr, n.m.st.SetXattr(n.s.id, n.ino, attr, nil, 0))
 }
