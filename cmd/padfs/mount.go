@@ -146,17 +146,22 @@ func exitCode(code int) error {
 // the further mounts other `padfs mount` commands ask for), and returns
 // once its own mount and every further one have ended.
 func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string, req mountRequest) error {
-	closeStore := func() {
-		if err := st.Close(); err != nil {
-			log.Error("close store", "dir", dir, "err", err)
+	// What was set up is undone in reverse on every return: the hooks'
+	// stops, then the store.
+	var undo cleanups
+	defer undo.run()
+	var cerr error
+	undo.push(func() {
+		if cerr = st.Close(); cerr != nil {
+			log.Error("close store", "dir", dir, "err", cerr)
 		}
-	}
+	})
 	// Refuse an unknown session before the hooks start the index.
 	if _, _, err := mountTarget(st, dir, req.Session, req.AsOf); err != nil {
-		closeStore()
 		return err
 	}
 	opts := fs.Options{
+		Logger:   log,
 		Uid:      uint32(os.Getuid()),
 		Gid:      uint32(os.Getgid()),
 		SpillDir: filepath.Join(dir, "spill"),
@@ -167,31 +172,21 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	}
 	url := storeURL(cmd)
 	hookApp := &App{Dir: dir, URL: url, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
-		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Log: log}
 	hookApp.Cwd, _ = os.Getwd()
-	var stops []func()
-	runStops := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
 	for _, h := range mountHooks {
 		stop, err := h(hookApp, &opts)
 		if err != nil {
-			runStops()
-			closeStore()
 			return err
 		}
 		if stop != nil {
-			stops = append(stops, stop)
+			undo.push(stop)
 		}
 	}
 	set := newMountSet(st, dir, opts, log)
 	set.leaseTTL, _ = cmd.Flags().GetDuration("lease-ttl")
 	own, err := set.mount(req, uint32(os.Getuid()), uint32(os.Getgid()), log)
 	if err != nil {
-		runStops()
-		closeStore()
 		return err
 	}
 	mnt := own.info.Mountpoint
@@ -206,8 +201,6 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 		} else {
 			<-own.done
 		}
-		runStops()
-		closeStore()
 		return err
 	}
 
@@ -250,11 +243,7 @@ wait:
 	if ferr != nil {
 		log.Error("flush", "err", ferr)
 	}
-	runStops()
-	cerr := st.Close()
-	if cerr != nil {
-		log.Error("close store", "dir", dir, "err", cerr)
-	}
+	undo.run() // sets cerr
 	if !now {
 		log.Info("every mount of the data directory ended; exiting", "data", dir)
 	}
@@ -405,4 +394,19 @@ func mountError(mnt string, err error) error {
 		return fmt.Errorf("cannot mount %s: permission denied (run as root or install fuse3 for fusermount3): %s", mnt, msg)
 	}
 	return fmt.Errorf("cannot mount %s: %s", mnt, msg)
+}
+
+// cleanups are undo steps, run last pushed first. run pops each before
+// calling it, so a second run (a deferred one after an explicit one) does
+// nothing.
+type cleanups []func()
+
+func (c *cleanups) push(f func()) { *c = append(*c, f) }
+
+func (c *cleanups) run() {
+	for len(*c) > 0 {
+		f := (*c)[len(*c)-1]
+		*c = (*c)[:len(*c)-1]
+		f()
+	}
 }
