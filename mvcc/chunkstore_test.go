@@ -90,7 +90,7 @@ func TestPutContentMatchesReference(t *testing.T) {
 			want, chunks := refContent(t, data)
 			for round := 0; round < 2; round++ {
 				before := chunkCount(t, st)
-				got, err := st.PutContent(bytes.NewReader(data))
+				got, err := st.PutContent(t.Context(), bytes.NewReader(data))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -146,7 +146,7 @@ func TestPutContentErrors(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	boom := errors.New("boom")
 	for _, cut := range []int{InlineMax + 10, chunkBatchBytes / 2, 3*chunkBatchBytes + 999} {
-		_, err := e.st.PutContent(&failingReader{data[:cut], boom})
+		_, err := e.st.PutContent(t.Context(), &failingReader{data[:cut], boom})
 		if !errors.Is(err, boom) {
 			t.Fatalf("read error after %d bytes: got %v", cut, err)
 		}
@@ -154,7 +154,7 @@ func TestPutContentErrors(t *testing.T) {
 	if err := e.st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.PutContent(bytes.NewReader(data)); !errors.Is(err, kv.ErrClosed) {
+	if _, err := e.st.PutContent(t.Context(), bytes.NewReader(data)); !errors.Is(err, kv.ErrClosed) {
 		t.Fatalf("closed store: got %v, want kv.ErrClosed", err)
 	}
 	// The storer goroutine has finished its work before PutContent

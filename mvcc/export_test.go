@@ -195,7 +195,7 @@ func TestSessionArchiveRefusesDamage(t *testing.T) {
 func TestImportForkWithoutParent(t *testing.T) {
 	a := lcOpen(t)
 	sid, _ := archiveSession(a)
-	fh, err := a.st.Fork(sid, Latest, ForkOptions{Name: "child"})
+	fh, err := a.st.Fork(t.Context(), sid, Latest, ForkOptions{Name: "child"})
 	if err != nil {
 		t.Fatal(err)
 	}

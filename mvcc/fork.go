@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"context"
 	"fmt"
 )
 
@@ -27,7 +28,9 @@ type ForkOptions struct {
 // chunk bytes themselves are shared, so forking a 1 GB session copies no
 // file bytes. Only the state as of at is copied, not its history: the new
 // session's .asof/ starts at the fork.
-func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, error) {
+//
+// ctx ends the copy early (nothing is committed) with ctx.Err().
+func (s *Store) Fork(ctx context.Context, src SessionID, at HLC, opt ForkOptions) (*SessionHeader, error) {
 	if opt.Name != "" {
 		if err := ValidSessionName(opt.Name); err != nil {
 			return nil, err
@@ -66,7 +69,7 @@ func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, er
 			return fmt.Errorf("%w: %s was forgotten at %s; fork it as of an earlier time", ErrForgotten, src, when)
 		}
 		h.Created, h.Parent, h.ForkedAt = t.hlc, &src, from
-		return t.copyTree(src, sh.Root, from, h)
+		return t.copyTree(ctx, src, sh.Root, from, h)
 	})
 	if err != nil {
 		return nil, err
@@ -76,7 +79,7 @@ func (s *Store) Fork(src SessionID, at HLC, opt ForkOptions) (*SessionHeader, er
 
 // copyTree writes src's tree as of at into the commit's (new) session and
 // its header, state and event.
-func (t *WriteTx) copyTree(src SessionID, srcRoot Ino, at HLC, h *SessionHeader) error {
+func (t *WriteTx) copyTree(ctx context.Context, src SessionID, srcRoot Ino, at HLC, h *SessionHeader) error {
 	// Walk first: every inode of the tree, with the names it has.
 	type link struct {
 		parent Ino // source inode numbers
@@ -92,6 +95,9 @@ func (t *WriteTx) copyTree(src SessionID, srcRoot Ino, at HLC, h *SessionHeader)
 	var order []Ino // first-seen order: parents before children
 	subdirs := map[Ino]uint32{}
 	if err := t.WalkTree(src, at, func(e TreeEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		ino := e.Node.Ino
 		if _, seen := nodes[ino]; !seen {
 			nodes[ino] = e.Node
@@ -165,6 +171,9 @@ func (t *WriteTx) copyTree(src SessionID, srcRoot Ino, at HLC, h *SessionHeader)
 		return err
 	}
 	for _, ino := range order {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		n := nodes[ino]
 		ls := links[ino]
 		if err := put(n, ls); err != nil {

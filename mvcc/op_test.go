@@ -1,6 +1,8 @@
 package mvcc
 
 import (
+	"context"
+	"errors"
 	"slices"
 	"testing"
 )
@@ -69,4 +71,62 @@ func TestWatchCancel(t *testing.T) {
 	if !slices.Equal(a, []Op{OpSessionCreate}) || !slices.Equal(b, []Op{OpSessionCreate, OpSessionCreate}) {
 		t.Errorf("after cancelling the first watcher: it heard %q, the other %q", a, b)
 	}
+}
+
+// A cancelled context ends Fork (nothing committed) and Diff with its
+// error.
+func TestForkDiffCancelled(t *testing.T) {
+	e := lcOpen(t)
+	sid := e.session("src")
+	e.buildTree(sid)
+	before, err := e.st.Sessions()
+	must(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	if _, err := e.st.Fork(ctx, sid, Latest, ForkOptions{Name: "copy"}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Fork with a cancelled context: %v, want context.Canceled", err)
+	}
+	if after, err := e.st.Sessions(); err != nil || len(after) != len(before) {
+		t.Errorf("a cancelled Fork left %d sessions (was %d), %v", len(after), len(before), err)
+	}
+	if _, err := e.st.Diff(ctx, sid, 0, Latest); !errors.Is(err, context.Canceled) {
+		t.Errorf("Diff with a cancelled context: %v, want context.Canceled", err)
+	}
+	if _, err := e.st.Fork(t.Context(), sid, Latest, ForkOptions{Name: "copy"}); err != nil {
+		t.Errorf("Fork after the cancelled one: %v", err)
+	}
+}
+
+// PutContent of a large file stops when its context ends: the reader is
+// not read to its end.
+func TestPutContentCancelled(t *testing.T) {
+	e := lcOpen(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	r := &cancelAfter{n: 4 << 20, cancel: cancel}
+	if _, err := e.st.PutContent(ctx, r); !errors.Is(err, context.Canceled) {
+		t.Fatalf("PutContent cancelled at 4 MiB: %v, want context.Canceled", err)
+	}
+	if r.read >= 64<<20 {
+		t.Errorf("read %d bytes of an endless reader after the cancel", r.read)
+	}
+}
+
+// cancelAfter is an endless reader of pseudo-random bytes that calls
+// cancel once n bytes were read.
+type cancelAfter struct {
+	n, read int
+	cancel  func()
+	x       uint64
+}
+
+func (c *cancelAfter) Read(p []byte) (int, error) {
+	for i := range p {
+		c.x = c.x*6364136223846793005 + 1442695040888963407
+		p[i] = byte(c.x >> 56)
+	}
+	c.read += len(p)
+	if c.read >= c.n {
+		c.cancel()
+	}
+	return len(p), nil
 }

@@ -117,7 +117,7 @@ func buildPruneScenario(t *testing.T, e *lcEnv) *pruneScenario {
 	if p.cp, errc = e.st.CreateCheckpoint(sid, "cp"); errc != nil {
 		t.Fatal(errc)
 	}
-	ch, err := e.st.Fork(sid, Latest, ForkOptions{Name: "child"})
+	ch, err := e.st.Fork(t.Context(), sid, Latest, ForkOptions{Name: "child"})
 	if err != nil {
 		t.Fatal(err)
 	}

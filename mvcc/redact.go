@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -400,7 +401,7 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 		if err != nil {
 			return nil, err
 		}
-		c, err := s.PutContent(bytes.NewReader(red))
+		c, err := s.PutContent(context.Background(), bytes.NewReader(red))
 		if err != nil {
 			return nil, err
 		}

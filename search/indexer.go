@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -506,8 +507,10 @@ func (ix *Index) buildLocked(sid mvcc.SessionID, seq uint64, at mvcc.HLC, stop <
 }
 
 // Rebuild deletes the index of session sid and builds it again from the
-// store's current tree, reporting progress in bytes.
-func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
+// store's current tree, reporting progress in bytes. ctx (or Close) ends
+// it early, with ctx.Err(): the index is then empty and the background
+// catch-up builds it again.
+func (ix *Index) Rebuild(ctx context.Context, sid mvcc.SessionID, progress Progress) error {
 	var seq uint64
 	var at mvcc.HLC
 	if err := ix.st.View(func(t *mvcc.ReadTx) error {
@@ -523,7 +526,21 @@ func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
 	if err := ix.dropLocked(sid); err != nil {
 		return err
 	}
-	return ix.buildLocked(sid, seq, at, ix.stop, progress)
+	// Cancelling ctx closes bctx.Done() at once; Close does, shortly.
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ix.stop:
+			cancel()
+		case <-bctx.Done():
+		}
+	}()
+	err := ix.buildLocked(sid, seq, at, bctx.Done(), progress)
+	if errors.Is(err, errStopped) && ctx.Err() != nil {
+		return fmt.Errorf("rebuild index of %s: %w", sid, ctx.Err())
+	}
+	return err
 }
 
 // CatchUp brings the index of sid up to the store's latest commit (what
