@@ -294,150 +294,192 @@ func (s *Store) RenameAs(sid SessionID, oldParent Ino, oldName string, newParent
 		return fmt.Errorf("%w: rename flags %#x", ErrInvalid, flags)
 	}
 	_, err := s.Update(sid, func(t *WriteTx) error {
-		op, err := t.dirOf(oldParent)
+		r, err := t.loadRename(oldParent, oldName, newParent, newName)
 		if err != nil {
 			return err
 		}
-		np := op
-		if newParent != oldParent {
-			if np, err = t.dirOf(newParent); err != nil {
-				return err
-			}
-		}
-		sd, err := t.Lookup(sid, oldParent, oldName, Latest)
-		if err != nil {
+		if noop, err := t.checkRename(r, flags); err != nil || noop {
 			return err
 		}
-		src, err := t.Latest(sd.Ino)
-		if err != nil {
-			return err
-		}
-		from, to := t.pathOf(oldParent, oldName), t.pathOf(newParent, newName)
-		var dst *Inode
-		if dd, err := t.Lookup(sid, newParent, newName, Latest); err == nil {
-			if dst, err = t.Latest(dd.Ino); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		switch {
-		case flags&RenameNoReplace != 0 && dst != nil:
-			return fmt.Errorf("%w: %q", ErrExist, newName)
-		case flags&RenameExchange != 0 && dst == nil:
-			return fmt.Errorf("%w: %q", ErrNotFound, newName)
-		case dst != nil && dst.Ino == src.Ino:
-			t.SetEvent(Event{Op: OpRename, Path: from, Path2: to, Ino: src.Ino})
-			return nil // same inode: POSIX says do nothing
-		}
-		if src.IsDir() || dst != nil && dst.IsDir() {
-			t.treeChanged = true // directory paths change
-		}
-		if src.IsDir() {
-			if err := t.checkNotAncestor(src.Ino, newParent); err != nil {
-				return err
-			}
-		}
-		if flags&RenameExchange != 0 && dst.IsDir() {
-			if err := t.checkNotAncestor(dst.Ino, oldParent); err != nil {
-				return err
-			}
-		}
-		now := nowNs()
+		r.now = nowNs()
 		if flags&RenameExchange != 0 {
-			if err := t.PutDentry(oldParent, oldName, dst.Ino, dst.Mode&sIFMT); err != nil {
-				return err
-			}
-			if err := t.PutDentry(newParent, newName, src.Ino, src.Mode&sIFMT); err != nil {
-				return err
-			}
-			src.Parent, src.Name, src.Ctime = newParent, newName, now
-			dst.Parent, dst.Name, dst.Ctime = oldParent, oldName, now
-			if err := t.PutInode(src); err != nil {
-				return err
-			}
-			if err := t.PutInode(dst); err != nil {
-				return err
-			}
-			if oldParent != newParent && src.IsDir() != dst.IsDir() {
-				d := 1
-				if dst.IsDir() {
-					d = -1
-				}
-				if err := t.touchDir(op, -d); err != nil {
-					return err
-				}
-				return t.finishRename(np, d, from, to, src.Ino, OpExchange)
-			}
-			if err := t.touchDir(op, 0); err != nil {
-				return err
-			}
-			if oldParent != newParent {
-				if err := t.touchDir(np, 0); err != nil {
-					return err
-				}
-			}
-			t.SetEvent(Event{Op: OpExchange, Path: from, Path2: to, Ino: src.Ino})
-			return nil
+			return t.exchange(r)
 		}
-		npDelta := 0
-		if dst != nil {
-			switch {
-			case src.IsDir() && !dst.IsDir():
-				return fmt.Errorf("%w: %q", ErrNotDir, newName)
-			case !src.IsDir() && dst.IsDir():
-				return fmt.Errorf("%w: %q", ErrIsDir, newName)
-			case dst.IsDir():
-				if err := t.checkEmpty(dst.Ino); err != nil {
-					return err
-				}
-				dst.Nlink = 0
-				npDelta--
-			default:
-				dst.Nlink--
-			}
-			dst.Ctime = now
-			if err := t.unlinkedFrom(dst, newParent, newName); err != nil {
-				return err
-			}
-		}
-		if flags&RenameWhiteout != 0 {
-			if err := t.putWhiteout(oldParent, oldName, owner, now); err != nil {
-				return err
-			}
-		} else if err := t.PutDentry(oldParent, oldName, 0, 0); err != nil {
-			return err
-		}
-		if err := t.PutDentry(newParent, newName, src.Ino, src.Mode&sIFMT); err != nil {
-			return err
-		}
-		src.Parent, src.Name, src.Ctime = newParent, newName, now
-		if err := t.PutInode(src); err != nil {
-			return err
-		}
-		if src.IsDir() && oldParent != newParent {
-			npDelta++
-			if err := t.touchDir(op, -1); err != nil {
-				return err
-			}
-		} else if oldParent != newParent {
-			if err := t.touchDir(op, 0); err != nil {
-				return err
-			}
-		}
-		dir := np
-		if oldParent == newParent {
-			dir = op
-		}
-		if err := t.finishRename(dir, npDelta, from, to, src.Ino, OpRename); err != nil {
-			return err
-		}
-		if flags&RenameWhiteout != 0 {
-			t.ev.Detail = "whiteout" // left at Path
-		}
-		return nil
+		return t.replace(r, flags&RenameWhiteout != 0, owner)
 	})
 	return err
+}
+
+// renaming is one rename inside its commit.
+type renaming struct {
+	oldParent, newParent Ino
+	oldName, newName     string
+	op, np               *Inode // the two directories (one, within a directory)
+	src, dst             *Inode // dst: what newName names now, or nil
+	from, to             string // the paths the event names
+	now                  int64
+}
+
+// loadRename reads what a rename of oldParent/oldName to
+// newParent/newName involves.
+func (t *WriteTx) loadRename(oldParent Ino, oldName string, newParent Ino, newName string) (*renaming, error) {
+	r := &renaming{oldParent: oldParent, newParent: newParent, oldName: oldName, newName: newName}
+	var err error
+	if r.op, err = t.dirOf(oldParent); err != nil {
+		return nil, err
+	}
+	r.np = r.op
+	if newParent != oldParent {
+		if r.np, err = t.dirOf(newParent); err != nil {
+			return nil, err
+		}
+	}
+	sd, err := t.Lookup(t.sid, oldParent, oldName, Latest)
+	if err != nil {
+		return nil, err
+	}
+	if r.src, err = t.Latest(sd.Ino); err != nil {
+		return nil, err
+	}
+	r.from, r.to = t.pathOf(oldParent, oldName), t.pathOf(newParent, newName)
+	if dd, err := t.Lookup(t.sid, newParent, newName, Latest); err == nil {
+		if r.dst, err = t.Latest(dd.Ino); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkRename refuses what flags and the tree forbid. noop: both names
+// are the same inode, which POSIX leaves alone (the event is set).
+func (t *WriteTx) checkRename(r *renaming, flags uint32) (noop bool, err error) {
+	src, dst := r.src, r.dst
+	switch {
+	case flags&RenameNoReplace != 0 && dst != nil:
+		return false, fmt.Errorf("%w: %q", ErrExist, r.newName)
+	case flags&RenameExchange != 0 && dst == nil:
+		return false, fmt.Errorf("%w: %q", ErrNotFound, r.newName)
+	case dst != nil && dst.Ino == src.Ino:
+		t.SetEvent(Event{Op: OpRename, Path: r.from, Path2: r.to, Ino: src.Ino})
+		return true, nil
+	}
+	if src.IsDir() || dst != nil && dst.IsDir() {
+		t.treeChanged = true // directory paths change
+	}
+	if src.IsDir() {
+		if err := t.checkNotAncestor(src.Ino, r.newParent); err != nil {
+			return false, err
+		}
+	}
+	if flags&RenameExchange != 0 && dst.IsDir() {
+		if err := t.checkNotAncestor(dst.Ino, r.oldParent); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// exchange swaps the two names (RenameExchange).
+func (t *WriteTx) exchange(r *renaming) error {
+	src, dst := r.src, r.dst
+	if err := t.PutDentry(r.oldParent, r.oldName, dst.Ino, dst.Mode&sIFMT); err != nil {
+		return err
+	}
+	if err := t.PutDentry(r.newParent, r.newName, src.Ino, src.Mode&sIFMT); err != nil {
+		return err
+	}
+	src.Parent, src.Name, src.Ctime = r.newParent, r.newName, r.now
+	dst.Parent, dst.Name, dst.Ctime = r.oldParent, r.oldName, r.now
+	if err := t.PutInode(src); err != nil {
+		return err
+	}
+	if err := t.PutInode(dst); err != nil {
+		return err
+	}
+	if r.oldParent != r.newParent && src.IsDir() != dst.IsDir() {
+		d := 1
+		if dst.IsDir() {
+			d = -1
+		}
+		if err := t.touchDir(r.op, -d); err != nil {
+			return err
+		}
+		return t.finishRename(r.np, d, r.from, r.to, src.Ino, OpExchange)
+	}
+	if err := t.touchDir(r.op, 0); err != nil {
+		return err
+	}
+	if r.oldParent != r.newParent {
+		if err := t.touchDir(r.np, 0); err != nil {
+			return err
+		}
+	}
+	t.SetEvent(Event{Op: OpExchange, Path: r.from, Path2: r.to, Ino: src.Ino})
+	return nil
+}
+
+// replace moves src to the new name, unlinking what had it; whiteout
+// leaves a whiteout owned by owner at the old name.
+func (t *WriteTx) replace(r *renaming, whiteout bool, owner Attr) error {
+	src, dst := r.src, r.dst
+	npDelta := 0
+	if dst != nil {
+		switch {
+		case src.IsDir() && !dst.IsDir():
+			return fmt.Errorf("%w: %q", ErrNotDir, r.newName)
+		case !src.IsDir() && dst.IsDir():
+			return fmt.Errorf("%w: %q", ErrIsDir, r.newName)
+		case dst.IsDir():
+			if err := t.checkEmpty(dst.Ino); err != nil {
+				return err
+			}
+			dst.Nlink = 0
+			npDelta--
+		default:
+			dst.Nlink--
+		}
+		dst.Ctime = r.now
+		if err := t.unlinkedFrom(dst, r.newParent, r.newName); err != nil {
+			return err
+		}
+	}
+	if whiteout {
+		if err := t.putWhiteout(r.oldParent, r.oldName, owner, r.now); err != nil {
+			return err
+		}
+	} else if err := t.PutDentry(r.oldParent, r.oldName, 0, 0); err != nil {
+		return err
+	}
+	if err := t.PutDentry(r.newParent, r.newName, src.Ino, src.Mode&sIFMT); err != nil {
+		return err
+	}
+	src.Parent, src.Name, src.Ctime = r.newParent, r.newName, r.now
+	if err := t.PutInode(src); err != nil {
+		return err
+	}
+	if src.IsDir() && r.oldParent != r.newParent {
+		npDelta++
+		if err := t.touchDir(r.op, -1); err != nil {
+			return err
+		}
+	} else if r.oldParent != r.newParent {
+		if err := t.touchDir(r.op, 0); err != nil {
+			return err
+		}
+	}
+	dir := r.np
+	if r.oldParent == r.newParent {
+		dir = r.op
+	}
+	if err := t.finishRename(dir, npDelta, r.from, r.to, src.Ino, OpRename); err != nil {
+		return err
+	}
+	if whiteout {
+		t.ev.Detail = "whiteout" // left at Path
+	}
+	return nil
 }
 
 // putWhiteout names a new whiteout inode (character device 0/0, mode 0)
