@@ -204,25 +204,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		kctx, stop = n.m.cancelable(ctx)
 		defer stop()
 	}
-	var sa mvcc.SetAttr
-	changed := false
-	if mode, ok := in.GetMode(); ok {
-		sa.Mode, changed = &mode, true
-	}
-	if uid, ok := in.GetUID(); ok {
-		sa.Uid, changed = &uid, true
-	}
-	if gid, ok := in.GetGID(); ok {
-		sa.Gid, changed = &gid, true
-	}
-	if t, ok := in.GetATime(); ok {
-		ns := t.UnixNano()
-		sa.Atime, changed = &ns, true
-	}
-	if t, ok := in.GetMTime(); ok {
-		ns := t.UnixNano()
-		sa.Mtime, changed = &ns, true
-	}
+	sa, changed := setAttrOf(in)
 	f := n.m.file(n.s.id, n.ino)
 	h, _ := fh.(*handle)
 	if h != nil && h.f != nil {
@@ -245,17 +227,11 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		}(f)
 	}
 	if sa.Mode == nil && (in.Valid&fuse.FATTR_KILL_SUIDGID != 0 || in.Valid&setattrChanges == 0) {
-		// Clear setuid/setgid (see killpriv.go): a truncate flagged by
-		// the kernel comes from a caller without CAP_FSETID.
-		mode, gid, err := n.currentMode(f)
+		killed, err := n.killPrivMode(ctx, in, f, &sa)
 		if err != nil {
 			return n.m.toErrno(opSetattr, err)
 		}
-		noCap := in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && in.Valid&fuse.FATTR_SIZE != 0
-		if km := killedMode(ctx, mode, gid, noCap); km != mode {
-			perm := km & 07777
-			sa.Mode, changed = &perm, true
-		}
+		changed = changed || killed
 	}
 	if size, ok := in.GetSize(); ok {
 		if size > mvcc.MaxFileSize {
@@ -278,35 +254,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		changed = false
 	}
 	if changed {
-		var err error
-		if f != nil {
-			// Keep the open buffer's base in step (its size for a
-			// truncate, its mode for killpriv.go).
-			f.mu.Lock()
-			if f.dirty && sa.Size != nil {
-				// Another handle wrote since the check above: the
-				// truncate joins its pending version instead.
-				err = f.truncateLocked(int64(*sa.Size))
-				if err == nil {
-					sa.Size = nil
-					f.addPendingLocked(sa)
-					mtime := time.Now().UnixNano()
-					if sa.Mtime != nil {
-						mtime = *sa.Mtime
-					}
-					f.touchLocked(mtime)
-				}
-			} else {
-				var ni *mvcc.Inode
-				if ni, err = n.m.st.SetAttrCtx(kctx, n.s.id, n.ino, sa); err == nil && !f.dirty {
-					f.resetLocked(ni)
-				}
-			}
-			f.mu.Unlock()
-		} else {
-			_, err = n.m.st.SetAttrCtx(kctx, n.s.id, n.ino, sa)
-		}
-		if err != nil {
+		if err := n.commitSetattr(kctx, f, &sa); err != nil {
 			return n.m.toErrno(opSetattr, err)
 		}
 	}
@@ -320,6 +268,78 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	n.fillAttr(&out.Attr, cur)
 	out.SetTimeout(n.timeout())
 	return 0
+}
+
+// setAttrOf returns the changes a SETATTR asks for, and whether there are
+// any (a truncate aside).
+func setAttrOf(in *fuse.SetAttrIn) (sa mvcc.SetAttr, changed bool) {
+	if mode, ok := in.GetMode(); ok {
+		sa.Mode, changed = &mode, true
+	}
+	if uid, ok := in.GetUID(); ok {
+		sa.Uid, changed = &uid, true
+	}
+	if gid, ok := in.GetGID(); ok {
+		sa.Gid, changed = &gid, true
+	}
+	if t, ok := in.GetATime(); ok {
+		ns := t.UnixNano()
+		sa.Atime, changed = &ns, true
+	}
+	if t, ok := in.GetMTime(); ok {
+		ns := t.UnixNano()
+		sa.Mtime, changed = &ns, true
+	}
+	return sa, changed
+}
+
+// killPrivMode sets sa.Mode to the current mode without setuid/setgid
+// when the change must clear them (see killpriv.go): a truncate flagged
+// by the kernel comes from a caller without CAP_FSETID. killed: it did.
+func (n *Node) killPrivMode(ctx context.Context, in *fuse.SetAttrIn, f *fileState, sa *mvcc.SetAttr) (killed bool, err error) {
+	mode, gid, err := n.currentMode(f)
+	if err != nil {
+		return false, err
+	}
+	noCap := in.Valid&fuse.FATTR_KILL_SUIDGID != 0 && in.Valid&fuse.FATTR_SIZE != 0
+	if km := killedMode(ctx, mode, gid, noCap); km != mode {
+		perm := km & 07777
+		sa.Mode = &perm
+		return true, nil
+	}
+	return false, nil
+}
+
+// commitSetattr commits sa as its own version, keeping an open buffer f
+// (nil: none) in step: its base's size for a truncate, its mode for
+// killpriv.go. If f turned dirty meanwhile, a truncate joins its pending
+// version instead (sa.Size is then cleared).
+func (n *Node) commitSetattr(ctx context.Context, f *fileState, sa *mvcc.SetAttr) error {
+	if f == nil {
+		_, err := n.m.st.SetAttrCtx(ctx, n.s.id, n.ino, *sa)
+		return err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirty && sa.Size != nil {
+		// Another handle wrote since Setattr looked.
+		if err := f.truncateLocked(int64(*sa.Size)); err != nil {
+			return err
+		}
+		sa.Size = nil
+		f.addPendingLocked(*sa)
+		mtime := time.Now().UnixNano()
+		if sa.Mtime != nil {
+			mtime = *sa.Mtime
+		}
+		f.touchLocked(mtime)
+		return nil
+	}
+	ni, err := n.m.st.SetAttrCtx(ctx, n.s.id, n.ino, *sa)
+	if err == nil && !f.dirty {
+		f.resetLocked(ni)
+	}
+	return err
 }
 
 // Allocate is fallocate(2): plain allocation grows the file, KEEP_SIZE is
