@@ -285,8 +285,27 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	default:
 		root = &sessionsRoot{m: m}
 	}
+	raw, mo := nodeFS(root, rootAttr, opts)
+	server, err := fuse.NewServer(killRaw{RawFileSystem: raw, kills: &m.kills}, mountpoint, mo)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	closeFUSEOnExec()
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	m.server = server
+	m.root = root.EmbeddedInode()
+	go m.ticker()
+	go m.invalidator()
+	return m, nil
+}
+
+// nodeFS is the go-fuse file system of root, and its mount options.
+func nodeFS(root gofs.InodeEmbedder, rootAttr *gofs.StableAttr, opts Options) (fuse.RawFileSystem, *fuse.MountOptions) {
 	sec, neg := shortTimeout, liveTimeout
-	mo := fuse.MountOptions{
+	mo := &fuse.MountOptions{
 		DirectMount: true,
 		FsName:      "padfs",
 		Name:        "padfs",
@@ -313,27 +332,14 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
 	raw := gofs.NewNodeFS(root, &gofs.Options{
-		MountOptions:    mo,
+		MountOptions:    *mo,
 		EntryTimeout:    &sec,
 		AttrTimeout:     &sec,
 		NegativeTimeout: &neg, // lookups opt out with noNegativeEntry
 		NullPermissions: true, // chmod 000 must stay 000
 		RootStableAttr:  rootAttr,
 	})
-	server, err := fuse.NewServer(killRaw{RawFileSystem: raw, kills: &m.kills}, mountpoint, &mo)
-	if err != nil {
-		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
-	}
-	closeFUSEOnExec()
-	go server.Serve()
-	if err := server.WaitMount(); err != nil {
-		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
-	}
-	m.server = server
-	m.root = root.EmbeddedInode()
-	go m.ticker()
-	go m.invalidator()
-	return m, nil
+	return raw, mo
 }
 
 // closeFUSEOnExec marks this process's /dev/fuse descriptors close-on-exec.
