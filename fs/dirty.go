@@ -8,10 +8,10 @@ import (
 	"os"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Dirty buffers. Every live regular file that is open has one fileState,
@@ -525,7 +525,7 @@ func (f *fileState) writeAt(ctx context.Context, p []byte, off int64, kill bool)
 // withPending returns mode and gid with a pending chmod and chown applied.
 func withPending(p *mvcc.SetAttr, mode, gid uint32) (uint32, uint32) {
 	if p.Mode != nil {
-		mode = mode&syscall.S_IFMT | *p.Mode&07777
+		mode = mode&unix.S_IFMT | *p.Mode&07777
 	}
 	if p.Gid != nil {
 		gid = *p.Gid

@@ -5,67 +5,67 @@ import (
 	"errors"
 	"io"
 	"os"
-	"syscall"
 
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // toErrno maps an error from the store (or the OS) to the errno FUSE
 // returns. Expected conditions (ENOENT, EEXIST, ...) map silently; anything
 // else is logged with its cause and becomes EIO, never ENOSYS.
-func (m *Server) toErrno(op fuseOp, err error) syscall.Errno {
+func (m *Server) toErrno(op fuseOp, err error) unix.Errno {
 	if err == nil {
 		return 0
 	}
-	var errno syscall.Errno
+	var errno unix.Errno
 	switch {
 	case errors.Is(err, mvcc.ErrForgotten) && changeOps[op]:
 		// The session was forgotten under a mount: its tree is frozen.
-		return syscall.EROFS
+		return unix.EROFS
 	case errors.Is(err, mvcc.ErrNotFound),
 		errors.Is(err, mvcc.ErrNoSession),
 		errors.Is(err, mvcc.ErrForgotten):
-		return syscall.ENOENT
+		return unix.ENOENT
 	case errors.Is(err, mvcc.ErrExist):
-		return syscall.EEXIST
+		return unix.EEXIST
 	case errors.Is(err, mvcc.ErrNotDir):
-		return syscall.ENOTDIR
+		return unix.ENOTDIR
 	case errors.Is(err, mvcc.ErrIsDir):
-		return syscall.EISDIR
+		return unix.EISDIR
 	case errors.Is(err, mvcc.ErrNotEmpty):
-		return syscall.ENOTEMPTY
+		return unix.ENOTEMPTY
 	case errors.Is(err, mvcc.ErrInvalid):
-		return syscall.EINVAL
+		return unix.EINVAL
 	case errors.Is(err, mvcc.ErrNameTooLong):
-		return syscall.ENAMETOOLONG
+		return unix.ENAMETOOLONG
 	case errors.Is(err, mvcc.ErrNoAttr):
-		return syscall.ENODATA
+		return unix.ENODATA
 	case errors.Is(err, mvcc.ErrReadOnly):
-		return syscall.EROFS
+		return unix.EROFS
 	case errors.Is(err, mvcc.ErrPerm):
-		return syscall.EPERM
+		return unix.EPERM
 	case errors.Is(err, mvcc.ErrTooBig):
-		return syscall.EFBIG
+		return unix.EFBIG
 	case errors.Is(err, context.Canceled):
-		return syscall.EINTR
+		return unix.EINTR
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		m.log.Error("padfs: short read from the store", "op", op, "err", err)
-		return syscall.EIO
+		return unix.EIO
 	case errors.Is(err, os.ErrNotExist):
-		return syscall.ENOENT
+		return unix.ENOENT
 	case errors.As(err, &errno):
-		if errno == syscall.ENOSPC || errno == syscall.EDQUOT {
+		if errno == unix.ENOSPC || errno == unix.EDQUOT {
 			m.log.Error("padfs: out of space", "op", op, "err", err)
 			return errno
 		}
 		m.log.Error("padfs: system error", "op", op, "err", err)
-		return syscall.EIO
+		return unix.EIO
 	case errors.Is(err, mvcc.ErrCorrupt):
 		m.log.Error("padfs: corrupt store", "op", op, "err", err)
-		return syscall.EIO
+		return unix.EIO
 	default:
 		m.log.Error("padfs: internal error", "op", op, "err", err)
-		return syscall.EIO
+		return unix.EIO
 	}
 }
 

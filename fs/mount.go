@@ -92,6 +92,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Options configure a mount.
@@ -262,7 +263,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		invalDone: make(chan struct{}),
 	}
 	var root gofs.InodeEmbedder
-	rootAttr := &gofs.StableAttr{Mode: syscall.S_IFDIR}
+	rootAttr := &gofs.StableAttr{Mode: unix.S_IFDIR}
 	switch {
 	case opts.AsOf != nil && opts.Session == nil:
 		return nil, errors.New("fs.Mount: AsOf needs Session")
@@ -359,7 +360,7 @@ func closeFUSEOnExec() {
 			continue
 		}
 		if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && t == "/dev/fuse" {
-			syscall.CloseOnExec(fd)
+			unix.CloseOnExec(fd)
 		}
 	}
 }
@@ -587,8 +588,8 @@ func (m *Server) reserved(name string) (reserved, exists bool) {
 
 // statfs reports the numbers of the file system holding the spill
 // directory (normally the data directory).
-func (m *Server) statfs(out *fuse.StatfsOut) syscall.Errno {
-	var s syscall.Statfs_t
+func (m *Server) statfs(out *fuse.StatfsOut) unix.Errno {
+	var s syscall.Statfs_t // go-fuse's FromStatfsT takes syscall's type
 	dir := m.spillDir()
 	if _, err := os.Stat(dir); err != nil {
 		dir = os.TempDir()

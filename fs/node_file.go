@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
@@ -17,24 +16,24 @@ import (
 
 // Open opens a regular file. Live files share their inode's dirty buffer;
 // past versions are read-only.
-func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+func (n *Node) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, unix.Errno) {
 	return n.open(ctx, flags, true)
 }
 
 // open opens n; existed is false for a file just created (whose mode an
 // O_TRUNC must not touch).
-func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileHandle, uint32, syscall.Errno) {
-	writable := flags&syscall.O_ACCMODE != syscall.O_RDONLY
+func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileHandle, uint32, unix.Errno) {
+	writable := flags&unix.O_ACCMODE != unix.O_RDONLY
 	if n.readOnly() {
-		if writable || flags&syscall.O_TRUNC != 0 {
-			return nil, 0, syscall.EROFS
+		if writable || flags&unix.O_TRUNC != 0 {
+			return nil, 0, unix.EROFS
 		}
 		in, err := n.inode()
 		if err != nil {
 			return nil, 0, n.m.toErrno(opOpen, err)
 		}
 		if !in.IsRegular() {
-			return nil, 0, syscall.EINVAL
+			return nil, 0, unix.EINVAL
 		}
 		// Nothing to commit at close: no FLUSH round trip.
 		return &handle{snap: in}, n.keepCache(in.ContentHLC) | fuse.FOPEN_NOFLUSH, 0
@@ -43,7 +42,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 	if err != nil {
 		return nil, 0, n.m.toErrno(opOpen, err)
 	}
-	if flags&syscall.O_TRUNC != 0 {
+	if flags&unix.O_TRUNC != 0 {
 		// Atomic O_TRUNC (Linux truncates even with O_RDONLY): the
 		// truncation joins the writes that follow in one version
 		// (nothing at all for an empty clean file).
@@ -76,7 +75,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 	}
 	fl := n.keepCache(f.base.ContentHLC)
 	f.mu.RUnlock()
-	if !writable && flags&syscall.O_TRUNC == 0 {
+	if !writable && flags&unix.O_TRUNC == 0 {
 		// A read-only descriptor changed nothing, so its close(2) need
 		// not wait for a FLUSH (one round trip less per file for grep,
 		// cat, compilers). Writers' closes still commit.
@@ -95,10 +94,10 @@ func (n *Node) keepCache(h mvcc.HLC) uint32 {
 }
 
 // Read reads through the inode's buffer (live) or the opened version.
-func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, unix.Errno) {
 	h, ok := fh.(*handle)
 	if !ok {
-		return nil, syscall.EBADF
+		return nil, unix.EBADF
 	}
 	var c int
 	var err error
@@ -114,16 +113,16 @@ func (n *Node) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off in
 }
 
 // Write writes into the inode's dirty buffer.
-func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off int64) (uint32, syscall.Errno) {
+func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off int64) (uint32, unix.Errno) {
 	h, ok := fh.(*handle)
 	if !ok || h.f == nil {
-		return 0, syscall.EBADF
+		return 0, unix.EBADF
 	}
 	if off < 0 {
-		return 0, syscall.EINVAL
+		return 0, unix.EINVAL
 	}
 	if off+int64(len(data)) > mvcc.MaxFileSize {
-		return 0, syscall.EFBIG
+		return 0, unix.EFBIG
 	}
 	killed, err := h.f.writeAt(ctx, data, off, n.m.killFlagged(ctx))
 	if err != nil {
@@ -137,7 +136,7 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 
 // Flush runs at every close(2) of a descriptor: a dirty inode is
 // committed, so close returning means the data is in the store.
-func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
+func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) unix.Errno {
 	h, ok := fh.(*handle)
 	if !ok || h.f == nil {
 		return 0
@@ -146,7 +145,7 @@ func (n *Node) Flush(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 }
 
 // Release drops a handle; the last one commits and frees the buffer.
-func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
+func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) unix.Errno {
 	h, ok := fh.(*handle)
 	if !ok || h.f == nil {
 		return 0
@@ -155,7 +154,7 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) syscall.Errno {
 }
 
 // Fsync commits the inode and returns when the store is durable.
-func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) syscall.Errno {
+func (n *Node) Fsync(ctx context.Context, fh gofs.FileHandle, flags uint32) unix.Errno {
 	if h, ok := fh.(*handle); ok && h.f != nil {
 		if err := n.m.commitFor(ctx, h.f); err != nil {
 			return n.m.toErrno(opFsync, err)
@@ -193,9 +192,9 @@ func (n *Node) currentMode(f *fileState) (mode, gid uint32, err error) {
 // Setattr is chmod, chown, utimens and truncate. A truncate through a
 // writable handle, or of an inode with a dirty buffer, acts on the buffer
 // (committed with the writes); otherwise it is its own version.
-func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
+func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) unix.Errno {
 	if n.readOnly() {
-		return syscall.EROFS
+		return unix.EROFS
 	}
 	kctx := context.Background()
 	if _, ok := in.GetSize(); ok {
@@ -235,7 +234,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 	}
 	if size, ok := in.GetSize(); ok {
 		if size > mvcc.MaxFileSize {
-			return syscall.EFBIG
+			return unix.EFBIG
 		}
 		if f != nil && (f.isDirty() || (h != nil && h.writable)) {
 			mtime := time.Now().UnixNano()
@@ -344,7 +343,7 @@ func (n *Node) commitSetattr(ctx context.Context, f *fileState, sa *mvcc.SetAttr
 
 // Allocate is fallocate(2): plain allocation grows the file, KEEP_SIZE is
 // a no-op (there is nothing to reserve), PUNCH_HOLE zeroes a range.
-func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, size uint64, mode uint32) syscall.Errno {
+func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, size uint64, mode uint32) unix.Errno {
 	const (
 		keepSize  = 0x01
 		punchHole = 0x02
@@ -352,12 +351,12 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 	h, ok := fh.(*handle)
 	if !ok || h.f == nil {
 		if n.readOnly() {
-			return syscall.EROFS
+			return unix.EROFS
 		}
-		return syscall.EBADF
+		return unix.EBADF
 	}
 	if off > mvcc.MaxFileSize || size > mvcc.MaxFileSize-off {
-		return syscall.EFBIG
+		return unix.EFBIG
 	}
 	switch mode {
 	case 0:
@@ -376,16 +375,16 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 	case keepSize | punchHole:
 		return n.m.toErrno(opFallocate, h.f.punchHole(int64(off), int64(size)))
 	}
-	return syscall.EOPNOTSUPP
+	return unix.EOPNOTSUPP
 }
 
 // Lseek answers SEEK_DATA and SEEK_HOLE (the kernel does SEEK_SET, CUR
 // and END itself) from the extents and the dirty buffer's pages, without
 // reading content. A range reported as data may still read as zeros.
-func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence uint32) (uint64, syscall.Errno) {
+func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence uint32) (uint64, unix.Errno) {
 	h, ok := fh.(*handle)
 	if !ok {
-		return 0, syscall.EBADF
+		return 0, unix.EBADF
 	}
 	var data []mvcc.Range
 	var size int64
@@ -401,12 +400,12 @@ func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence
 
 // seekData is lseek(2)'s SEEK_DATA and SEEK_HOLE over a file of size whose
 // data is in the ordered, merged ranges data.
-func seekData(data []mvcc.Range, size int64, off uint64, whence uint32) (uint64, syscall.Errno) {
+func seekData(data []mvcc.Range, size int64, off uint64, whence uint32) (uint64, unix.Errno) {
 	if whence != unix.SEEK_DATA && whence != unix.SEEK_HOLE {
-		return 0, syscall.EINVAL
+		return 0, unix.EINVAL
 	}
 	if off >= uint64(size) {
-		return 0, syscall.ENXIO
+		return 0, unix.ENXIO
 	}
 	pos := int64(off)
 	for _, r := range data {
@@ -422,19 +421,19 @@ func seekData(data []mvcc.Range, size int64, off uint64, whence uint32) (uint64,
 		break
 	}
 	if whence == unix.SEEK_DATA {
-		return 0, syscall.ENXIO // only holes from pos on
+		return 0, unix.ENXIO // only holes from pos on
 	}
 	return off, 0
 }
 
 // Readlink returns a symlink's target.
-func (n *Node) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+func (n *Node) Readlink(ctx context.Context) ([]byte, unix.Errno) {
 	in, err := n.inode()
 	if err != nil {
 		return nil, n.m.toErrno(opReadlink, err)
 	}
 	if !in.IsSymlink() {
-		return nil, syscall.EINVAL
+		return nil, unix.EINVAL
 	}
 	return []byte(in.Target), 0
 }

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Filesystem operations. Each is one commit: new versions of the entries and
@@ -489,12 +490,12 @@ func (t *WriteTx) putWhiteout(parent Ino, name string, owner Attr, now int64) er
 	if err != nil {
 		return err
 	}
-	w := &Inode{Ino: ino, Mode: syscall.S_IFCHR, Uid: owner.Uid, Gid: owner.Gid, Nlink: 1,
+	w := &Inode{Ino: ino, Mode: unix.S_IFCHR, Uid: owner.Uid, Gid: owner.Gid, Nlink: 1,
 		Atime: now, Mtime: now, Ctime: now, Parent: parent, Name: name, ContentHLC: t.hlc}
 	if err := t.PutInode(w); err != nil {
 		return err
 	}
-	return t.PutDentry(parent, name, ino, syscall.S_IFCHR)
+	return t.PutDentry(parent, name, ino, unix.S_IFCHR)
 }
 
 func (t *WriteTx) finishRename(dir *Inode, delta int, from, to string, ino Ino, op Op) error {

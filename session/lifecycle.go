@@ -6,16 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search"
+	"golang.org/x/sys/unix"
 )
 
 const (
-	dirMode  = syscall.S_IFDIR | 0o755
-	fileMode = syscall.S_IFREG | 0o644
+	dirMode  = unix.S_IFDIR | 0o755
+	fileMode = unix.S_IFREG | 0o644
 )
 
 func timeNow() int64 { return time.Now().UnixNano() }

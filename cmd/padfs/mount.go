@@ -9,13 +9,13 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/fs"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/mvcc/kv"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 func init() { addCommand(newMountCmd) }
@@ -211,7 +211,7 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	defer unregister()
 
 	sigc := make(chan os.Signal, 3)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigc, unix.SIGINT, unix.SIGTERM)
 	defer signal.Stop(sigc)
 
 	fmt.Fprintf(cmd.OutOrStdout(), "padfs: mounted %s at %s (data %s, pid %d)\n", mountWhat(&own.info), mnt, dir, os.Getpid())
@@ -290,8 +290,8 @@ func waitOthers(set *mountSet, sigc <-chan os.Signal, log *slog.Logger) bool {
 // fusermount and report that instead); the mount's Wait then returns.
 func unmount(m interface{ Unmount() error }, mnt string) error {
 	if os.Geteuid() == 0 {
-		err := syscall.Unmount(mnt, 0)
-		if err == nil || errors.Is(err, syscall.EBUSY) {
+		err := unix.Unmount(mnt, 0)
+		if err == nil || errors.Is(err, unix.EBUSY) {
 			if err != nil {
 				return fmt.Errorf("unmount %s: %w", mnt, err)
 			}
@@ -312,7 +312,7 @@ func checkMountpoint(arg string) (string, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("cannot mount: mountpoint %s does not exist (mkdir -p it first)", mnt)
-	case errors.Is(err, syscall.ENOTCONN):
+	case errors.Is(err, unix.ENOTCONN):
 		return "", fmt.Errorf("cannot mount: mountpoint %s is a dead FUSE mount (umount -l %s first)", mnt, mnt)
 	case err != nil:
 		return "", fmt.Errorf("cannot mount: mountpoint %s: %v", mnt, errors.Unwrap(err))
@@ -390,7 +390,7 @@ func mountError(mnt string, err error) error {
 	switch {
 	case strings.Contains(msg, "fusermount") && os.Geteuid() != 0:
 		return fmt.Errorf("cannot mount %s: not root and no working fusermount3 (install the fuse3 package): %s", mnt, msg)
-	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("cannot mount %s: permission denied (run as root or install fuse3 for fusermount3): %s", mnt, msg)
 	}
 	return fmt.Errorf("cannot mount %s: %s", mnt, msg)

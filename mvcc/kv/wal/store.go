@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -178,7 +178,7 @@ func (s *Store) replay() error {
 		}
 		return nil
 	})
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 		// The base cannot grow: serve the log from memory and keep it.
 		s.log.Warn("kv/wal: no space to fold the log into the base; keeping it in memory until a flush succeeds",
 			"dir", s.dir, "err", err)
