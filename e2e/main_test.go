@@ -316,10 +316,12 @@ func (m *mount) kill() {
 	})
 }
 
-// wait waits for the process to exit, however long that takes (a hang is
-// for go test -timeout to report); every minute it logs that it is still
-// waiting, with padfs's stderr so far.
+// wait waits for the process to exit, for at most pollBound: every minute
+// it logs that it is still waiting, with padfs's stderr so far; past the
+// bound it fails the test with that stderr and kills the process.
 func (m *mount) wait() {
+	bound := time.NewTimer(pollBound(m.t))
+	defer bound.Stop()
 	tick := time.NewTicker(time.Minute)
 	defer tick.Stop()
 	for {
@@ -329,6 +331,12 @@ func (m *mount) wait() {
 		case <-tick.C:
 			m.t.Logf("still waiting for padfs mount (pid %d) to exit; stderr so far:\n%s",
 				m.cmd.Process.Pid, m.stderr.String())
+		case <-bound.C:
+			m.t.Errorf("padfs mount (pid %d) did not exit within %v; killing it; stderr:\n%s",
+				m.cmd.Process.Pid, pollBound(m.t), m.stderr.String())
+			m.cmd.Process.Signal(syscall.SIGKILL)
+			<-m.exited
+			return
 		}
 	}
 }
@@ -388,13 +396,30 @@ func isMounted(dir string) bool {
 	return false
 }
 
-// waitFor polls cond until it holds, however long that takes (a hang is
-// for go test -timeout to report); every minute it logs that it is still
-// waiting.
+// pollBound is how long a wait of a test lasts before it fails: half of
+// what is left of go test's -timeout (so a hang fails with its state, not
+// with a dump of every goroutine), at least a minute.
+func pollBound(t testing.TB) time.Duration {
+	if d, ok := t.(interface{ Deadline() (time.Time, bool) }); ok {
+		if dl, set := d.Deadline(); set {
+			return max(time.Minute, time.Until(dl)/2)
+		}
+	}
+	return 10 * time.Minute
+}
+
+// waitFor polls cond until it holds; every minute it logs that it is still
+// waiting, past pollBound it fails the test (the mounts' cleanups then log
+// their stderr).
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	next := time.Now().Add(time.Minute)
+	start := time.Now()
+	bound := pollBound(t)
+	next := start.Add(time.Minute)
 	for !cond() {
+		if time.Since(start) > bound {
+			t.Fatalf("gave up after %v waiting for %s", bound, what)
+		}
 		if time.Now().After(next) {
 			t.Logf("still waiting for %s", what)
 			next = time.Now().Add(time.Minute)

@@ -3,12 +3,12 @@ package fs
 import (
 	"context"
 	"errors"
-	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/timetravel"
+	"golang.org/x/sys/unix"
 )
 
 // asofDir is a session's .asof/ directory: looking up a name resolves it
@@ -27,7 +27,7 @@ func (m *Server) asofChild(ctx context.Context, parent *gofs.Inode, s *session, 
 	d.fill(&out.Attr)
 	out.SetEntryTimeout(shortTimeout)
 	out.SetAttrTimeout(shortTimeout)
-	return parent.NewInode(ctx, d, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: synthIno(s.id[:], []byte(".asof"))})
+	return parent.NewInode(ctx, d, gofs.StableAttr{Mode: unix.S_IFDIR, Ino: synthIno(s.id[:], []byte(".asof"))})
 }
 
 func (d *asofDir) fill(a *fuse.Attr) {
@@ -42,7 +42,7 @@ func (d *asofDir) fill(a *fuse.Attr) {
 
 // fillSynthDir describes a directory that has no inode in the store.
 func fillSynthDir(a *fuse.Attr, m *Server, perm uint32) {
-	a.Mode = syscall.S_IFDIR | perm
+	a.Mode = unix.S_IFDIR | perm
 	a.Nlink = 2
 	a.Uid, a.Gid = m.opts.Uid, m.opts.Gid
 	a.Blksize = 4096
@@ -53,7 +53,7 @@ func fillSynthDir(a *fuse.Attr, m *Server, perm uint32) {
 }
 
 // Getattr describes .asof itself.
-func (d *asofDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (d *asofDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
 	d.fill(&out.Attr)
 	out.SetTimeout(shortTimeout)
 	return 0
@@ -61,21 +61,21 @@ func (d *asofDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.Att
 
 // Lookup resolves a point in time; a name that is no HLC, RFC 3339 time or
 // checkpoint, or a time before the session existed, is ENOENT.
-func (d *asofDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (d *asofDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	// A name that resolves to nothing yet may later (a checkpoint):
 	// never a negative entry.
 	at, err := timetravel.Resolve(d.m.st, d.s.id, name)
 	if err != nil {
 		noNegativeEntry(out)
 		if errors.Is(err, mvcc.ErrHLCRange) {
-			return nil, syscall.ENOENT // no such point in time: no such directory
+			return nil, unix.ENOENT // no such point in time: no such directory
 		}
-		return nil, toErrno("asof", err)
+		return nil, d.m.toErrno(opAsof, err)
 	}
 	root, err := d.m.st.InodeAt(d.s.id, d.s.root, at)
 	if err != nil {
 		noNegativeEntry(out)
-		return nil, toErrno("asof", err)
+		return nil, d.m.toErrno(opAsof, err)
 	}
 	v := &view{name: name, at: at, stable: at < d.m.st.LastHLC()}
 	n := &Node{m: d.m, s: d.s, ino: d.s.root, view: v}
@@ -88,20 +88,20 @@ func (d *asofDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 
 // Readdir lists the session's commit points, oldest first, then its
 // checkpoints.
-func (d *asofDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+func (d *asofDir) Readdir(ctx context.Context) (gofs.DirStream, unix.Errno) {
 	pts, err := timetravel.Points(d.m.st, d.s.id)
 	if err != nil {
-		return nil, toErrno("asof readdir", err)
+		return nil, d.m.toErrno(opAsofReaddir, err)
 	}
 	es := make([]fuse.DirEntry, 0, len(pts))
 	for _, p := range pts {
 		v := &Node{s: d.s, view: &view{name: p.Name, at: p.HLC}}
-		es = append(es, fuse.DirEntry{Name: p.Name, Mode: syscall.S_IFDIR, Ino: v.stableIno(d.s.root)})
+		es = append(es, fuse.DirEntry{Name: p.Name, Mode: unix.S_IFDIR, Ino: v.stableIno(d.s.root)})
 	}
 	return gofs.NewListDirStream(es), 0
 }
 
 // Statfs reports the data's file system.
-func (d *asofDir) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+func (d *asofDir) Statfs(ctx context.Context, out *fuse.StatfsOut) unix.Errno {
 	return d.m.statfs(out)
 }

@@ -5,14 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"slices"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Dirty buffers. Every live regular file that is open has one fileState,
@@ -56,6 +55,9 @@ type fileState struct {
 
 	opens int // handles; guarded by m.filesMu
 
+	// mu guards the fields below. It is held through a commit (store
+	// I/O); it may be held when taking m.filesMu, never taken under it
+	// (see Server.filesMu).
 	mu        sync.RWMutex
 	base      *mvcc.Inode // committed version under the pages
 	baseLimit int64       // base bytes at or beyond this read as zeros
@@ -144,19 +146,37 @@ func (m *Server) release(f *fileState) error {
 
 // dropIfIdle forgets f once no handle holds it and nothing is left to
 // commit: after the last release, or after a background commit that
-// succeeded where the last release's commit had failed.
+// succeeded where the last release's commit had failed. It may wait for
+// a commit of f (f.mu), so it does not hold filesMu meanwhile: every
+// other open would wait too.
 func (m *Server) dropIfIdle(f *fileState) {
 	m.filesMu.Lock()
-	defer m.filesMu.Unlock()
-	if f.opens == 0 && m.files[f.key] == f {
-		f.mu.Lock()
-		if !f.dirty || f.unlinkedLocked() {
-			delete(m.files, f.key)
-			f.dropPagesLocked()
-		}
-		f.mu.Unlock()
+	idle := m.idleLocked(f)
+	m.filesMu.Unlock()
+	if !idle {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.dirty && !f.unlinkedLocked() {
+		return
+	}
+	// Under f.mu nothing makes f dirty; a new handle raises opens under
+	// filesMu, so the check is repeated with the removal.
+	m.filesMu.Lock()
+	drop := m.idleLocked(f)
+	if drop {
+		delete(m.files, f.key)
+	}
+	m.filesMu.Unlock()
+	if drop {
+		f.dropPagesLocked()
 	}
 }
+
+// idleLocked reports whether f has no handle and is still the buffer of
+// its inode. filesMu is held.
+func (m *Server) idleLocked(f *fileState) bool { return f.opens == 0 && m.files[f.key] == f }
 
 // file returns the fileState of an inode if it is open.
 func (m *Server) file(sid mvcc.SessionID, ino mvcc.Ino) *fileState {
@@ -217,7 +237,7 @@ func (f *fileState) commitLocked(ctx context.Context) error {
 		err = fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, err)
 		if errors.Is(err, mvcc.ErrForgotten) || errors.Is(err, mvcc.ErrNoSession) {
 			// The session is gone: nothing can take these bytes.
-			slog.Warn("padfs: discarding unsaved writes", "err", err)
+			f.m.log.Warn("padfs: discarding unsaved writes", "err", err)
 			f.resetLocked(f.base)
 		}
 		return err
@@ -505,7 +525,7 @@ func (f *fileState) writeAt(ctx context.Context, p []byte, off int64, kill bool)
 // withPending returns mode and gid with a pending chmod and chown applied.
 func withPending(p *mvcc.SetAttr, mode, gid uint32) (uint32, uint32) {
 	if p.Mode != nil {
-		mode = mode&syscall.S_IFMT | *p.Mode&07777
+		mode = mode&unix.S_IFMT | *p.Mode&07777
 	}
 	if p.Gid != nil {
 		gid = *p.Gid

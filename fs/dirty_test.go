@@ -32,6 +32,36 @@ func writeEvents(t *testing.T, st *mvcc.Store, sid mvcc.SessionID, ino uint64) i
 	return n
 }
 
+// pollBound is how long poll waits: well inside go test's -timeout, so a
+// hang fails with the state instead of a dump of every goroutine.
+func pollBound(t testing.TB) time.Duration {
+	d, ok := t.(interface{ Deadline() (time.Time, bool) })
+	if ok {
+		if dl, set := d.Deadline(); set {
+			return max(10*time.Second, time.Until(dl)/2)
+		}
+	}
+	return 5 * time.Minute
+}
+
+// poll calls cond every few milliseconds until it reports done; past
+// pollBound it fails the test with what cond last said of the state.
+func poll(t testing.TB, what string, cond func() (done bool, state string)) {
+	t.Helper()
+	bound := pollBound(t)
+	start := time.Now()
+	for {
+		done, state := cond()
+		if done {
+			return
+		}
+		if time.Since(start) > bound {
+			t.Fatalf("gave up after %v waiting for %s: %s", bound, what, state)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
 func sessionOf(t *testing.T, m *Server) mvcc.SessionID {
 	if m.opts.Session == nil {
 		t.Fatal("not a single-session mount")
@@ -41,6 +71,7 @@ func sessionOf(t *testing.T, m *Server) mvcc.SessionID {
 
 // A 100 MB file written in 128 KB requests is one version.
 func TestLargeFileOneVersion(t *testing.T) {
+	t.Parallel() // its own store and mount; no package state
 	mnt, st, m := mountTest(t)
 	sh(t, mnt, "dd if=/dev/urandom of=big bs=128K count=800 status=none")
 	var fi syscall.Stat_t
@@ -225,16 +256,12 @@ func TestInvalidateSession(t *testing.T) {
 		t.Fatal(err)
 	}
 	m.InvalidateSession(sid)
-	// Polled until the mount shows both changes (no deadline: a mount that
-	// never does is for go test -timeout to report).
-	for {
-		got, _ := os.ReadFile(p)
+	poll(t, "the mount to show both changes", func() (bool, string) {
+		got, err := os.ReadFile(p)
 		_, gerr := os.Stat(filepath.Join(mnt, "g"))
-		if string(got) == "NEW CONTENT" && gerr == nil {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return string(got) == "NEW CONTENT" && gerr == nil,
+			fmt.Sprintf("f reads %q (%v), stat g: %v", got, err, gerr)
+	})
 }
 
 // An O_TMPFILE file can be written, then named with linkat; its content is

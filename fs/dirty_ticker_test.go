@@ -3,9 +3,13 @@ package fs
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -153,13 +157,11 @@ func TestTickerLeavesUnlinkedAlone(t *testing.T) {
 		t.Errorf("close of an unlinked file: %v", err)
 	}
 	// The last release drops the buffer (RELEASE follows close(2)
-	// asynchronously: polled, no deadline).
-	for {
-		if ok, _, _ := bufferState(m, sid, ino); !ok {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	// asynchronously: polled).
+	poll(t, "the last release to drop the buffer", func() (bool, string) {
+		ok, opens, dirty := bufferState(m, sid, ino)
+		return !ok, fmt.Sprintf("buffer present %v, %d handles, dirty %v", ok, opens, dirty)
+	})
 
 	// O_TMPFILE: written and fsynced while it has no name.
 	fd, err := syscall.Open(mnt, unix.O_TMPFILE|syscall.O_RDWR, 0o640)
@@ -239,9 +241,10 @@ func TestTickerRetriesFailedRelease(t *testing.T) {
 	if err := f.Close(); !errors.Is(err, full) {
 		t.Fatalf("close whose commit failed: %v, want %v", err, full)
 	}
-	for tries.count(ino) < 2 { // polled, no deadline
-		time.Sleep(10 * time.Millisecond)
-	}
+	poll(t, "the last release's commit attempt", func() (bool, string) {
+		n := tries.count(ino)
+		return n >= 2, fmt.Sprintf("%d commit attempts, want 2 (flush, release)", n)
+	})
 	if ok, opens, dirty := bufferState(m, sid, ino); !ok || opens != 0 || !dirty {
 		t.Fatalf("after the failed last release: buffer present %v, %d handles, dirty %v; want present, 0, dirty", ok, opens, dirty)
 	}
@@ -274,4 +277,203 @@ func TestTickerRetriesFailedRelease(t *testing.T) {
 	if n := tries.count(ino); n != 3 {
 		t.Errorf("reading it back tried %d more commits", n-3)
 	}
+}
+
+// goroutineBlocked reports whether some goroutine waits (wait reason, as
+// the runtime prints it, e.g. "sync.Mutex.Lock") inside a function whose
+// name contains fn; it returns all stacks for a failure message.
+func goroutineBlocked(reason, fn string) (bool, string) {
+	buf := make([]byte, 1<<20)
+	all := string(buf[:runtime.Stack(buf, true)])
+	for _, g := range strings.Split(all, "\n\n") {
+		header, _, _ := strings.Cut(g, "\n")
+		if strings.Contains(header, "["+reason) && strings.Contains(g, fn) {
+			return true, all
+		}
+	}
+	return false, all
+}
+
+// A commit holds its file's lock for as long as it writes; the table of
+// open files (filesMu) must not wait behind it. Here the ticker commits a
+// large buffer whose last handle is gone (its commits at close failed)
+// while the release path's dropIfIdle looks at the same buffer: an open of
+// another file must still complete before that commit ends. It used to
+// wait for it: dropIfIdle took filesMu, then the file's lock.
+func TestOpenDuringTickerCommit(t *testing.T) {
+	var (
+		mu      sync.Mutex
+		fail    error = syscall.ENOSPC
+		tries         = map[mvcc.Ino]int{}
+		block   mvcc.Ino
+		entered = make(chan struct{})
+		unblock = make(chan struct{})
+	)
+	hook := func(sid mvcc.SessionID, ino mvcc.Ino) error {
+		mu.Lock()
+		tries[ino]++
+		err, b := fail, block
+		mu.Unlock()
+		if ino == b {
+			close(entered)
+			<-unblock // the commit is "large": it ends when the test says
+		}
+		return err
+	}
+	mnt, st, m := mountTestOpts(t, Options{commitHook: hook, manualTicks: true})
+	var once sync.Once
+	release := func() { once.Do(func() { close(unblock) }) }
+	t.Cleanup(release) // before the unmount, also on failure
+	sid := sessionOf(t, m)
+
+	want := strings.Repeat("large file\n", 200<<10)
+	p := filepath.Join(mnt, "big")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ino := fdIno(t, int(f.Fd()))
+	if _, err := f.Write([]byte(want)); err != nil {
+		f.Close()
+		t.Fatal(err)
+	}
+	if err := f.Close(); !errors.Is(err, syscall.ENOSPC) {
+		t.Fatalf("close whose commit failed: %v", err)
+	}
+	// The last release (asynchronous) fails too: the buffer stays,
+	// dirty, with no handle.
+	poll(t, "the failed last release", func() (bool, string) {
+		mu.Lock()
+		n := tries[mvcc.Ino(ino)]
+		mu.Unlock()
+		ok, opens, dirty := bufferState(m, sid, ino)
+		return n >= 2 && ok && opens == 0 && dirty,
+			fmt.Sprintf("%d commit attempts, buffer present %v, %d handles, dirty %v; want 2, a dirty buffer with none", n, ok, opens, dirty)
+	})
+
+	mu.Lock()
+	fail, block = nil, mvcc.Ino(ino)
+	mu.Unlock()
+	tickDone := make(chan struct{})
+	go func() {
+		defer close(tickDone)
+		m.tick(time.Now().Add(retryAfter + time.Minute))
+	}()
+	<-entered // the ticker's commit holds the file's lock now
+	fs := m.file(sid, mvcc.Ino(ino))
+	if fs == nil {
+		t.Fatal("no buffer for big")
+	}
+	dropDone := make(chan struct{})
+	go func() {
+		defer close(dropDone)
+		m.dropIfIdle(fs) // what a release does after its commit
+	}()
+	poll(t, "dropIfIdle to wait for the committing file's lock", func() (bool, string) {
+		return goroutineBlocked("sync.", "(*Server).dropIfIdle")
+	})
+
+	openDone := make(chan error, 1)
+	go func() {
+		g, err := os.OpenFile(filepath.Join(mnt, "other"), os.O_CREATE|os.O_WRONLY, 0o644)
+		if err == nil {
+			err = g.Close()
+		}
+		openDone <- err
+	}()
+	poll(t, "the open of another file", func() (bool, string) {
+		select {
+		case err := <-openDone:
+			if err != nil {
+				t.Fatalf("open of another file: %v", err)
+			}
+			return true, ""
+		default:
+		}
+		stalled, stacks := goroutineBlocked("sync.Mutex.Lock", "(*Server).acquire")
+		if !stalled {
+			stalled, stacks = goroutineBlocked("sync.Mutex.Lock", "(*Server).file(")
+		}
+		if stalled {
+			t.Fatalf("an open waits for filesMu, held while a commit runs:\n%s", stacks)
+		}
+		return false, "neither done nor waiting for filesMu:\n" + stacks
+	})
+	select {
+	case <-tickDone:
+		t.Fatal("the ticker's commit ended before the test let it")
+	default:
+	}
+
+	release()
+	<-tickDone
+	<-dropDone
+	if got := storedContent(t, st, sid, "big"); got != want {
+		t.Errorf("store holds %d bytes of big, want %d", len(got), len(want))
+	}
+	if ok, _, _ := bufferState(m, sid, ino); ok {
+		t.Error("big's buffer still held after the ticker committed it")
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger written from FUSE requests.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// The mount logs to Options.Logger, not slog's default: the cause of an
+// EIO (here a commit the store refused at close) is in that log. And the
+// invalidations InvalidateSession queues run on one goroutine that
+// Unmount waits for.
+func TestMountLoggerAndInvalidator(t *testing.T) {
+	var logged syncBuffer
+	var refuse atomic.Bool
+	refuse.Store(true)
+	hook := func(mvcc.SessionID, mvcc.Ino) error {
+		if refuse.Load() {
+			return errInjected
+		}
+		return nil
+	}
+	mnt, _, m := mountTestOpts(t, Options{commitHook: hook,
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	f, err := os.Create(filepath.Join(mnt, "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write([]byte("refused"))
+	if err := f.Close(); !errors.Is(err, syscall.EIO) {
+		t.Errorf("close whose commit failed: %v, want EIO", err)
+	}
+	if got := logged.String(); !strings.Contains(got, "op=flush") || !strings.Contains(got, "injected") {
+		t.Errorf("the mount's logger got %q, want the flush's cause", got)
+	}
+
+	refuse.Store(false) // Unmount commits what is left
+	sid := sessionOf(t, m)
+	for range 100 {
+		m.InvalidateSession(sid)
+	}
+	if err := m.Unmount(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-m.invalDone:
+	default:
+		t.Error("Unmount returned with the invalidator still running")
+	}
+	m.InvalidateSession(sid) // after the end: queued, harmless
 }

@@ -4,77 +4,121 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"os"
-	"syscall"
 
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // toErrno maps an error from the store (or the OS) to the errno FUSE
 // returns. Expected conditions (ENOENT, EEXIST, ...) map silently; anything
 // else is logged with its cause and becomes EIO, never ENOSYS.
-func toErrno(op string, err error) syscall.Errno {
+func (m *Server) toErrno(op fuseOp, err error) unix.Errno {
 	if err == nil {
 		return 0
 	}
-	var errno syscall.Errno
+	var errno unix.Errno
 	switch {
 	case errors.Is(err, mvcc.ErrForgotten) && changeOps[op]:
 		// The session was forgotten under a mount: its tree is frozen.
-		return syscall.EROFS
+		return unix.EROFS
 	case errors.Is(err, mvcc.ErrNotFound),
 		errors.Is(err, mvcc.ErrNoSession),
 		errors.Is(err, mvcc.ErrForgotten):
-		return syscall.ENOENT
+		return unix.ENOENT
 	case errors.Is(err, mvcc.ErrExist):
-		return syscall.EEXIST
+		return unix.EEXIST
 	case errors.Is(err, mvcc.ErrNotDir):
-		return syscall.ENOTDIR
+		return unix.ENOTDIR
 	case errors.Is(err, mvcc.ErrIsDir):
-		return syscall.EISDIR
+		return unix.EISDIR
 	case errors.Is(err, mvcc.ErrNotEmpty):
-		return syscall.ENOTEMPTY
+		return unix.ENOTEMPTY
 	case errors.Is(err, mvcc.ErrInvalid):
-		return syscall.EINVAL
+		return unix.EINVAL
 	case errors.Is(err, mvcc.ErrNameTooLong):
-		return syscall.ENAMETOOLONG
+		return unix.ENAMETOOLONG
 	case errors.Is(err, mvcc.ErrNoAttr):
-		return syscall.ENODATA
+		return unix.ENODATA
 	case errors.Is(err, mvcc.ErrReadOnly):
-		return syscall.EROFS
+		return unix.EROFS
 	case errors.Is(err, mvcc.ErrPerm):
-		return syscall.EPERM
+		return unix.EPERM
 	case errors.Is(err, mvcc.ErrTooBig):
-		return syscall.EFBIG
+		return unix.EFBIG
 	case errors.Is(err, context.Canceled):
-		return syscall.EINTR
+		return unix.EINTR
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		slog.Error("padfs: short read from the store", "op", op, "err", err)
-		return syscall.EIO
+		m.log.Error("padfs: short read from the store", "op", op, "err", err)
+		return unix.EIO
 	case errors.Is(err, os.ErrNotExist):
-		return syscall.ENOENT
+		return unix.ENOENT
 	case errors.As(err, &errno):
-		if errno == syscall.ENOSPC || errno == syscall.EDQUOT {
-			slog.Error("padfs: out of space", "op", op, "err", err)
+		if errno == unix.ENOSPC || errno == unix.EDQUOT {
+			m.log.Error("padfs: out of space", "op", op, "err", err)
 			return errno
 		}
-		slog.Error("padfs: system error", "op", op, "err", err)
-		return syscall.EIO
+		m.log.Error("padfs: system error", "op", op, "err", err)
+		return unix.EIO
 	case errors.Is(err, mvcc.ErrCorrupt):
-		slog.Error("padfs: corrupt store", "op", op, "err", err)
-		return syscall.EIO
+		m.log.Error("padfs: corrupt store", "op", op, "err", err)
+		return unix.EIO
 	default:
-		slog.Error("padfs: internal error", "op", op, "err", err)
-		return syscall.EIO
+		m.log.Error("padfs: internal error", "op", op, "err", err)
+		return unix.EIO
 	}
 }
 
+// fuseOp names the FUSE operation an error came from: toErrno's choice of
+// errno depends on it (changeOps), and its log line names it.
+type fuseOp string
+
+const (
+	opAsof            fuseOp = "asof"
+	opAsofReaddir     fuseOp = "asof readdir"
+	opCreate          fuseOp = "create"
+	opFallocate       fuseOp = "fallocate"
+	opFlush           fuseOp = "flush"
+	opForgetSession   fuseOp = "forget session"
+	opFsync           fuseOp = "fsync"
+	opFsyncdir        fuseOp = "fsyncdir"
+	opGetattr         fuseOp = "getattr"
+	opGetattrSessions fuseOp = "getattr sessions"
+	opGetxattr        fuseOp = "getxattr"
+	opLink            fuseOp = "link"
+	opListxattr       fuseOp = "listxattr"
+	opLookup          fuseOp = "lookup"
+	opLookupByName    fuseOp = "lookup by-name"
+	opLookupSession   fuseOp = "lookup session"
+	opMkdir           fuseOp = "mkdir"
+	opMkdirSession    fuseOp = "mkdir session"
+	opMknod           fuseOp = "mknod"
+	opOpen            fuseOp = "open"
+	opRead            fuseOp = "read"
+	opReaddir         fuseOp = "readdir"
+	opReaddirByName   fuseOp = "readdir by-name"
+	opReaddirSessions fuseOp = "readdir sessions"
+	opReadlink        fuseOp = "readlink"
+	opReadlinkByName  fuseOp = "readlink by-name"
+	opRelease         fuseOp = "release"
+	opRemovexattr     fuseOp = "removexattr"
+	opRename          fuseOp = "rename"
+	opRmdir           fuseOp = "rmdir"
+	opSetattr         fuseOp = "setattr"
+	opSetxattr        fuseOp = "setxattr"
+	opStatfs          fuseOp = "statfs"
+	opSymlink         fuseOp = "symlink"
+	opTmpfile         fuseOp = "tmpfile"
+	opTruncate        fuseOp = "truncate"
+	opUnlink          fuseOp = "unlink"
+	opWrite           fuseOp = "write"
+)
+
 // changeOps are the operations (toErrno's op) that change a session: on a
 // forgotten session they fail with EROFS, lookups and reads with ENOENT.
-var changeOps = map[string]bool{
-	"create": true, "fallocate": true, "flush": true, "fsync": true, "fsyncdir": true,
-	"link": true, "mkdir": true, "mknod": true, "release": true, "removexattr": true,
-	"rename": true, "rmdir": true, "setattr": true, "setxattr": true, "symlink": true,
-	"tmpfile": true, "truncate": true, "unlink": true, "write": true,
+var changeOps = map[fuseOp]bool{
+	opCreate: true, opFallocate: true, opFlush: true, opFsync: true, opFsyncdir: true,
+	opLink: true, opMkdir: true, opMknod: true, opRelease: true, opRemovexattr: true,
+	opRename: true, opRmdir: true, opSetattr: true, opSetxattr: true, opSymlink: true,
+	opTmpfile: true, opTruncate: true, opUnlink: true, opWrite: true,
 }

@@ -2,10 +2,10 @@ package fs
 
 import (
 	"context"
-	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // handle is an open regular file: live files go through their inode's
@@ -21,14 +21,15 @@ type handle struct {
 // snapshot, so removing entries while reading (rm -rf) neither skips nor
 // repeats names, and seekdir/telldir offsets stay valid.
 type dirHandle struct {
-	load    func() ([]fuse.DirEntry, syscall.Errno)
+	m       *Server
+	load    func() ([]fuse.DirEntry, unix.Errno)
 	sync    func() error
 	entries []fuse.DirEntry
 	loaded  bool
 	idx     int
 }
 
-func (d *dirHandle) ensure() syscall.Errno {
+func (d *dirHandle) ensure() unix.Errno {
 	if d.loaded {
 		return 0
 	}
@@ -41,7 +42,7 @@ func (d *dirHandle) ensure() syscall.Errno {
 }
 
 // Readdirent returns the next entry, or nil at the end.
-func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Errno) {
+func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, unix.Errno) {
 	if errno := d.ensure(); errno != 0 {
 		return nil, errno
 	}
@@ -55,7 +56,7 @@ func (d *dirHandle) Readdirent(ctx context.Context) (*fuse.DirEntry, syscall.Err
 }
 
 // Seekdir moves to an offset returned earlier; 0 re-reads the directory.
-func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
+func (d *dirHandle) Seekdir(ctx context.Context, off uint64) unix.Errno {
 	if off == 0 {
 		d.loaded = false
 	}
@@ -63,7 +64,7 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 		return errno
 	}
 	if off > uint64(len(d.entries)) {
-		return syscall.EINVAL
+		return unix.EINVAL
 	}
 	d.idx = int(off)
 	return 0
@@ -73,9 +74,9 @@ func (d *dirHandle) Seekdir(ctx context.Context, off uint64) syscall.Errno {
 func (d *dirHandle) Releasedir(ctx context.Context, releaseFlags uint32) { d.entries = nil }
 
 // Fsyncdir makes every commit so far durable.
-func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) syscall.Errno {
+func (d *dirHandle) Fsyncdir(ctx context.Context, flags uint32) unix.Errno {
 	if d.sync == nil {
 		return 0
 	}
-	return toErrno("fsyncdir", d.sync())
+	return d.m.toErrno(opFsyncdir, d.sync())
 }

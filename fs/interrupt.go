@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strconv"
 	"sync"
@@ -105,7 +104,7 @@ func (m *Server) commitFor(ctx context.Context, f *fileState) error {
 		stop()
 		close(done)
 		if err != nil && abandoned.Load() {
-			slog.Error("padfs: commit for a killed caller", "session", f.key.sid, "ino", f.key.ino, "err", err)
+			m.log.Error("padfs: commit for a killed caller", "session", f.key.sid, "ino", f.key.ino, "err", err)
 		}
 	}()
 	if waitFor(ctx, done) {
@@ -122,7 +121,7 @@ func (m *Server) releaseLater(f *fileState) {
 	go func() {
 		defer m.bg.Done()
 		if err := m.release(f); err != nil {
-			slog.Error("padfs: release for a killed caller", "session", f.key.sid, "ino", f.key.ino, "err", err)
+			m.log.Error("padfs: release for a killed caller", "session", f.key.sid, "ino", f.key.ino, "err", err)
 		}
 	}()
 }

@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // Clearing setuid and setgid ("killing privileges") on change.
@@ -101,19 +101,19 @@ func (m *Server) killFlagged(ctx context.Context) bool {
 }
 
 // privBits are the bits a change may have to clear.
-const privBits = syscall.S_ISUID | syscall.S_ISGID
+const privBits = unix.S_ISUID | unix.S_ISGID
 
 // killedMode returns mode (of a file in group gid) without the bits a
 // change by the caller clears, following the kernel's rule; noCap says the
 // kernel has already established that the caller lacks CAP_FSETID.
 func killedMode(ctx context.Context, mode, gid uint32, noCap bool) uint32 {
-	if mode&privBits == 0 || mode&syscall.S_IFMT == syscall.S_IFDIR {
+	if mode&privBits == 0 || mode&unix.S_IFMT == unix.S_IFDIR {
 		return mode
 	}
-	out := mode &^ syscall.S_ISUID
-	if mode&syscall.S_ISGID != 0 {
-		if mode&syscall.S_IXGRP != 0 || !callerInGroupOrCapable(ctx, gid, noCap) {
-			out &^= syscall.S_ISGID
+	out := mode &^ unix.S_ISUID
+	if mode&unix.S_ISGID != 0 {
+		if mode&unix.S_IXGRP != 0 || !callerInGroupOrCapable(ctx, gid, noCap) {
+			out &^= unix.S_ISGID
 		}
 	}
 	return out

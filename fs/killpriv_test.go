@@ -14,6 +14,7 @@ import (
 // script runs in a plain directory and on the mount, as root and as another
 // user, and must print the same modes.
 func TestKillPriv(t *testing.T) {
+	t.Parallel() // its own store and mount; no package state
 	if os.Getuid() != 0 {
 		t.Skip("needs root to act as another user")
 	}

@@ -75,12 +75,14 @@
 package fs
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log"
 	"log/slog"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -90,6 +92,7 @@ import (
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Options configure a mount.
@@ -119,6 +122,9 @@ type Options struct {
 	// root, keyed by their name (".grep", ".log", or any other name that
 	// starts with a dot). They are hidden from readdir like .asof.
 	Virtual map[string]VirtualDir
+	// Logger receives the mount's errors (causes of EIO, failed
+	// background commits). Nil: slog.Default().
+	Logger *slog.Logger
 
 	// debugLog receives go-fuse's trace when Debug is set (tests count
 	// requests with it); nil: the standard logger.
@@ -191,6 +197,13 @@ type Server struct {
 	sessMu   sync.Mutex
 	sessions map[mvcc.SessionID]*session
 
+	// Lock order: fileState.mu, then filesMu. filesMu is innermost: held
+	// only to read or change files and the opens counts, never across
+	// store I/O, a commit, or the wait for another lock (a fileState.mu
+	// is held through a whole commit, so waiting for one under filesMu
+	// stalled every open and getattr behind a large file's commit). sessMu
+	// and negMu are leaves too: no other of these locks is taken under
+	// them.
 	filesMu  sync.Mutex
 	files    map[fileKey]*fileState
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
@@ -206,6 +219,15 @@ type Server struct {
 	negs      map[negKey]negEntry // negative entries the kernel may hold
 	negPrune  int                 // prune expired negs when len reaches this
 	invalGens map[mvcc.SessionID]uint64
+
+	log *slog.Logger // opts.Logger or the default
+
+	// invalidations: sessions InvalidateSession queued for the one
+	// goroutine that runs them (invalidator), which shutdown waits for.
+	invalMu   sync.Mutex
+	invalQ    []mvcc.SessionID
+	invalWake chan struct{} // capacity 1
+	invalDone chan struct{}
 
 	stop     chan struct{}
 	tickDone chan struct{}
@@ -236,9 +258,12 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		invalGens: map[mvcc.SessionID]uint64{},
 		stop:      make(chan struct{}),
 		tickDone:  make(chan struct{}),
+		log:       cmp.Or(opts.Logger, slog.Default()),
+		invalWake: make(chan struct{}, 1),
+		invalDone: make(chan struct{}),
 	}
 	var root gofs.InodeEmbedder
-	rootAttr := &gofs.StableAttr{Mode: syscall.S_IFDIR}
+	rootAttr := &gofs.StableAttr{Mode: unix.S_IFDIR}
 	switch {
 	case opts.AsOf != nil && opts.Session == nil:
 		return nil, errors.New("fs.Mount: AsOf needs Session")
@@ -261,8 +286,27 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	default:
 		root = &sessionsRoot{m: m}
 	}
+	raw, mo := nodeFS(root, rootAttr, opts)
+	server, err := fuse.NewServer(killRaw{RawFileSystem: raw, kills: &m.kills}, mountpoint, mo)
+	if err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	closeFUSEOnExec()
+	go server.Serve()
+	if err := server.WaitMount(); err != nil {
+		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
+	}
+	m.server = server
+	m.root = root.EmbeddedInode()
+	go m.ticker()
+	go m.invalidator()
+	return m, nil
+}
+
+// nodeFS is the go-fuse file system of root, and its mount options.
+func nodeFS(root gofs.InodeEmbedder, rootAttr *gofs.StableAttr, opts Options) (fuse.RawFileSystem, *fuse.MountOptions) {
 	sec, neg := shortTimeout, liveTimeout
-	mo := fuse.MountOptions{
+	mo := &fuse.MountOptions{
 		DirectMount: true,
 		FsName:      "padfs",
 		Name:        "padfs",
@@ -289,26 +333,14 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		mo.Options = append(mo.Options, "default_permissions")
 	}
 	raw := gofs.NewNodeFS(root, &gofs.Options{
-		MountOptions:    mo,
+		MountOptions:    *mo,
 		EntryTimeout:    &sec,
 		AttrTimeout:     &sec,
 		NegativeTimeout: &neg, // lookups opt out with noNegativeEntry
 		NullPermissions: true, // chmod 000 must stay 000
 		RootStableAttr:  rootAttr,
 	})
-	server, err := fuse.NewServer(killRaw{RawFileSystem: raw, kills: &m.kills}, mountpoint, &mo)
-	if err != nil {
-		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
-	}
-	closeFUSEOnExec()
-	go server.Serve()
-	if err := server.WaitMount(); err != nil {
-		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
-	}
-	m.server = server
-	m.root = root.EmbeddedInode()
-	go m.ticker()
-	return m, nil
+	return raw, mo
 }
 
 // closeFUSEOnExec marks this process's /dev/fuse descriptors close-on-exec.
@@ -328,7 +360,7 @@ func closeFUSEOnExec() {
 			continue
 		}
 		if t, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && t == "/dev/fuse" {
-			syscall.CloseOnExec(fd)
+			unix.CloseOnExec(fd)
 		}
 	}
 }
@@ -357,9 +389,10 @@ func (m *Server) shutdown() {
 	m.stopOnce.Do(func() {
 		close(m.stop)
 		<-m.tickDone
+		<-m.invalDone
 		m.bg.Wait()
 		if err := m.Flush(); err != nil {
-			slog.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
+			m.log.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
 		}
 	})
 }
@@ -400,7 +433,7 @@ func (m *Server) tick(now time.Time) {
 	for _, f := range m.openFiles() {
 		if f.due(now) {
 			if err := m.commit(f); err != nil {
-				slog.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
+				m.log.Error("padfs: background commit", "session", f.key.sid, "ino", f.key.ino, "err", err)
 			}
 			m.dropIfIdle(f)
 		}
@@ -411,9 +444,42 @@ func (m *Server) tick(now time.Time) {
 // content) of every node of session sid, for changes made outside FUSE
 // (fork, forget, redact). It returns at once: the work is done by another
 // goroutine, so it is safe to call from anywhere, including inside a FUSE
-// request or a store Watch callback.
+// request or a store Watch callback. Invalidations run one at a time, in
+// the order asked; one already queued for sid covers a second request.
 func (m *Server) InvalidateSession(sid mvcc.SessionID) {
-	go m.invalidate(sid)
+	m.invalMu.Lock()
+	if !slices.Contains(m.invalQ, sid) {
+		m.invalQ = append(m.invalQ, sid)
+	}
+	m.invalMu.Unlock()
+	select {
+	case m.invalWake <- struct{}{}:
+	default:
+	}
+}
+
+// invalidator runs the queued invalidations until shutdown; those still
+// queued then have no kernel cache left to drop.
+func (m *Server) invalidator() {
+	defer close(m.invalDone)
+	for {
+		select {
+		case <-m.stop:
+			return
+		case <-m.invalWake:
+		}
+		for {
+			m.invalMu.Lock()
+			if len(m.invalQ) == 0 {
+				m.invalMu.Unlock()
+				break
+			}
+			sid := m.invalQ[0]
+			m.invalQ = m.invalQ[1:]
+			m.invalMu.Unlock()
+			m.invalidate(sid)
+		}
+	}
 }
 
 // InvalidateSessionWait is InvalidateSession that returns when the
@@ -522,14 +588,14 @@ func (m *Server) reserved(name string) (reserved, exists bool) {
 
 // statfs reports the numbers of the file system holding the spill
 // directory (normally the data directory).
-func (m *Server) statfs(out *fuse.StatfsOut) syscall.Errno {
-	var s syscall.Statfs_t
+func (m *Server) statfs(out *fuse.StatfsOut) unix.Errno {
+	var s syscall.Statfs_t // go-fuse's FromStatfsT takes syscall's type
 	dir := m.spillDir()
 	if _, err := os.Stat(dir); err != nil {
 		dir = os.TempDir()
 	}
 	if err := syscall.Statfs(dir, &s); err != nil {
-		return toErrno("statfs", err)
+		return m.toErrno(opStatfs, err)
 	}
 	out.FromStatfsT(&s)
 	out.NameLen = mvcc.NameMax

@@ -87,7 +87,7 @@ func TestNegativeEntriesSessionsRoot(t *testing.T) {
 	if err := st.RenameSession(old.ID, "work-old"); err != nil {
 		t.Fatal(err)
 	}
-	h, err := st.Fork(old.ID, mvcc.Latest, mvcc.ForkOptions{Name: "work"})
+	h, err := st.Fork(t.Context(), old.ID, mvcc.Latest, mvcc.ForkOptions{Name: "work"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Node is a file, directory or symlink of a session's tree: live (view nil,
@@ -126,7 +126,7 @@ func (n *Node) fillAttrOver(a *fuse.Attr, in *mvcc.Inode, o overlay, dirty bool)
 	}
 	p := o.pending
 	if p.Mode != nil {
-		a.Mode = a.Mode&syscall.S_IFMT | *p.Mode&07777
+		a.Mode = a.Mode&unix.S_IFMT | *p.Mode&07777
 	}
 	if p.Uid != nil {
 		a.Uid = *p.Uid
@@ -187,16 +187,16 @@ func (n *Node) attach(ctx context.Context, parent *gofs.Inode, in *mvcc.Inode, o
 	t := n.timeout()
 	out.SetEntryTimeout(t)
 	out.SetAttrTimeout(t)
-	return parent.NewInode(ctx, n, gofs.StableAttr{Mode: in.Mode & syscall.S_IFMT, Ino: n.stableIno(in.Ino)})
+	return parent.NewInode(ctx, n, gofs.StableAttr{Mode: in.Mode & unix.S_IFMT, Ino: n.stableIno(in.Ino)})
 }
 
 // Getattr reports the inode's attributes (a dirty buffer's size and mtime).
-func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	if n.view == nil && n.StableAttr().Mode == syscall.S_IFREG {
+func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
+	if n.view == nil && n.StableAttr().Mode == unix.S_IFREG {
 		// One read, in step with the buffer (see liveInode).
 		in, o, dirty, err := n.m.liveInode(ctx, n.s.id, n.ino)
 		if err != nil {
-			return toErrno("getattr", err)
+			return n.m.toErrno(opGetattr, err)
 		}
 		n.fillAttrOver(&out.Attr, in, o, dirty)
 		out.SetTimeout(n.timeout())
@@ -204,7 +204,7 @@ func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 	}
 	in, err := n.inode()
 	if err != nil {
-		return toErrno("getattr", err)
+		return n.m.toErrno(opGetattr, err)
 	}
 	n.fillAttr(&out.Attr, in)
 	out.SetTimeout(n.timeout())
@@ -212,6 +212,6 @@ func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOu
 }
 
 // Statfs reports the numbers of the file system holding the data.
-func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+func (n *Node) Statfs(ctx context.Context, out *fuse.StatfsOut) unix.Errno {
 	return n.m.statfs(out)
 }

@@ -3,18 +3,18 @@ package fs
 import (
 	"context"
 	"errors"
-	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Directory operations of Node.
 
 // Lookup finds name in the directory as n's tree shows it; at a live
 // session root it also finds .asof and the virtual directories.
-func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	if n.isSessionRoot() {
 		if name == ".asof" {
 			return n.m.asofChild(ctx, &n.Inode, n.s, out), 0
@@ -24,13 +24,13 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		}
 	}
 	if len(name) > mvcc.NameMax {
-		return nil, syscall.ENAMETOOLONG
+		return nil, unix.ENAMETOOLONG
 	}
 	gen := n.m.invalGen(n.s.id)
 	in, err := n.m.st.Lookup(n.s.id, n.ino, name, n.at())
 	if err != nil {
-		errno := toErrno("lookup", err)
-		if errno == syscall.ENOENT {
+		errno := n.m.toErrno(opLookup, err)
+		if errno == unix.ENOENT {
 			if n.view != nil && !n.view.stable {
 				noNegativeEntry(out) // the name may appear as time passes
 			} else {
@@ -43,19 +43,19 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 }
 
 // OpendirHandle snapshots the directory listing (see dirHandle).
-func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
-	load := func() ([]fuse.DirEntry, syscall.Errno) {
+func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, unix.Errno) {
+	load := func() ([]fuse.DirEntry, unix.Errno) {
 		ds, err := n.m.st.ReadDir(n.s.id, n.ino, n.at())
 		if err != nil {
-			return nil, toErrno("readdir", err)
+			return nil, n.m.toErrno(opReaddir, err)
 		}
 		out := make([]fuse.DirEntry, 0, len(ds)+2)
-		out = append(out, fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: n.StableAttr().Ino})
+		out = append(out, fuse.DirEntry{Name: ".", Mode: unix.S_IFDIR, Ino: n.StableAttr().Ino})
 		parentIno := n.StableAttr().Ino
 		if _, p := n.Parent(); p != nil {
 			parentIno = p.StableAttr().Ino
 		}
-		out = append(out, fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: parentIno})
+		out = append(out, fuse.DirEntry{Name: "..", Mode: unix.S_IFDIR, Ino: parentIno})
 		for _, d := range ds {
 			out = append(out, fuse.DirEntry{Name: d.Name, Mode: d.Type, Ino: n.stableIno(d.Ino)})
 		}
@@ -82,36 +82,36 @@ func (n *Node) OpendirHandle(ctx context.Context, flags uint32) (gofs.FileHandle
 			}
 		}
 	}
-	return &dirHandle{load: load, sync: n.m.st.Sync}, fl, 0
+	return &dirHandle{m: n.m, load: load, sync: n.m.st.Sync}, fl, 0
 }
 
 // checkNew refuses names that cannot be created in n.
-func (n *Node) checkNew(name string) syscall.Errno {
+func (n *Node) checkNew(name string) unix.Errno {
 	if n.readOnly() {
-		return syscall.EROFS
+		return unix.EROFS
 	}
 	if len(name) > mvcc.NameMax {
-		return syscall.ENAMETOOLONG
+		return unix.ENAMETOOLONG
 	}
 	if n.isSessionRoot() {
 		if reserved, exists := n.m.reserved(name); reserved {
 			if exists {
-				return syscall.EEXIST
+				return unix.EEXIST
 			}
-			return syscall.EPERM
+			return unix.EPERM
 		}
 	}
 	return 0
 }
 
 // checkRemove refuses removing (or renaming) reserved names.
-func (n *Node) checkRemove(name string) syscall.Errno {
+func (n *Node) checkRemove(name string) unix.Errno {
 	if n.readOnly() {
-		return syscall.EROFS
+		return unix.EROFS
 	}
 	if n.isSessionRoot() {
 		if reserved, _ := n.m.reserved(name); reserved {
-			return syscall.EPERM
+			return unix.EPERM
 		}
 	}
 	return 0
@@ -120,22 +120,22 @@ func (n *Node) checkRemove(name string) syscall.Errno {
 // newAttr is the owner and mode of a new inode: the caller's ids, with the
 // group (and, for directories, the setgid bit) inherited from a setgid
 // parent.
-func (n *Node) newAttr(ctx context.Context, mode uint32) (mvcc.Attr, syscall.Errno) {
+func (n *Node) newAttr(ctx context.Context, mode uint32) (mvcc.Attr, unix.Errno) {
 	uid, gid := callerIDs(ctx)
 	p, err := n.inode()
 	if err != nil {
-		return mvcc.Attr{}, toErrno("create", err)
+		return mvcc.Attr{}, n.m.toErrno(opCreate, err)
 	}
-	if p.Mode&syscall.S_ISGID != 0 {
+	if p.Mode&unix.S_ISGID != 0 {
 		gid = p.Gid
-		if mode&syscall.S_IFMT == syscall.S_IFDIR {
-			mode |= syscall.S_ISGID
+		if mode&unix.S_IFMT == unix.S_IFDIR {
+			mode |= unix.S_ISGID
 		}
 	}
 	return mvcc.Attr{Mode: mode, Uid: uid, Gid: gid}, 0
 }
 
-func (n *Node) create(ctx context.Context, name string, mode, rdev uint32, target string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (n *Node) create(ctx context.Context, name string, mode, rdev uint32, target string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, errno
 	}
@@ -146,38 +146,38 @@ func (n *Node) create(ctx context.Context, name string, mode, rdev uint32, targe
 	a.Rdev = rdev
 	in, err := n.m.st.Create(n.s.id, n.ino, name, a, target)
 	if err != nil {
-		return nil, toErrno("create", err)
+		return nil, n.m.toErrno(opCreate, err)
 	}
 	return n.newChild(ctx, in, out), 0
 }
 
 // Mkdir creates a directory.
-func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.create(ctx, name, syscall.S_IFDIR|mode&07777, 0, "", out)
+func (n *Node) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return n.create(ctx, name, unix.S_IFDIR|mode&07777, 0, "", out)
 }
 
 // Mknod creates a regular file, fifo, socket or device node.
-func (n *Node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	if mode&syscall.S_IFMT == syscall.S_IFDIR || mode&syscall.S_IFMT == syscall.S_IFLNK {
-		return nil, syscall.EINVAL
+func (n *Node) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	if mode&unix.S_IFMT == unix.S_IFDIR || mode&unix.S_IFMT == unix.S_IFLNK {
+		return nil, unix.EINVAL
 	}
-	if mode&syscall.S_IFMT == 0 {
-		mode |= syscall.S_IFREG
+	if mode&unix.S_IFMT == 0 {
+		mode |= unix.S_IFREG
 	}
 	return n.create(ctx, name, mode, dev, "", out)
 }
 
 // Symlink creates a symbolic link.
-func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return n.create(ctx, name, syscall.S_IFLNK|0o777, 0, target, out)
+func (n *Node) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return n.create(ctx, name, unix.S_IFLNK|0o777, 0, target, out)
 }
 
 // Create creates and opens a regular file (open with O_CREAT).
-func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, unix.Errno) {
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, nil, 0, errno
 	}
-	a, errno := n.newAttr(ctx, syscall.S_IFREG|mode&07777)
+	a, errno := n.newAttr(ctx, unix.S_IFREG|mode&07777)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
@@ -185,14 +185,14 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	var child *gofs.Inode
 	existed := false
 	switch {
-	case errors.Is(err, mvcc.ErrExist) && flags&syscall.O_EXCL == 0:
+	case errors.Is(err, mvcc.ErrExist) && flags&unix.O_EXCL == 0:
 		// Lost a race with another creator: open what is there, as
 		// open(2) without O_EXCL does.
 		if in, err = n.m.st.Lookup(n.s.id, n.ino, name, mvcc.Latest); err != nil {
-			return nil, nil, 0, toErrno("create", err)
+			return nil, nil, 0, n.m.toErrno(opCreate, err)
 		}
 		if !in.IsRegular() {
-			return nil, nil, 0, syscall.EISDIR
+			return nil, nil, 0, unix.EISDIR
 		}
 		existed = true
 		if c := n.GetChild(name); c != nil && c.StableAttr().Ino == uint64(in.Ino) {
@@ -202,13 +202,13 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 			child = n.newChild(ctx, in, out)
 		}
 	case err != nil:
-		return nil, nil, 0, toErrno("create", err)
+		return nil, nil, 0, n.m.toErrno(opCreate, err)
 	default:
 		child = n.newChild(ctx, in, out)
 	}
 	cn, ok := child.Operations().(*Node)
 	if !ok {
-		return nil, nil, 0, syscall.EIO
+		return nil, nil, 0, unix.EIO
 	}
 	fh, fl, errno := cn.open(ctx, flags, existed)
 	if errno != 0 {
@@ -218,20 +218,20 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 }
 
 // Link adds a hard link to target.
-func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	if errno := n.checkNew(name); errno != 0 {
 		return nil, errno
 	}
 	t, ok := target.(*Node)
 	if !ok || t.readOnly() {
-		return nil, syscall.EROFS
+		return nil, unix.EROFS
 	}
 	if t.s.id != n.s.id {
-		return nil, syscall.EXDEV
+		return nil, unix.EXDEV
 	}
 	in, err := n.m.st.Link(n.s.id, t.ino, n.ino, name)
 	if err != nil {
-		return nil, toErrno("link", err)
+		return nil, n.m.toErrno(opLink, err)
 	}
 	if f := n.m.file(t.s.id, t.ino); f != nil {
 		f.linked() // an O_TMPFILE's buffer can be committed now
@@ -240,63 +240,63 @@ func (n *Node) Link(ctx context.Context, target gofs.InodeEmbedder, name string,
 }
 
 // Unlink removes a non-directory entry; open handles keep working.
-func (n *Node) Unlink(ctx context.Context, name string) syscall.Errno {
+func (n *Node) Unlink(ctx context.Context, name string) unix.Errno {
 	if errno := n.checkRemove(name); errno != 0 {
 		return errno
 	}
-	return toErrno("unlink", n.m.st.Remove(n.s.id, n.ino, name, false))
+	return n.m.toErrno(opUnlink, n.m.st.Remove(n.s.id, n.ino, name, false))
 }
 
 // Rmdir removes an empty directory.
-func (n *Node) Rmdir(ctx context.Context, name string) syscall.Errno {
+func (n *Node) Rmdir(ctx context.Context, name string) unix.Errno {
 	if errno := n.checkRemove(name); errno != 0 {
 		return errno
 	}
-	return toErrno("rmdir", n.m.st.Remove(n.s.id, n.ino, name, true))
+	return n.m.toErrno(opRmdir, n.m.st.Remove(n.s.id, n.ino, name, true))
 }
 
 // Rename is rename(2)/renameat2(2) (RENAME_NOREPLACE, RENAME_EXCHANGE,
 // RENAME_WHITEOUT: the kernel has checked CAP_MKNOD; the whiteout is the
 // caller's, and is created in the rename's commit).
-func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
+func (n *Node) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) unix.Errno {
 	if errno := n.checkRemove(name); errno != 0 {
 		return errno
 	}
 	np, ok := newParent.(*Node)
 	if !ok {
-		return syscall.EXDEV
+		return unix.EXDEV
 	}
 	if errno := np.checkNew(newName); errno != 0 {
-		if errno == syscall.EEXIST {
-			errno = syscall.EPERM
+		if errno == unix.EEXIST {
+			errno = unix.EPERM
 		}
 		return errno
 	}
 	if np.s.id != n.s.id {
-		return syscall.EXDEV
+		return unix.EXDEV
 	}
 	uid, gid := callerIDs(ctx)
-	return toErrno("rename", n.m.st.RenameAs(n.s.id, n.ino, name, np.ino, newName, flags, mvcc.Attr{Uid: uid, Gid: gid}))
+	return n.m.toErrno(opRename, n.m.st.RenameAs(n.s.id, n.ino, name, np.ino, newName, flags, mvcc.Attr{Uid: uid, Gid: gid}))
 }
 
 // Tmpfile creates an unnamed regular file (open with O_TMPFILE); linkat
 // can name it later.
-func (n *Node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
+func (n *Node) Tmpfile(ctx context.Context, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, unix.Errno) {
 	if n.readOnly() {
-		return nil, nil, 0, syscall.EROFS
+		return nil, nil, 0, unix.EROFS
 	}
-	a, errno := n.newAttr(ctx, syscall.S_IFREG|mode&07777)
+	a, errno := n.newAttr(ctx, unix.S_IFREG|mode&07777)
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
 	in, err := n.m.st.CreateUnlinked(n.s.id, n.ino, a)
 	if err != nil {
-		return nil, nil, 0, toErrno("tmpfile", err)
+		return nil, nil, 0, n.m.toErrno(opTmpfile, err)
 	}
 	child := n.newChild(ctx, in, out)
 	cn, ok := child.Operations().(*Node)
 	if !ok {
-		return nil, nil, 0, syscall.EIO
+		return nil, nil, 0, unix.EIO
 	}
 	fh, fl, errno := cn.open(ctx, flags, false)
 	if errno != 0 {

@@ -2,10 +2,10 @@ package fs
 
 import (
 	"context"
-	"syscall"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // readOnlyDir refuses with EROFS every operation that would change a
@@ -13,40 +13,40 @@ import (
 // directories such as .grep and .log) embed it.
 type readOnlyDir struct{}
 
-func (readOnlyDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (readOnlyDir) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return nil, unix.EROFS
 }
 
-func (readOnlyDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (readOnlyDir) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return nil, unix.EROFS
 }
 
-func (readOnlyDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EROFS
+func (readOnlyDir) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, unix.Errno) {
+	return nil, nil, 0, unix.EROFS
 }
 
-func (readOnlyDir) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (readOnlyDir) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return nil, unix.EROFS
 }
 
-func (readOnlyDir) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EROFS
+func (readOnlyDir) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return nil, unix.EROFS
 }
 
-func (readOnlyDir) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+func (readOnlyDir) Unlink(ctx context.Context, name string) unix.Errno { return unix.EROFS }
 
-func (readOnlyDir) Rmdir(ctx context.Context, name string) syscall.Errno { return syscall.EROFS }
+func (readOnlyDir) Rmdir(ctx context.Context, name string) unix.Errno { return unix.EROFS }
 
-func (readOnlyDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EROFS
+func (readOnlyDir) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) unix.Errno {
+	return unix.EROFS
 }
 
-func (readOnlyDir) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EROFS
+func (readOnlyDir) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) unix.Errno {
+	return unix.EROFS
 }
 
-func (readOnlyDir) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return syscall.EROFS
+func (readOnlyDir) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) unix.Errno {
+	return unix.EROFS
 }
 
-func (readOnlyDir) Removexattr(ctx context.Context, attr string) syscall.Errno { return syscall.EROFS }
+func (readOnlyDir) Removexattr(ctx context.Context, attr string) unix.Errno { return unix.EROFS }

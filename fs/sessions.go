@@ -3,12 +3,12 @@ package fs
 import (
 	"context"
 	"sort"
-	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // sessionsRoot is the root of a mount without Options.Session: one
@@ -33,22 +33,22 @@ func (r *sessionsRoot) findSession(name string) (*mvcc.SessionHeader, error) {
 	return r.m.st.LiveHeader(h.ID)
 }
 
-func (r *sessionsRoot) child(ctx context.Context, h *mvcc.SessionHeader, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (r *sessionsRoot) child(ctx context.Context, h *mvcc.SessionHeader, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	s := r.m.session(h)
 	n := &Node{m: r.m, s: s, ino: h.Root}
 	in, err := n.inode()
 	if err != nil {
-		return nil, toErrno("lookup session", err)
+		return nil, r.m.toErrno(opLookupSession, err)
 	}
 	return n.attach(ctx, &r.Inode, in, out), 0
 }
 
 // Getattr describes the root.
-func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
 	fillSynthDir(&out.Attr, r.m, 0o755)
 	all, err := r.m.st.Sessions()
 	if err != nil {
-		return toErrno("getattr sessions", err)
+		return r.m.toErrno(opGetattrSessions, err)
 	}
 	out.Nlink++ // by-name/
 	for _, s := range all {
@@ -63,110 +63,110 @@ func (r *sessionsRoot) Getattr(ctx context.Context, fh gofs.FileHandle, out *fus
 const byNameDir = "by-name"
 
 // Lookup finds by-name/, or a live session by ULID or name.
-func (r *sessionsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (r *sessionsRoot) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	if name == byNameDir {
 		fillSynthDir(&out.Attr, r.m, 0o555)
 		out.SetAttrTimeout(time.Nanosecond) // 0 would mean the default
-		return r.NewInode(ctx, &byName{m: r.m}, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: synthIno([]byte(byNameDir))}), 0
+		return r.NewInode(ctx, &byName{m: r.m}, gofs.StableAttr{Mode: unix.S_IFDIR, Ino: synthIno([]byte(byNameDir))}), 0
 	}
 	h, err := r.findSession(name)
 	if err != nil {
 		noNegativeEntry(out) // sessions appear without notice (fork)
-		return nil, toErrno("lookup session", err)
+		return nil, r.m.toErrno(opLookupSession, err)
 	}
 	return r.child(ctx, h, out)
 }
 
 // Readdir lists the live sessions by ULID, oldest first.
-func (r *sessionsRoot) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+func (r *sessionsRoot) Readdir(ctx context.Context) (gofs.DirStream, unix.Errno) {
 	all, err := r.m.st.Sessions()
 	if err != nil {
-		return nil, toErrno("readdir sessions", err)
+		return nil, r.m.toErrno(opReaddirSessions, err)
 	}
 	es := make([]fuse.DirEntry, 0, len(all)+1)
-	es = append(es, fuse.DirEntry{Name: byNameDir, Mode: syscall.S_IFDIR, Ino: synthIno([]byte(byNameDir))})
+	es = append(es, fuse.DirEntry{Name: byNameDir, Mode: unix.S_IFDIR, Ino: synthIno([]byte(byNameDir))})
 	for _, s := range all {
 		if !s.Forgotten {
-			es = append(es, fuse.DirEntry{Name: s.ID.String(), Mode: syscall.S_IFDIR, Ino: uint64(s.Root)})
+			es = append(es, fuse.DirEntry{Name: s.ID.String(), Mode: unix.S_IFDIR, Ino: uint64(s.Root)})
 		}
 	}
 	return gofs.NewListDirStream(es), 0
 }
 
 // Mkdir creates a session named name (listed afterwards by its ULID).
-func (r *sessionsRoot) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (r *sessionsRoot) Mkdir(ctx context.Context, name string, mode uint32, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	if err := mvcc.ValidName(name); err != nil {
-		return nil, toErrno("mkdir session", err)
+		return nil, r.m.toErrno(opMkdirSession, err)
 	}
 	if _, err := r.findSession(name); err == nil || name == byNameDir {
-		return nil, syscall.EEXIST
+		return nil, unix.EEXIST
 	}
 	h, err := r.m.st.CreateSession(name, r.m.opts.Uid, r.m.opts.Gid)
 	if err != nil {
-		return nil, toErrno("mkdir session", err)
+		return nil, r.m.toErrno(opMkdirSession, err)
 	}
 	if perm := mode & 07777; perm != 0o755 {
 		if _, err := r.m.st.SetAttr(h.ID, h.Root, mvcc.SetAttr{Mode: &perm}); err != nil {
-			return nil, toErrno("mkdir session", err)
+			return nil, r.m.toErrno(opMkdirSession, err)
 		}
 	}
 	return r.child(ctx, h, out)
 }
 
 // Rmdir soft-forgets a session through Options.Forget.
-func (r *sessionsRoot) Rmdir(ctx context.Context, name string) syscall.Errno {
+func (r *sessionsRoot) Rmdir(ctx context.Context, name string) unix.Errno {
 	if name == byNameDir {
-		return syscall.EPERM
+		return unix.EPERM
 	}
 	h, err := r.findSession(name)
 	if err != nil {
-		return toErrno("forget session", err)
+		return r.m.toErrno(opForgetSession, err)
 	}
 	if r.m.opts.Forget == nil {
-		return syscall.EPERM
+		return unix.EPERM
 	}
 	if err := r.m.opts.Forget(h.ID); err != nil {
-		return toErrno("forget session", err)
+		return r.m.toErrno(opForgetSession, err)
 	}
 	r.m.InvalidateSession(h.ID)
 	return 0
 }
 
 // Statfs reports the data's file system.
-func (r *sessionsRoot) Statfs(ctx context.Context, out *fuse.StatfsOut) syscall.Errno {
+func (r *sessionsRoot) Statfs(ctx context.Context, out *fuse.StatfsOut) unix.Errno {
 	return r.m.statfs(out)
 }
 
 // Only directories (sessions) live at the root.
 
-func (r *sessionsRoot) Unlink(ctx context.Context, name string) syscall.Errno { return syscall.EPERM }
+func (r *sessionsRoot) Unlink(ctx context.Context, name string) unix.Errno { return unix.EPERM }
 
-func (r *sessionsRoot) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
+func (r *sessionsRoot) Mknod(ctx context.Context, name string, mode uint32, dev uint32, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return nil, unix.EPERM
 }
 
-func (r *sessionsRoot) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, syscall.Errno) {
-	return nil, nil, 0, syscall.EPERM
+func (r *sessionsRoot) Create(ctx context.Context, name string, flags uint32, mode uint32, out *fuse.EntryOut) (*gofs.Inode, gofs.FileHandle, uint32, unix.Errno) {
+	return nil, nil, 0, unix.EPERM
 }
 
-func (r *sessionsRoot) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
+func (r *sessionsRoot) Symlink(ctx context.Context, target, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return nil, unix.EPERM
 }
 
-func (r *sessionsRoot) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
-	return nil, syscall.EPERM
+func (r *sessionsRoot) Link(ctx context.Context, target gofs.InodeEmbedder, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
+	return nil, unix.EPERM
 }
 
-func (r *sessionsRoot) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) syscall.Errno {
-	return syscall.EPERM
+func (r *sessionsRoot) Rename(ctx context.Context, name string, newParent gofs.InodeEmbedder, newName string, flags uint32) unix.Errno {
+	return unix.EPERM
 }
 
-func (r *sessionsRoot) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EPERM
+func (r *sessionsRoot) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) unix.Errno {
+	return unix.EPERM
 }
 
-func (r *sessionsRoot) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) syscall.Errno {
-	return syscall.EPERM
+func (r *sessionsRoot) Setxattr(ctx context.Context, attr string, data []byte, flags uint32) unix.Errno {
+	return unix.EPERM
 }
 
 // byName is the root's by-name/ directory: one symlink NAME -> ../ULID per
@@ -205,23 +205,23 @@ func (d *byName) names() (map[string]mvcc.SessionID, error) {
 func linkIno(name string) uint64 { return synthIno([]byte(byNameDir), []byte(name)) }
 
 // Getattr describes by-name/.
-func (d *byName) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (d *byName) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
 	fillSynthDir(&out.Attr, d.m, 0o555)
 	out.SetTimeout(time.Nanosecond)
 	return 0
 }
 
 // Lookup resolves a session name to its symlink.
-func (d *byName) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (d *byName) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	noNegativeEntry(out) // a session may take this name at any time
 	names, err := d.names()
 	if err != nil {
-		return nil, toErrno("lookup by-name", err)
+		return nil, d.m.toErrno(opLookupByName, err)
 	}
 	if _, ok := names[name]; !ok {
-		return nil, syscall.ENOENT
+		return nil, unix.ENOENT
 	}
-	ch := d.NewInode(ctx, &byNameLink{d: d, name: name}, gofs.StableAttr{Mode: syscall.S_IFLNK, Ino: linkIno(name)})
+	ch := d.NewInode(ctx, &byNameLink{d: d, name: name}, gofs.StableAttr{Mode: unix.S_IFLNK, Ino: linkIno(name)})
 	fillLink(&out.Attr, d.m)
 	// Not cached at all (go-fuse reads a zero timeout as "the default").
 	out.SetEntryTimeout(time.Nanosecond)
@@ -230,10 +230,10 @@ func (d *byName) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*
 }
 
 // Readdir lists the session names, sorted.
-func (d *byName) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+func (d *byName) Readdir(ctx context.Context) (gofs.DirStream, unix.Errno) {
 	names, err := d.names()
 	if err != nil {
-		return nil, toErrno("readdir by-name", err)
+		return nil, d.m.toErrno(opReaddirByName, err)
 	}
 	sorted := make([]string, 0, len(names))
 	for n := range names {
@@ -242,7 +242,7 @@ func (d *byName) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
 	sort.Strings(sorted)
 	es := make([]fuse.DirEntry, 0, len(sorted))
 	for _, n := range sorted {
-		es = append(es, fuse.DirEntry{Name: n, Mode: syscall.S_IFLNK, Ino: linkIno(n)})
+		es = append(es, fuse.DirEntry{Name: n, Mode: unix.S_IFLNK, Ino: linkIno(n)})
 	}
 	return gofs.NewListDirStream(es), 0
 }
@@ -252,27 +252,27 @@ func linkTarget(id mvcc.SessionID) string { return "../" + id.String() }
 
 func fillLink(a *fuse.Attr, m *Server) {
 	fillSynthDir(a, m, 0o777)
-	a.Mode = syscall.S_IFLNK | 0o777
+	a.Mode = unix.S_IFLNK | 0o777
 	a.Nlink = 1
 	a.Size = uint64(len(linkTarget(mvcc.SessionID{}))) // every ULID has 26 characters
 }
 
 // Getattr describes the symlink.
-func (l *byNameLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (l *byNameLink) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
 	fillLink(&out.Attr, l.d.m)
 	out.SetTimeout(time.Nanosecond)
 	return 0
 }
 
 // Readlink returns ../ULID of the session that has the name now.
-func (l *byNameLink) Readlink(ctx context.Context) ([]byte, syscall.Errno) {
+func (l *byNameLink) Readlink(ctx context.Context) ([]byte, unix.Errno) {
 	names, err := l.d.names()
 	if err != nil {
-		return nil, toErrno("readlink by-name", err)
+		return nil, l.d.m.toErrno(opReadlinkByName, err)
 	}
 	id, ok := names[l.name]
 	if !ok {
-		return nil, syscall.ENOENT
+		return nil, unix.ENOENT
 	}
 	return []byte(linkTarget(id)), 0
 }

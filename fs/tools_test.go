@@ -76,6 +76,7 @@ func TestToolsCpTar(t *testing.T) {
 }
 
 func TestToolsEditing(t *testing.T) {
+	t.Parallel() // its own store and mount; no package state
 	mnt, _, _ := mountTest(t)
 	sh(t, mnt, `printf 'alpha\nbeta\ngamma\n' > f.txt && sed -i 's/beta/BETA/' f.txt`)
 	if got := sh(t, mnt, "cat f.txt"); got != "alpha\nBETA\ngamma\n" {
@@ -107,6 +108,7 @@ with open("py/rw.bin", "w+b") as f:
 }
 
 func TestToolsGit(t *testing.T) {
+	t.Parallel() // its own store and mount; no package state
 	mnt, _, _ := mountTest(t)
 	src := filepath.Join(t.TempDir(), "src")
 	makeTree(t, src)
@@ -125,6 +127,7 @@ func TestToolsGit(t *testing.T) {
 }
 
 func TestToolsMvRmLinks(t *testing.T) {
+	t.Parallel() // its own store and mount; no package state
 	mnt, _, _ := mountTest(t)
 	sh(t, mnt, `mkdir -p a/b/c && echo hi > a/b/c/f && mv a/b z && test -f z/c/f && test ! -e a/b`)
 	sh(t, mnt, `mkdir many && cd many && for d in $(seq 1 20); do mkdir d$d; for f in $(seq 1 100); do echo $f > d$d/f$f; done; done`)
@@ -380,7 +383,7 @@ func TestTarOneVersionPerFile(t *testing.T) {
 		fmt.Sscan(line, &ino, &p)
 		files[ino] = p
 	}
-	ops := map[string]int{}
+	ops := map[mvcc.Op]int{}
 	st.View(func(tx *mvcc.ReadTx) error {
 		return tx.Events(sessionOf(t, m), 0, func(ev mvcc.Event) bool {
 			if _, ok := files[uint64(ev.Ino)]; ok {

@@ -2,12 +2,13 @@ package fs
 
 import (
 	"context"
+	"fmt"
 	"sync"
-	"syscall"
 	"time"
 
 	gofs "github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 )
 
 // virtualDir serves a VirtualDir hook at a session root. Its content
@@ -58,9 +59,9 @@ func (f *virtualFile) generated(data []byte, lookup bool) {
 }
 
 // ownerOnly refuses a request from anyone but the mount's owner.
-func (m *Server) ownerOnly(ctx context.Context) syscall.Errno {
+func (m *Server) ownerOnly(ctx context.Context) unix.Errno {
 	if c, ok := fuse.FromContext(ctx); ok && c.Uid != m.opts.Uid {
-		return syscall.EACCES
+		return unix.EACCES
 	}
 	return 0
 }
@@ -72,21 +73,21 @@ func (m *Server) virtualChild(ctx context.Context, parent *gofs.Inode, s *sessio
 	d := &virtualDir{m: m, s: s, name: name, vd: vd}
 	fillSynthDir(&out.Attr, m, 0o500)
 	out.Attr.Nlink = 1
-	return parent.NewInode(ctx, d, gofs.StableAttr{Mode: syscall.S_IFDIR, Ino: synthIno(s.id[:], []byte(name))})
+	return parent.NewInode(ctx, d, gofs.StableAttr{Mode: unix.S_IFDIR, Ino: synthIno(s.id[:], []byte(name))})
 }
 
 // Getattr describes the directory.
-func (d *virtualDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (d *virtualDir) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
 	fillSynthDir(&out.Attr, d.m, 0o500)
 	out.Nlink = 1
 	return 0
 }
 
 // Opendir lets only the owner list the directory.
-func (d *virtualDir) Opendir(ctx context.Context) syscall.Errno { return d.m.ownerOnly(ctx) }
+func (d *virtualDir) Opendir(ctx context.Context) unix.Errno { return d.m.ownerOnly(ctx) }
 
 // Readdir lists what the hook's List returns.
-func (d *virtualDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno) {
+func (d *virtualDir) Readdir(ctx context.Context) (gofs.DirStream, unix.Errno) {
 	if errno := d.m.ownerOnly(ctx); errno != 0 {
 		return nil, errno
 	}
@@ -94,37 +95,37 @@ func (d *virtualDir) Readdir(ctx context.Context) (gofs.DirStream, syscall.Errno
 	if d.vd.List != nil {
 		var err error
 		if names, err = d.vd.List(d.s.id); err != nil {
-			return nil, toErrno(d.name, err)
+			return nil, d.m.toErrno(opReaddir, fmt.Errorf("%s: %w", d.name, err))
 		}
 	}
 	es := make([]fuse.DirEntry, 0, len(names))
 	for _, nm := range names {
-		es = append(es, fuse.DirEntry{Name: nm, Mode: syscall.S_IFREG, Ino: synthIno(d.s.id[:], []byte(d.name), []byte(nm))})
+		es = append(es, fuse.DirEntry{Name: nm, Mode: unix.S_IFREG, Ino: synthIno(d.s.id[:], []byte(d.name), []byte(nm))})
 	}
 	return gofs.NewListDirStream(es), 0
 }
 
 // Lookup generates the file once to learn whether it exists and its size.
-func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, syscall.Errno) {
+func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*gofs.Inode, unix.Errno) {
 	if errno := d.m.ownerOnly(ctx); errno != 0 {
 		noNegativeEntry(out)
 		return nil, errno
 	}
 	if d.vd.Open == nil {
 		noNegativeEntry(out)
-		return nil, syscall.ENOENT
+		return nil, unix.ENOENT
 	}
 	data, err := d.vd.Open(d.s.id, name)
 	if err != nil {
 		noNegativeEntry(out) // generated content: may exist next time
-		return nil, toErrno(d.name, err)
+		return nil, d.m.toErrno(opLookup, fmt.Errorf("%s/%s: %w", d.name, name, err))
 	}
 	// NewInode returns the existing node of a name looked up before:
 	// the content goes to that one.
-	ch := d.NewInode(ctx, &virtualFile{d: d, name: name}, gofs.StableAttr{Mode: syscall.S_IFREG, Ino: synthIno(d.s.id[:], []byte(d.name), []byte(name))})
+	ch := d.NewInode(ctx, &virtualFile{d: d, name: name}, gofs.StableAttr{Mode: unix.S_IFREG, Ino: synthIno(d.s.id[:], []byte(d.name), []byte(name))})
 	f, ok := ch.Operations().(*virtualFile)
 	if !ok {
-		return nil, syscall.EIO
+		return nil, unix.EIO
 	}
 	f.generated(data, true)
 	fillVirtual(&out.Attr, d.m, uint64(len(data)))
@@ -135,7 +136,7 @@ func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 
 func fillVirtual(a *fuse.Attr, m *Server, size uint64) {
 	fillSynthDir(a, m, 0o400)
-	a.Mode = syscall.S_IFREG | 0o400
+	a.Mode = unix.S_IFREG | 0o400
 	a.Nlink = 1
 	a.Size = size
 	a.Blocks = (size + 511) / 512
@@ -143,7 +144,7 @@ func fillVirtual(a *fuse.Attr, m *Server, size uint64) {
 
 // Getattr reports the size of the open's content, else of the last
 // generated content.
-func (f *virtualFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) syscall.Errno {
+func (f *virtualFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
 	var size uint64
 	if h, ok := fh.(*virtualHandle); ok {
 		size = uint64(len(h.data))
@@ -158,12 +159,12 @@ func (f *virtualFile) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse
 }
 
 // Open generates the content; direct I/O lets readers see all of it.
-func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, syscall.Errno) {
+func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, uint32, unix.Errno) {
 	if errno := f.d.m.ownerOnly(ctx); errno != 0 {
 		return nil, 0, errno
 	}
-	if flags&syscall.O_ACCMODE != syscall.O_RDONLY || flags&syscall.O_TRUNC != 0 {
-		return nil, 0, syscall.EROFS
+	if flags&unix.O_ACCMODE != unix.O_RDONLY || flags&unix.O_TRUNC != 0 {
+		return nil, 0, unix.EROFS
 	}
 	f.mu.Lock()
 	data := f.looked
@@ -175,7 +176,7 @@ func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	if data == nil {
 		var err error
 		if data, err = f.d.vd.Open(f.d.s.id, f.name); err != nil {
-			return nil, 0, toErrno(f.d.name, err)
+			return nil, 0, f.d.m.toErrno(opOpen, fmt.Errorf("%s/%s: %w", f.d.name, f.name, err))
 		}
 		f.generated(data, false)
 	}
@@ -183,10 +184,10 @@ func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 }
 
 // Read serves the content generated at open.
-func (f *virtualFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, syscall.Errno) {
+func (f *virtualFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte, off int64) (fuse.ReadResult, unix.Errno) {
 	h, ok := fh.(*virtualHandle)
 	if !ok {
-		return nil, syscall.EBADF
+		return nil, unix.EBADF
 	}
 	if off >= int64(len(h.data)) {
 		return fuse.ReadResultData(nil), 0
@@ -194,6 +195,6 @@ func (f *virtualFile) Read(ctx context.Context, fh gofs.FileHandle, dest []byte,
 	return fuse.ReadResultData(h.data[off:min(off+int64(len(dest)), int64(len(h.data)))]), 0
 }
 
-func (f *virtualFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) syscall.Errno {
-	return syscall.EROFS
+func (f *virtualFile) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttrIn, out *fuse.AttrOut) unix.Errno {
+	return unix.EROFS
 }

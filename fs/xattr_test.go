@@ -38,6 +38,7 @@ if ns: print("# file: "+f); [print("%s=\"%s\"" % (n, os.getxattr(f,n).decode()))
 // Issue 8 item 13: attributes have version chains of their own; a view
 // under .asof/ reads the set as of its time through getxattr/listxattr.
 func TestXattrsThroughAsof(t *testing.T) {
+	t.Parallel() // its own store and mount; no package state
 	mnt, st, _ := mountTest(t)
 	set, rm, dump := xattrTool(t)
 	sh(t, mnt, "echo data > f && "+set("f", "user.a", "one")+" && "+set("f", "user.big", strings.Repeat("x", 3000)))

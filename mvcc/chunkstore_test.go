@@ -64,6 +64,7 @@ func chunkCount(t *testing.T, st *Store) int {
 // frame(bytes) under its SHA-256, keeps all-zero chunks as holes, and
 // stores nothing again for bytes it already has.
 func TestPutContentMatchesReference(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	st := lcOpen(t).st
 	rng := rand.NewChaCha8([32]byte{5})
 	rnd := func(n int) []byte { b := make([]byte, n); rng.Read(b); return b }
@@ -90,7 +91,7 @@ func TestPutContentMatchesReference(t *testing.T) {
 			want, chunks := refContent(t, data)
 			for round := 0; round < 2; round++ {
 				before := chunkCount(t, st)
-				got, err := st.PutContent(bytes.NewReader(data))
+				got, err := st.PutContent(t.Context(), bytes.NewReader(data))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -146,7 +147,7 @@ func TestPutContentErrors(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	boom := errors.New("boom")
 	for _, cut := range []int{InlineMax + 10, chunkBatchBytes / 2, 3*chunkBatchBytes + 999} {
-		_, err := e.st.PutContent(&failingReader{data[:cut], boom})
+		_, err := e.st.PutContent(t.Context(), &failingReader{data[:cut], boom})
 		if !errors.Is(err, boom) {
 			t.Fatalf("read error after %d bytes: got %v", cut, err)
 		}
@@ -154,7 +155,7 @@ func TestPutContentErrors(t *testing.T) {
 	if err := e.st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.PutContent(bytes.NewReader(data)); !errors.Is(err, kv.ErrClosed) {
+	if _, err := e.st.PutContent(t.Context(), bytes.NewReader(data)); !errors.Is(err, kv.ErrClosed) {
 		t.Fatalf("closed store: got %v, want kv.ErrClosed", err)
 	}
 	// The storer goroutine has finished its work before PutContent

@@ -48,12 +48,10 @@ type Content struct {
 
 // PutContent chunks r and stores every chunk not yet present. It runs
 // outside any commit: chunks are content-addressed, so writing them early is
-// harmless, and the commit that references them stays short.
-func (s *Store) PutContent(r io.Reader) (*Content, error) {
-	return s.putContent(context.Background(), r)
-}
-
-func (s *Store) putContent(ctx context.Context, r io.Reader) (*Content, error) {
+// harmless, and the commit that references them stays short. ctx ends a
+// large content's chunking early with ctx.Err(); the chunks stored by
+// then are orphans, like those of a commit that failed (orphans.go).
+func (s *Store) PutContent(ctx context.Context, r io.Reader) (*Content, error) {
 	head := make([]byte, InlineMax+1)
 	n, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
@@ -97,7 +95,7 @@ func (s *Store) PutSparse(ctx context.Context, sp Sparse) (*Content, error) {
 				return nil, err
 			}
 		}
-		return s.PutContent(bytes.NewReader(buf))
+		return s.PutContent(ctx, bytes.NewReader(buf))
 	}
 	return s.putSparse(ctx, sp) // chunkstore.go
 }

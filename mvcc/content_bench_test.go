@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"io"
@@ -136,7 +137,7 @@ func BenchmarkPutContentCPU(b *testing.B) {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { st.Close() })
-	if _, err := st.PutContent(bytes.NewReader(data)); err != nil {
+	if _, err := st.PutContent(context.Background(), bytes.NewReader(data)); err != nil {
 		b.Fatal(err)
 	}
 	b.SetBytes(size)
@@ -147,7 +148,7 @@ func BenchmarkPutContentCPU(b *testing.B) {
 		sha256.Sum256(data)
 		base += time.Since(t0)
 		t0 = time.Now()
-		if _, err := st.PutContent(bytes.NewReader(data)); err != nil {
+		if _, err := st.PutContent(context.Background(), bytes.NewReader(data)); err != nil {
 			b.Fatal(err)
 		}
 		padfs += time.Since(t0)

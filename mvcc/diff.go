@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"sort"
 	"strings"
 )
@@ -74,9 +75,12 @@ type snapshot struct {
 	byIno  map[Ino][]string // sorted
 }
 
-func (t *ReadTx) snapshot(sid SessionID, at HLC) (*snapshot, error) {
+func (t *ReadTx) snapshot(ctx context.Context, sid SessionID, at HLC) (*snapshot, error) {
 	s := &snapshot{byPath: map[string]*Inode{}, byIno: map[Ino][]string{}}
 	err := t.WalkTree(sid, at, func(e TreeEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		s.byPath[e.Path] = e.Node
 		s.byIno[e.Node.Ino] = append(s.byIno[e.Node.Ino], e.Path)
 		return nil
@@ -99,17 +103,19 @@ func (t *ReadTx) snapshot(sid SessionID, at HLC) (*snapshot, error) {
 // From set). Directories are reported when added, deleted or renamed; files
 // and symlinks when added, deleted, renamed or modified (content, symlink
 // target, type or permission bits).
-func (s *Store) Diff(sid SessionID, from, to HLC) ([]Change, error) {
+//
+// ctx ends the walks of the two trees early with ctx.Err().
+func (s *Store) Diff(ctx context.Context, sid SessionID, from, to HLC) ([]Change, error) {
 	var a, b *snapshot
 	err := s.View(func(t *ReadTx) error {
 		if _, err := t.Header(sid); err != nil {
 			return err
 		}
 		var err error
-		if a, err = t.snapshot(sid, from); err != nil {
+		if a, err = t.snapshot(ctx, sid, from); err != nil {
 			return err
 		}
-		b, err = t.snapshot(sid, to)
+		b, err = t.snapshot(ctx, sid, to)
 		return err
 	})
 	if err != nil {

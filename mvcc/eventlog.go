@@ -132,7 +132,7 @@ type eventJSON struct {
 //
 //	{"seq":3,"hlc":"2026-11-29T14:03:00.123456789Z","op":"write","path":"a.txt","ino":5,"size":6,"sha256":"..."}
 func (ev Event) JSON() []byte {
-	j := eventJSON{Seq: ev.Seq, HLC: ev.HLC.String(), Op: ev.Op, Path: ev.Path, To: ev.Path2,
+	j := eventJSON{Seq: ev.Seq, HLC: ev.HLC.String(), Op: string(ev.Op), Path: ev.Path, To: ev.Path2,
 		Ino: ev.Ino, Hash: ev.Hash, Detail: ev.Detail,
 		PathB64: jsonbytes.B64(ev.Path), ToB64: jsonbytes.B64(ev.Path2), DetailB64: jsonbytes.B64(ev.Detail)}
 	if ev.Size != 0 || ev.Hash != "" {

@@ -161,6 +161,7 @@ func lastEventOf(e *lcEnv, sid SessionID) (uint64, HLC, error) {
 // truncation at any length, or bytes after the trailer, are refused as
 // ErrArchive and nothing of the session is imported.
 func TestSessionArchiveRefusesDamage(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	a := lcOpen(t)
 	sid, _ := archiveSession(a)
 	arch := exportArchive(a, sid)
@@ -194,7 +195,7 @@ func TestSessionArchiveRefusesDamage(t *testing.T) {
 func TestImportForkWithoutParent(t *testing.T) {
 	a := lcOpen(t)
 	sid, _ := archiveSession(a)
-	fh, err := a.st.Fork(sid, Latest, ForkOptions{Name: "child"})
+	fh, err := a.st.Fork(t.Context(), sid, Latest, ForkOptions{Name: "child"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +217,7 @@ func TestImportForkWithoutParent(t *testing.T) {
 // symlinks, hard links, xattrs, times, empty directories and content, in
 // one commit.
 func TestImportTreeCopiesHostTree(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	src := t.TempDir()
 	must := func(err error) {
 		t.Helper()
@@ -357,6 +359,7 @@ func TestImportSessionNames(t *testing.T) {
 // batch of chunks, and a host tree with a file that cannot be read after
 // another was stored, leave no chunk behind.
 func TestRefusedImportsLeaveNoChunks(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	a := lcOpen(t)
 	sid := a.session("big")
 	a.write(sid, "f", bigText(5, 12<<20, ""))

@@ -36,7 +36,7 @@ func (s *Store) CreateUnlinked(sid SessionID, dir Ino, a Attr) (*Inode, error) {
 		if err := t.PutInode(n); err != nil {
 			return err
 		}
-		t.SetEvent(Event{Op: "create", Ino: ino, Detail: "tmpfile"})
+		t.SetEvent(Event{Op: OpCreate, Ino: ino, Detail: "tmpfile"})
 		return nil
 	})
 	return n, err
@@ -118,7 +118,7 @@ func (s *Store) commitWrite(sid SessionID, ino Ino, mtime int64, a SetAttr, chec
 			if n.Nlink == 0 {
 				path = ""
 			}
-			ev := Event{Op: "write", Path: path, Ino: ino, Size: int64(n.Size), Hash: n.HashHex()}
+			ev := Event{Op: OpWrite, Path: path, Ino: ino, Size: int64(n.Size), Hash: n.HashHex()}
 			if len(attrs) > 0 {
 				ev.Detail = "with " + strings.Join(attrs, ",")
 			}

@@ -43,11 +43,6 @@ import (
 // few GB in memory. The issue asks for one commit; a tree too large for
 // that fails as a whole (nothing is visible), it is never half imported.
 
-// OpImport is the event of ImportTree (Path2: the host directory, Detail:
-// the name) and of nothing else: a session imported from an archive
-// (ImportSession) keeps its own log.
-const OpImport = "session.import"
-
 // ImportOptions tune ImportTree.
 type ImportOptions struct {
 	Name string

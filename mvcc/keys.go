@@ -20,16 +20,7 @@ package mvcc
 //	"L" sid[16]                                -> live-entry index state: complete, or how far its build got (liveidx.go)
 //	"L" sid[16] parent[8] name                 -> live entry: the newest entry version of a live name (ino, type, hlc)
 //
-// A version chain, e.g. of the entry "main.go" in directory 7 of session S:
-//
-//	D S 7 "main.go" 0x00 ^t3  -> {ino 42}        <- newest: one Seek from ^Latest finds it
-//	D S 7 "main.go" 0x00 ^t2  -> tombstone        (unlinked at t2, superseded at t3)
-//	D S 7 "main.go" 0x00 ^t1  -> {ino 40}         (created at t1, superseded at t2)
-//
-// Reading as of T is the same Seek from ^T: the first key still inside the
-// chain is the newest version at or before T. A version is superseded at the
-// HLC of the version above it; nothing is rewritten in place. Names cannot
-// contain 0x00, so "a\x00" sorts before "ab\x00" and chains never interleave.
+// How a version chain is read: see the package comment (doc.go).
 
 import (
 	"encoding/binary"

@@ -15,16 +15,6 @@ import (
 	"github.com/padfs/padfs/mvcc/kv"
 )
 
-// Session-level event operations. Tree operations use the plain POSIX names
-// (create, write, rename, ...); session.create is written by CreateSession.
-const (
-	OpSessionCreate = "session.create"
-	OpFork          = "session.fork"
-	OpCheckpoint    = "session.checkpoint"
-	OpForget        = "session.forget"
-	OpRedact        = "session.redact"
-)
-
 // ErrToken means a hard-forget or redaction confirmation token does not
 // match the receipt the store would print now: it is wrong, or something
 // changed since the receipt was printed. Nothing was changed.

@@ -273,7 +273,7 @@ func TestForkCopiesMetadataSharesChunksKeepsLinks(t *testing.T) {
 	srcEvents := len(e.events(src, LogFilter{}))
 	chunksBefore := lcCount(t, e.st, pChunk)
 
-	f, err := e.st.Fork(src, Latest, ForkOptions{Name: "copy"})
+	f, err := e.st.Fork(t.Context(), src, Latest, ForkOptions{Name: "copy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +316,7 @@ func TestForkCopiesMetadataSharesChunksKeepsLinks(t *testing.T) {
 	}
 	// Fork as of an earlier time, into a given id; an existing id is refused.
 	id := testID()
-	old, err := e.st.Fork(src, at, ForkOptions{ID: id})
+	old, err := e.st.Fork(t.Context(), src, at, ForkOptions{ID: id})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -329,10 +329,10 @@ func TestForkCopiesMetadataSharesChunksKeepsLinks(t *testing.T) {
 	if _, err := e.read(id, "later.txt", Latest); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("later.txt in a fork of an earlier state: %v", err)
 	}
-	if _, err := e.st.Fork(src, Latest, ForkOptions{ID: id}); !errors.Is(err, ErrExist) {
+	if _, err := e.st.Fork(t.Context(), src, Latest, ForkOptions{ID: id}); !errors.Is(err, ErrExist) {
 		t.Fatalf("fork into an existing id: %v", err)
 	}
-	if _, err := e.st.Fork(testID(), Latest, ForkOptions{}); !errors.Is(err, ErrNoSession) {
+	if _, err := e.st.Fork(t.Context(), testID(), Latest, ForkOptions{}); !errors.Is(err, ErrNoSession) {
 		t.Fatalf("fork of an unknown session: %v", err)
 	}
 }
@@ -395,15 +395,16 @@ func TestSoftForget(t *testing.T) {
 	if len(infos) != 1 || !infos[0].Forgotten || infos[0].ForgottenAt != at {
 		t.Fatalf("Sessions: %+v", infos)
 	}
-	if _, err := e.st.Fork(sid, Latest, ForkOptions{}); !errors.Is(err, ErrForgotten) {
+	if _, err := e.st.Fork(t.Context(), sid, Latest, ForkOptions{}); !errors.Is(err, ErrForgotten) {
 		t.Fatalf("fork of a forgotten session now: %v", err)
 	}
-	if _, err := e.st.Fork(sid, before, ForkOptions{}); err != nil {
+	if _, err := e.st.Fork(t.Context(), sid, before, ForkOptions{}); err != nil {
 		t.Fatalf("fork of a forgotten session as of before: %v", err)
 	}
 }
 
 func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	e := lcOpen(t)
 	const inline, chunked, other = "MARKER-inline-7f3a9c", "MARKER-chunked-51e2d0", "MARKER-other-0b77e4"
 	keep := e.session("keep")
@@ -499,6 +500,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 }
 
 func TestRedactRewritesHistoryInPlace(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	e := lcOpen(t)
 	const needle = "sk-live-SECRET-4242"
 	sid := e.session("red")
@@ -630,7 +632,7 @@ func TestChunkHashesMatchPutContent(t *testing.T) {
 		if size == 1<<20 {
 			clear(data[200<<10 : 600<<10]) // a hole
 		}
-		c, err := e.st.PutContent(bytes.NewReader(data))
+		c, err := e.st.PutContent(t.Context(), bytes.NewReader(data))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -676,7 +678,7 @@ func TestDiffStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	to := e.now()
-	ch, err := e.st.Diff(sid, from, to)
+	ch, err := e.st.Diff(t.Context(), sid, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -703,7 +705,7 @@ func TestDiffStatuses(t *testing.T) {
 	if sortChanges(got) != sortChanges(want) {
 		t.Fatalf("diff:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if ch, _ := e.st.Diff(sid, to, to); len(ch) != 0 {
+	if ch, _ := e.st.Diff(t.Context(), sid, to, to); len(ch) != 0 {
 		t.Fatalf("diff of a state with itself: %v", ch)
 	}
 	// Rename over an existing file is one R; a type change is D + A.
@@ -718,7 +720,7 @@ func TestDiffStatuses(t *testing.T) {
 	if _, err := e.st.Create(sid, h.Root, "keep.txt", Attr{Mode: sIFDIR | 0o755}, ""); err != nil {
 		t.Fatal(err)
 	}
-	ch, _ = e.st.Diff(sid, from, e.now())
+	ch, _ = e.st.Diff(t.Context(), sid, from, e.now())
 	got = nil
 	for _, c := range ch {
 		got = append(got, fmt.Sprintf("%c %s %s", c.Status, c.From, c.Path))

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -296,7 +297,7 @@ func TestLiveIndexAsOfForkImport(t *testing.T) {
 	// A fork of a past point and of now: its own index, which lists what
 	// the source listed then.
 	for _, p := range []point{points[1], points[len(points)-1]} {
-		fh, err := st.Fork(sid, p.at, ForkOptions{})
+		fh, err := st.Fork(context.Background(), sid, p.at, ForkOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -3,14 +3,15 @@ package mvcc
 import (
 	"fmt"
 	"strings"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
-	sIFMT  = syscall.S_IFMT
-	sIFDIR = syscall.S_IFDIR
-	sIFREG = syscall.S_IFREG
-	sIFLNK = syscall.S_IFLNK
+	sIFMT  = unix.S_IFMT
+	sIFDIR = unix.S_IFDIR
+	sIFREG = unix.S_IFREG
+	sIFLNK = unix.S_IFLNK
 )
 
 // NameMax is the longest file name, in bytes, as on ext4.

@@ -53,7 +53,7 @@ func TestNonUTF8Names(t *testing.T) {
 	}
 	var paths []string
 	for _, ev := range evs {
-		paths = append(paths, ev.Op+" "+ev.Path+" "+ev.Path2)
+		paths = append(paths, string(ev.Op)+" "+ev.Path+" "+ev.Path2)
 	}
 	want := []string{"create \xff ", "write \xff ", "mkdir a\xfeb ", "symlink a\xfeb/l \xfd", "rename \xff a\xfeb/\xfc"}
 	if got := strings.Join(paths[len(paths)-len(want):], "|"); got != strings.Join(want, "|") {

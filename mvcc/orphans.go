@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -78,7 +79,7 @@ func (s *Store) commitContent(r io.Reader, commit func(*Content) error) error {
 				return nil, err
 			}
 		}
-		return s.PutContent(r)
+		return s.PutContent(context.Background(), r) // WriteContent takes no context
 	}, commit)
 }
 

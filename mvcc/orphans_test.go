@@ -11,7 +11,7 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 	st, sid, root := openTest(t)
 	// Bytes stored for a commit that never happened.
 	orphan := bytes.Repeat([]byte("orphan-marker "), 1000)
-	if _, err := st.PutContent(bytes.NewReader(orphan)); err != nil {
+	if _, err := st.PutContent(t.Context(), bytes.NewReader(orphan)); err != nil {
 		t.Fatal(err)
 	}
 	kept := writeFile(t, st, sid, root, "kept", bytes.Repeat([]byte("kept "), 2000))

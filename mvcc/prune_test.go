@@ -117,7 +117,7 @@ func buildPruneScenario(t *testing.T, e *lcEnv) *pruneScenario {
 	if p.cp, errc = e.st.CreateCheckpoint(sid, "cp"); errc != nil {
 		t.Fatal(errc)
 	}
-	ch, err := e.st.Fork(sid, Latest, ForkOptions{Name: "child"})
+	ch, err := e.st.Fork(t.Context(), sid, Latest, ForkOptions{Name: "child"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -484,6 +484,7 @@ func TestPruneThenCompactLeavesNoByte(t *testing.T) {
 // Under a write/prune cycle the store's file stops growing: bbolt reuses
 // the pages a prune freed.
 func TestWritePruneCycleReusesSpace(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	e := lcOpen(t)
 	sid := e.session("cycle")
 	const cycles, perCycle, size = 10, 24, 256 << 10

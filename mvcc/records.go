@@ -134,7 +134,7 @@ type counters struct {
 type Event struct {
 	Seq   uint64 `cbor:"1,keyasint" json:"seq"`
 	HLC   HLC    `cbor:"2,keyasint" json:"-"`
-	Op    string `cbor:"3,keyasint" json:"op"`
+	Op    Op     `cbor:"3,keyasint" json:"op"`
 	Path  string `cbor:"4,keyasint,omitempty" json:"path,omitempty"`
 	Path2 string `cbor:"5,keyasint,omitempty" json:"to,omitempty"` // rename target, link name, fork parent
 	Ino   Ino    `cbor:"6,keyasint,omitempty" json:"ino,omitempty"`
@@ -142,6 +142,8 @@ type Event struct {
 	Hash  string `cbor:"8,keyasint,omitempty" json:"sha256,omitempty"`
 	// Detail carries op-specific facts (e.g. a redaction's version count).
 	Detail string `cbor:"9,keyasint,omitempty" json:"detail,omitempty"`
+	// Also are a restore's further roots (Path is the first).
+	Also []string `cbor:"10,keyasint,omitempty" json:"-"`
 }
 
 var (

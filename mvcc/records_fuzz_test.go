@@ -29,7 +29,7 @@ func sampleRecords() []any {
 		&SessionHeader{ID: SessionID{9}, Name: "caf\u00e9", Created: 3, Root: 2, Parent: &parent, ForkedAt: 2},
 		&sessionState{Forgotten: true},
 		&counters{NextSeq: 4, LastHLC: 99},
-		&Event{Seq: 1, HLC: 5, Op: "rename", Path: "\xff", Path2: "a\xfeb/\xfb", Ino: 3, Size: 6, Hash: "ab", Detail: "x"},
+		&Event{Seq: 1, HLC: 5, Op: "rename", Path: "\xff", Path2: "a\xfeb/\xfb", Ino: 3, Size: 6, Hash: "ab", Detail: "x", Also: []string{"\xfe", "c"}},
 		&Extent{Len: 1},
 	}
 }

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -261,10 +262,10 @@ func (t *ReadTx) planRedact(sid SessionID, needle, repl string) (*redactPlan, er
 	}
 	if err := t.Events(sid, 0, func(ev Event) bool {
 		if strings.Contains(ev.Path, needle) || strings.Contains(ev.Detail, needle) ||
-			ev.Op != "symlink" && strings.Contains(ev.Path2, needle) {
+			ev.Op != OpSymlink && strings.Contains(ev.Path2, needle) {
 			nameHit(fmt.Sprintf("the path or detail of event %d (%s)", ev.Seq, ev.Op))
 		}
-		if ev.Op == "symlink" && strings.Contains(ev.Path2, needle) {
+		if ev.Op == OpSymlink && strings.Contains(ev.Path2, needle) {
 			r.Events++
 		}
 		return true
@@ -400,7 +401,7 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 		if err != nil {
 			return nil, err
 		}
-		c, err := s.PutContent(bytes.NewReader(red))
+		c, err := s.PutContent(context.Background(), bytes.NewReader(red))
 		if err != nil {
 			return nil, err
 		}
@@ -504,7 +505,7 @@ func (s *Store) Redact(sid SessionID, needle string, repl *string, token string,
 			if c, ok := newHash[ev.Hash]; ok && ev.Hash != "" {
 				ev.Hash, ev.Size, changed = hex.EncodeToString(c.Hash), int64(c.Size), true
 			}
-			if ev.Op == "symlink" && strings.Contains(ev.Path2, needle) {
+			if ev.Op == OpSymlink && strings.Contains(ev.Path2, needle) {
 				if red, _, err := redactBytes([]byte(ev.Path2), needle, rp); err == nil {
 					ev.Path2, changed = string(red), true
 				}

@@ -8,11 +8,6 @@ import (
 	"strings"
 )
 
-// OpRestore is the event of a Restore commit: Path is the first path
-// restored ("." for the whole tree), Detail "as of T" and any further
-// paths.
-const OpRestore = "restore"
-
 // RestoreOptions tune Restore.
 type RestoreOptions struct {
 	// Paths to restore, relative to the session root; none (or ".") is the
@@ -461,9 +456,9 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 	t.treeChanged = true
 	detail := "as of " + at.String()
 	if len(roots) > 1 {
-		detail += "; also " + strings.Join(roots[1:], " ")
+		detail += restoreAlsoSep + strings.Join(roots[1:], " ")
 	}
-	t.SetEvent(Event{Op: OpRestore, Path: roots[0], Detail: detail})
+	t.SetEvent(Event{Op: OpRestore, Path: roots[0], Also: roots[1:], Detail: detail})
 	return nil
 }
 

@@ -165,9 +165,6 @@ func (s *Store) ResolveSession(idOrName string) (*SessionHeader, error) {
 	return nil, fmt.Errorf("%w: no live session has the id or name %q (padfs session ls lists them)", ErrNoSession, idOrName)
 }
 
-// OpRename is the event of RenameSession (Detail: "OLD -> NEW").
-const OpRename = "session.rename"
-
 // checkNameFree refuses name when a live session other than self has it:
 // a name picks one session (padfs mount --session NAME, the root of a
 // mount of all sessions), so two live sessions cannot share one. A
@@ -225,7 +222,7 @@ func (s *Store) RenameSession(sid SessionID, name string) error {
 		if err := t.put(headerKey(sid), h); err != nil {
 			return err
 		}
-		t.SetEvent(Event{Op: OpRename, Path: ".", Detail: old + " -> " + name})
+		t.SetEvent(Event{Op: OpSessionRename, Path: ".", Detail: old + " -> " + name})
 		return nil
 	})
 	return err

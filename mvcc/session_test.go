@@ -15,7 +15,7 @@ func TestSessionNamesUnique(t *testing.T) {
 	if _, err := e.st.CreateSession("work", 0, 0); !errors.Is(err, ErrExist) || !strings.Contains(err.Error(), a.String()) {
 		t.Errorf("second session named work: %v, want ErrExist naming %s", err, a)
 	}
-	if _, err := e.st.Fork(a, Latest, ForkOptions{Name: "work"}); !errors.Is(err, ErrExist) {
+	if _, err := e.st.Fork(t.Context(), a, Latest, ForkOptions{Name: "work"}); !errors.Is(err, ErrExist) {
 		t.Errorf("fork named work: %v, want ErrExist", err)
 	}
 	b := e.session("other")
@@ -35,7 +35,7 @@ func TestSessionNamesUnique(t *testing.T) {
 		t.Errorf("the old name still resolves: %v", err)
 	}
 	evs := e.events(a, LogFilter{})
-	if last := evs[len(evs)-1]; last.Op != OpRename || last.Detail != "work -> work-v2" {
+	if last := evs[len(evs)-1]; last.Op != OpSessionRename || last.Detail != "work -> work-v2" {
 		t.Errorf("rename event: %+v", last)
 	}
 	if _, err := e.st.Forget(b); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,7 +22,7 @@ type Store struct {
 	clock *Clock
 
 	mu       sync.Mutex
-	watchers []func(SessionID, Event)
+	watchers []*watcher
 	follow   *follower // other writers' commits (follow.go)
 
 	paths pathCache
@@ -142,12 +143,24 @@ func (s *Store) Now() (HLC, error) {
 // Watch registers fn to be called after every commit, outside any
 // transaction, on the committing goroutine. Commits on different
 // goroutines may report out of order: order by Event.Seq. fn must not
-// block (the search index only wakes its catch-up loop).
-func (s *Store) Watch(fn func(SessionID, Event)) {
+// block (the search index only wakes its catch-up loop). The returned
+// function unregisters fn: commits that begin after it returned do not
+// call fn (one already reporting may still).
+func (s *Store) Watch(fn func(SessionID, Event)) (cancel func()) {
+	w := &watcher{fn: fn}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.watchers = append(s.watchers, fn)
+	s.watchers = append(s.watchers, w)
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		// A new slice: notifyWatchers may be iterating the old one.
+		s.watchers = slices.DeleteFunc(slices.Clone(s.watchers), func(x *watcher) bool { return x == w })
+	}
 }
+
+// watcher is one Watch registration (a pointer, so cancel finds its own).
+type watcher struct{ fn func(SessionID, Event) }
 
 func (s *Store) notify(sid SessionID, ev Event) {
 	s.mu.Lock()
@@ -164,7 +177,7 @@ func (s *Store) notifyWatchers(sid SessionID, ev Event) {
 	ws := s.watchers
 	s.mu.Unlock()
 	for _, w := range ws {
-		w(sid, ev)
+		w.fn(sid, ev)
 	}
 }
 

@@ -5,7 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Filesystem operations. Each is one commit: new versions of the entries and
@@ -115,12 +116,12 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 		now := nowNs()
 		n = &Inode{Ino: ino, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid, Rdev: a.Rdev, Nlink: 1,
 			Atime: now, Mtime: now, Ctime: now, Parent: parent, Name: name, ContentHLC: t.hlc}
-		op, delta := "create", 0
+		op, delta := OpCreate, 0
 		switch a.Mode & sIFMT {
 		case sIFDIR:
-			n.Nlink, op, delta = 2, "mkdir", 1
+			n.Nlink, op, delta = 2, OpMkdir, 1
 		case sIFLNK:
-			n.Target, n.Size, op = target, uint64(len(target)), "symlink"
+			n.Target, n.Size, op = target, uint64(len(target)), OpSymlink
 		case 0:
 			n.Mode |= sIFREG
 		}
@@ -174,7 +175,7 @@ func (s *Store) Link(sid SessionID, ino, newParent Ino, newName string) (*Inode,
 		if err := t.touchDir(dir, 0); err != nil {
 			return err
 		}
-		t.SetEvent(Event{Op: "link", Path: from, Path2: t.pathOf(newParent, newName), Ino: ino})
+		t.SetEvent(Event{Op: OpLink, Path: from, Path2: t.pathOf(newParent, newName), Ino: ino})
 		return nil
 	})
 	return n, err
@@ -199,7 +200,7 @@ func (s *Store) Remove(sid SessionID, parent Ino, name string, dir bool) error {
 			return err
 		}
 		path := t.pathOf(parent, name)
-		op, delta := "unlink", 0
+		op, delta := OpUnlink, 0
 		if dir {
 			if !n.IsDir() {
 				return fmt.Errorf("%w: %q", ErrNotDir, name)
@@ -207,7 +208,7 @@ func (s *Store) Remove(sid SessionID, parent Ino, name string, dir bool) error {
 			if err := t.checkEmpty(n.Ino); err != nil {
 				return err
 			}
-			op, delta, n.Nlink = "rmdir", -1, 0
+			op, delta, n.Nlink = OpRmdir, -1, 0
 			t.treeChanged = true
 		} else {
 			if n.IsDir() {
@@ -294,150 +295,192 @@ func (s *Store) RenameAs(sid SessionID, oldParent Ino, oldName string, newParent
 		return fmt.Errorf("%w: rename flags %#x", ErrInvalid, flags)
 	}
 	_, err := s.Update(sid, func(t *WriteTx) error {
-		op, err := t.dirOf(oldParent)
+		r, err := t.loadRename(oldParent, oldName, newParent, newName)
 		if err != nil {
 			return err
 		}
-		np := op
-		if newParent != oldParent {
-			if np, err = t.dirOf(newParent); err != nil {
-				return err
-			}
-		}
-		sd, err := t.Lookup(sid, oldParent, oldName, Latest)
-		if err != nil {
+		if noop, err := t.checkRename(r, flags); err != nil || noop {
 			return err
 		}
-		src, err := t.Latest(sd.Ino)
-		if err != nil {
-			return err
-		}
-		from, to := t.pathOf(oldParent, oldName), t.pathOf(newParent, newName)
-		var dst *Inode
-		if dd, err := t.Lookup(sid, newParent, newName, Latest); err == nil {
-			if dst, err = t.Latest(dd.Ino); err != nil {
-				return err
-			}
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		switch {
-		case flags&RenameNoReplace != 0 && dst != nil:
-			return fmt.Errorf("%w: %q", ErrExist, newName)
-		case flags&RenameExchange != 0 && dst == nil:
-			return fmt.Errorf("%w: %q", ErrNotFound, newName)
-		case dst != nil && dst.Ino == src.Ino:
-			t.SetEvent(Event{Op: "rename", Path: from, Path2: to, Ino: src.Ino})
-			return nil // same inode: POSIX says do nothing
-		}
-		if src.IsDir() || dst != nil && dst.IsDir() {
-			t.treeChanged = true // directory paths change
-		}
-		if src.IsDir() {
-			if err := t.checkNotAncestor(src.Ino, newParent); err != nil {
-				return err
-			}
-		}
-		if flags&RenameExchange != 0 && dst.IsDir() {
-			if err := t.checkNotAncestor(dst.Ino, oldParent); err != nil {
-				return err
-			}
-		}
-		now := nowNs()
+		r.now = nowNs()
 		if flags&RenameExchange != 0 {
-			if err := t.PutDentry(oldParent, oldName, dst.Ino, dst.Mode&sIFMT); err != nil {
-				return err
-			}
-			if err := t.PutDentry(newParent, newName, src.Ino, src.Mode&sIFMT); err != nil {
-				return err
-			}
-			src.Parent, src.Name, src.Ctime = newParent, newName, now
-			dst.Parent, dst.Name, dst.Ctime = oldParent, oldName, now
-			if err := t.PutInode(src); err != nil {
-				return err
-			}
-			if err := t.PutInode(dst); err != nil {
-				return err
-			}
-			if oldParent != newParent && src.IsDir() != dst.IsDir() {
-				d := 1
-				if dst.IsDir() {
-					d = -1
-				}
-				if err := t.touchDir(op, -d); err != nil {
-					return err
-				}
-				return t.finishRename(np, d, from, to, src.Ino, "exchange")
-			}
-			if err := t.touchDir(op, 0); err != nil {
-				return err
-			}
-			if oldParent != newParent {
-				if err := t.touchDir(np, 0); err != nil {
-					return err
-				}
-			}
-			t.SetEvent(Event{Op: "exchange", Path: from, Path2: to, Ino: src.Ino})
-			return nil
+			return t.exchange(r)
 		}
-		npDelta := 0
-		if dst != nil {
-			switch {
-			case src.IsDir() && !dst.IsDir():
-				return fmt.Errorf("%w: %q", ErrNotDir, newName)
-			case !src.IsDir() && dst.IsDir():
-				return fmt.Errorf("%w: %q", ErrIsDir, newName)
-			case dst.IsDir():
-				if err := t.checkEmpty(dst.Ino); err != nil {
-					return err
-				}
-				dst.Nlink = 0
-				npDelta--
-			default:
-				dst.Nlink--
-			}
-			dst.Ctime = now
-			if err := t.unlinkedFrom(dst, newParent, newName); err != nil {
-				return err
-			}
-		}
-		if flags&RenameWhiteout != 0 {
-			if err := t.putWhiteout(oldParent, oldName, owner, now); err != nil {
-				return err
-			}
-		} else if err := t.PutDentry(oldParent, oldName, 0, 0); err != nil {
-			return err
-		}
-		if err := t.PutDentry(newParent, newName, src.Ino, src.Mode&sIFMT); err != nil {
-			return err
-		}
-		src.Parent, src.Name, src.Ctime = newParent, newName, now
-		if err := t.PutInode(src); err != nil {
-			return err
-		}
-		if src.IsDir() && oldParent != newParent {
-			npDelta++
-			if err := t.touchDir(op, -1); err != nil {
-				return err
-			}
-		} else if oldParent != newParent {
-			if err := t.touchDir(op, 0); err != nil {
-				return err
-			}
-		}
-		dir := np
-		if oldParent == newParent {
-			dir = op
-		}
-		if err := t.finishRename(dir, npDelta, from, to, src.Ino, "rename"); err != nil {
-			return err
-		}
-		if flags&RenameWhiteout != 0 {
-			t.ev.Detail = "whiteout" // left at Path
-		}
-		return nil
+		return t.replace(r, flags&RenameWhiteout != 0, owner)
 	})
 	return err
+}
+
+// renaming is one rename inside its commit.
+type renaming struct {
+	oldParent, newParent Ino
+	oldName, newName     string
+	op, np               *Inode // the two directories (one, within a directory)
+	src, dst             *Inode // dst: what newName names now, or nil
+	from, to             string // the paths the event names
+	now                  int64
+}
+
+// loadRename reads what a rename of oldParent/oldName to
+// newParent/newName involves.
+func (t *WriteTx) loadRename(oldParent Ino, oldName string, newParent Ino, newName string) (*renaming, error) {
+	r := &renaming{oldParent: oldParent, newParent: newParent, oldName: oldName, newName: newName}
+	var err error
+	if r.op, err = t.dirOf(oldParent); err != nil {
+		return nil, err
+	}
+	r.np = r.op
+	if newParent != oldParent {
+		if r.np, err = t.dirOf(newParent); err != nil {
+			return nil, err
+		}
+	}
+	sd, err := t.Lookup(t.sid, oldParent, oldName, Latest)
+	if err != nil {
+		return nil, err
+	}
+	if r.src, err = t.Latest(sd.Ino); err != nil {
+		return nil, err
+	}
+	r.from, r.to = t.pathOf(oldParent, oldName), t.pathOf(newParent, newName)
+	if dd, err := t.Lookup(t.sid, newParent, newName, Latest); err == nil {
+		if r.dst, err = t.Latest(dd.Ino); err != nil {
+			return nil, err
+		}
+	} else if !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
+	return r, nil
+}
+
+// checkRename refuses what flags and the tree forbid. noop: both names
+// are the same inode, which POSIX leaves alone (the event is set).
+func (t *WriteTx) checkRename(r *renaming, flags uint32) (noop bool, err error) {
+	src, dst := r.src, r.dst
+	switch {
+	case flags&RenameNoReplace != 0 && dst != nil:
+		return false, fmt.Errorf("%w: %q", ErrExist, r.newName)
+	case flags&RenameExchange != 0 && dst == nil:
+		return false, fmt.Errorf("%w: %q", ErrNotFound, r.newName)
+	case dst != nil && dst.Ino == src.Ino:
+		t.SetEvent(Event{Op: OpRename, Path: r.from, Path2: r.to, Ino: src.Ino})
+		return true, nil
+	}
+	if src.IsDir() || dst != nil && dst.IsDir() {
+		t.treeChanged = true // directory paths change
+	}
+	if src.IsDir() {
+		if err := t.checkNotAncestor(src.Ino, r.newParent); err != nil {
+			return false, err
+		}
+	}
+	if flags&RenameExchange != 0 && dst.IsDir() {
+		if err := t.checkNotAncestor(dst.Ino, r.oldParent); err != nil {
+			return false, err
+		}
+	}
+	return false, nil
+}
+
+// exchange swaps the two names (RenameExchange).
+func (t *WriteTx) exchange(r *renaming) error {
+	src, dst := r.src, r.dst
+	if err := t.PutDentry(r.oldParent, r.oldName, dst.Ino, dst.Mode&sIFMT); err != nil {
+		return err
+	}
+	if err := t.PutDentry(r.newParent, r.newName, src.Ino, src.Mode&sIFMT); err != nil {
+		return err
+	}
+	src.Parent, src.Name, src.Ctime = r.newParent, r.newName, r.now
+	dst.Parent, dst.Name, dst.Ctime = r.oldParent, r.oldName, r.now
+	if err := t.PutInode(src); err != nil {
+		return err
+	}
+	if err := t.PutInode(dst); err != nil {
+		return err
+	}
+	if r.oldParent != r.newParent && src.IsDir() != dst.IsDir() {
+		d := 1
+		if dst.IsDir() {
+			d = -1
+		}
+		if err := t.touchDir(r.op, -d); err != nil {
+			return err
+		}
+		return t.finishRename(r.np, d, r.from, r.to, src.Ino, OpExchange)
+	}
+	if err := t.touchDir(r.op, 0); err != nil {
+		return err
+	}
+	if r.oldParent != r.newParent {
+		if err := t.touchDir(r.np, 0); err != nil {
+			return err
+		}
+	}
+	t.SetEvent(Event{Op: OpExchange, Path: r.from, Path2: r.to, Ino: src.Ino})
+	return nil
+}
+
+// replace moves src to the new name, unlinking what had it; whiteout
+// leaves a whiteout owned by owner at the old name.
+func (t *WriteTx) replace(r *renaming, whiteout bool, owner Attr) error {
+	src, dst := r.src, r.dst
+	npDelta := 0
+	if dst != nil {
+		switch {
+		case src.IsDir() && !dst.IsDir():
+			return fmt.Errorf("%w: %q", ErrNotDir, r.newName)
+		case !src.IsDir() && dst.IsDir():
+			return fmt.Errorf("%w: %q", ErrIsDir, r.newName)
+		case dst.IsDir():
+			if err := t.checkEmpty(dst.Ino); err != nil {
+				return err
+			}
+			dst.Nlink = 0
+			npDelta--
+		default:
+			dst.Nlink--
+		}
+		dst.Ctime = r.now
+		if err := t.unlinkedFrom(dst, r.newParent, r.newName); err != nil {
+			return err
+		}
+	}
+	if whiteout {
+		if err := t.putWhiteout(r.oldParent, r.oldName, owner, r.now); err != nil {
+			return err
+		}
+	} else if err := t.PutDentry(r.oldParent, r.oldName, 0, 0); err != nil {
+		return err
+	}
+	if err := t.PutDentry(r.newParent, r.newName, src.Ino, src.Mode&sIFMT); err != nil {
+		return err
+	}
+	src.Parent, src.Name, src.Ctime = r.newParent, r.newName, r.now
+	if err := t.PutInode(src); err != nil {
+		return err
+	}
+	if src.IsDir() && r.oldParent != r.newParent {
+		npDelta++
+		if err := t.touchDir(r.op, -1); err != nil {
+			return err
+		}
+	} else if r.oldParent != r.newParent {
+		if err := t.touchDir(r.op, 0); err != nil {
+			return err
+		}
+	}
+	dir := r.np
+	if r.oldParent == r.newParent {
+		dir = r.op
+	}
+	if err := t.finishRename(dir, npDelta, r.from, r.to, src.Ino, OpRename); err != nil {
+		return err
+	}
+	if whiteout {
+		t.ev.Detail = "whiteout" // left at Path
+	}
+	return nil
 }
 
 // putWhiteout names a new whiteout inode (character device 0/0, mode 0)
@@ -447,15 +490,15 @@ func (t *WriteTx) putWhiteout(parent Ino, name string, owner Attr, now int64) er
 	if err != nil {
 		return err
 	}
-	w := &Inode{Ino: ino, Mode: syscall.S_IFCHR, Uid: owner.Uid, Gid: owner.Gid, Nlink: 1,
+	w := &Inode{Ino: ino, Mode: unix.S_IFCHR, Uid: owner.Uid, Gid: owner.Gid, Nlink: 1,
 		Atime: now, Mtime: now, Ctime: now, Parent: parent, Name: name, ContentHLC: t.hlc}
 	if err := t.PutInode(w); err != nil {
 		return err
 	}
-	return t.PutDentry(parent, name, ino, syscall.S_IFCHR)
+	return t.PutDentry(parent, name, ino, unix.S_IFCHR)
 }
 
-func (t *WriteTx) finishRename(dir *Inode, delta int, from, to string, ino Ino, op string) error {
+func (t *WriteTx) finishRename(dir *Inode, delta int, from, to string, ino Ino, op Op) error {
 	// dir may be stale if it was also the other parent; reload to keep the
 	// link count exact.
 	cur, err := t.Latest(dir.Ino)
@@ -528,22 +571,22 @@ func (s *Store) SetAttrCtx(ctx context.Context, sid SessionID, ino Ino, a SetAtt
 			return err
 		}
 		now := nowNs()
-		op := "setattr"
+		op := OpSetattr
 		if a.Mode != nil {
 			n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
-			op = "chmod"
+			op = OpChmod
 		}
 		if a.Uid != nil {
-			n.Uid, op = *a.Uid, "chown"
+			n.Uid, op = *a.Uid, OpChown
 		}
 		if a.Gid != nil {
-			n.Gid, op = *a.Gid, "chown"
+			n.Gid, op = *a.Gid, OpChown
 		}
 		if a.Atime != nil {
-			n.Atime, op = *a.Atime, "utimens"
+			n.Atime, op = *a.Atime, OpUtimens
 		}
 		if a.Mtime != nil {
-			n.Mtime, op = *a.Mtime, "utimens"
+			n.Mtime, op = *a.Mtime, OpUtimens
 		}
 		if content != nil {
 			content.Apply(n)
@@ -551,7 +594,7 @@ func (s *Store) SetAttrCtx(ctx context.Context, sid SessionID, ino Ino, a SetAtt
 			if a.Mtime == nil {
 				n.Mtime = now
 			}
-			op = "truncate"
+			op = OpTruncate
 		}
 		n.Ctime = now
 		if err := t.PutInode(n); err != nil {

@@ -190,6 +190,7 @@ func TestPOSIXRulesOfTreeOps(t *testing.T) {
 }
 
 func TestContentIsChunkedAndDeduplicated(t *testing.T) {
+	t.Parallel() // its own store; no package state
 	st, sid, root := openTest(t)
 	data := make([]byte, 10<<20)
 	rand.New(rand.NewSource(1)).Read(data)
@@ -296,7 +297,7 @@ func TestEventPathsFollowDirectoryRenames(t *testing.T) {
 	}
 	var paths []string
 	st.View(func(tx *ReadTx) error {
-		return tx.Events(sid, 0, func(ev Event) bool { paths = append(paths, ev.Op+" "+ev.Path+" "+ev.Path2); return true })
+		return tx.Events(sid, 0, func(ev Event) bool { paths = append(paths, string(ev.Op)+" "+ev.Path+" "+ev.Path2); return true })
 	})
 	want := []string{"session.create . ", "mkdir a ", "mkdir a/b ", "create a/b/f ", "write a/b/f ",
 		"rename a z", "write z/b/f ", "unlink z/b/f "}

@@ -273,9 +273,9 @@ func (s *Store) SetXattr(sid SessionID, ino Ino, name string, value []byte, flag
 		if err := t.moveInlineXattrs(n, name); err != nil {
 			return err
 		}
-		op := "setxattr"
+		op := OpSetxattr
 		if value == nil {
-			op = "removexattr"
+			op = OpRemovexattr
 		} else {
 			value = append([]byte{}, value...) // never nil: nil removes
 		}

@@ -282,7 +282,7 @@ func TestXattrsForkAndRedact(t *testing.T) {
 		at   HLC
 		want []string
 	}{{t1, []string{"user.k", "v1 " + needle}}, {Latest, []string{"user.k", "v2", "user.more", "m"}}} {
-		f, err := e.st.Fork(src, c.at, ForkOptions{})
+		f, err := e.st.Fork(t.Context(), src, c.at, ForkOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -55,7 +55,7 @@ func TestBenchIndexBuild(t *testing.T) {
 	}
 	cpu0 := cpuTime()
 	start := time.Now()
-	if err := ix.Rebuild(h.ID, nil); err != nil {
+	if err := ix.Rebuild(t.Context(), h.ID, nil); err != nil {
 		t.Fatal(err)
 	}
 	wall, cpu := time.Since(start), cpuTime()-cpu0

@@ -55,7 +55,7 @@ func TestBenchGrepGoSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	start = time.Now()
-	if err := ix.Rebuild(sid, nil); err != nil {
+	if err := ix.Rebuild(t.Context(), sid, nil); err != nil {
 		t.Fatal(err)
 	}
 	build := time.Since(start)

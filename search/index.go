@@ -116,9 +116,10 @@ type Index struct {
 	// settleQuiet and settleMax: see settle.
 	settleQuiet, settleMax time.Duration
 
-	wake chan struct{}
-	stop chan struct{}
-	done chan struct{}
+	wake    chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
+	unwatch func() // ends the store's Watch (Close); nil without Background
 }
 
 // writer returns the lock that serializes the writers of sid's index.
@@ -164,11 +165,12 @@ func OpenWith(dataDir string, st *mvcc.Store, o Options) (*Index, error) {
 	} else {
 		ix.be = newRemoteBackend(dir, ix.log, ix.workerDown)
 	}
-	st.Watch(func(sid mvcc.SessionID, _ mvcc.Event) { ix.markDirty(sid) })
+	ix.unwatch = st.Watch(func(sid mvcc.SessionID, _ mvcc.Event) { ix.markDirty(sid) })
 	// Catch up every session at start: after a crash the recorded
 	// sequence numbers say where to resume.
 	infos, err := st.Sessions()
 	if err != nil {
+		ix.unwatch()
 		ix.be.close()
 		return nil, fmt.Errorf("search: list sessions: %w", err)
 	}
@@ -349,6 +351,9 @@ func (ix *Index) Close() error {
 	}
 	ix.closed = true
 	ix.mu.Unlock()
+	if ix.unwatch != nil {
+		ix.unwatch()
+	}
 	close(ix.stop)
 	<-ix.done
 	// Wait for the writers in flight (Rebuild, CatchUp from commands).

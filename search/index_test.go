@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -21,7 +22,7 @@ func TestIndexSurvivesReopen(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Rebuild(sid, nil); err != nil {
+	if err := ix.Rebuild(t.Context(), sid, nil); err != nil {
 		t.Fatal(err)
 	}
 	before, _, _ := ix.Covered(sid)
@@ -133,7 +134,7 @@ func TestRebuildAndDropRaceCatchUp(t *testing.T) {
 			if i%3 == 2 {
 				err = ix.DropSession(sid)
 			} else {
-				err = ix.Rebuild(sid, nil)
+				err = ix.Rebuild(t.Context(), sid, nil)
 			}
 			if err != nil {
 				errs = append(errs, err)
@@ -194,7 +195,7 @@ func TestHighEntropyFileUnindexedButFound(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	if err := ix.Rebuild(sid, nil); err != nil {
+	if err := ix.Rebuild(t.Context(), sid, nil); err != nil {
 		t.Fatal(err)
 	}
 	ids, err := ix.be.ids(sid, idQuery{Field: "unindexed", Term: "y"})
@@ -262,7 +263,7 @@ func TestBinaryFilesIndexBuckets(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	if err := ix.Rebuild(sid, nil); err != nil {
+	if err := ix.Rebuild(t.Context(), sid, nil); err != nil {
 		t.Fatal(err)
 	}
 	if ids, err := ix.be.ids(sid, idQuery{Field: "tri", Term: "hea"}); err != nil || fmt.Sprint(ids) != "[a.txt c/e.text]" {
@@ -317,7 +318,7 @@ func TestCatchUpCreatedAndLinked(t *testing.T) {
 	if _, err := st.Link(sid, old.Ino, h.Root, "old-link.txt"); err != nil {
 		t.Fatal(err)
 	}
-	if err := ix.Rebuild(sid, nil); err != nil {
+	if err := ix.Rebuild(t.Context(), sid, nil); err != nil {
 		t.Fatal(err)
 	}
 	n, err := st.Create(sid, h.Root, "new.txt", mvcc.Attr{Mode: syscall.S_IFREG | 0o644}, "")
@@ -367,5 +368,56 @@ func TestTextFieldMatchesBleve(t *testing.T) {
 				t.Fatalf("%s: term %q: got %+v, bleve frequency %d", p, term, gf, wf.Frequency())
 			}
 		}
+	}
+}
+
+// Close ends the index's Watch of the store: a store that outlives its
+// indexes (one per forwarded command, say) does not keep calling them.
+func TestCloseUnwatches(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"a": []byte("x\n")})
+	ix, err := OpenWith(data, st, Options{Background: true, InProcess: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	ix.mu.Lock()
+	clear(ix.dirty)
+	ix.mu.Unlock()
+	putFile(t, st, sid, "b", []byte("y\n")) // watchers run on this goroutine
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.dirty[sid] {
+		t.Error("a commit after Close still reached the closed index")
+	}
+}
+
+// Rebuild stops when its context ends (the control socket cancels it when
+// the client goes away): here after the first document. The session's
+// index is left empty, and a catch-up builds it again.
+func TestRebuildCancelled(t *testing.T) {
+	st, data := openStore(t)
+	sid := loadSession(t, st, map[string][]byte{"a": []byte("one\n"), "b": []byte("two\n"), "c": []byte("three\n")})
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	calls := 0
+	err = ix.Rebuild(ctx, sid, func(done, total int64) {
+		calls++
+		cancel()
+	})
+	if !errors.Is(err, context.Canceled) || calls != 1 {
+		t.Fatalf("Rebuild cancelled after its first document: %v after %d documents, want context.Canceled after 1", err, calls)
+	}
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	if out, code, _ := padGrep(t, ix, sid, []string{"-r", "t"}); out != "b:two\nc:three\n" || code != 0 {
+		t.Errorf("grep after the catch-up: %q exit %d", out, code)
 	}
 }

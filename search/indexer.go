@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"path"
@@ -37,39 +38,44 @@ func newChanges() *changes {
 // add records one event.
 func (c *changes) add(ev mvcc.Event) {
 	switch ev.Op {
-	case "write", "truncate", "create":
+	case mvcc.OpWrite, mvcc.OpTruncate, mvcc.OpCreate:
 		if ev.Path != "" {
 			c.paths[ev.Path] = true
 		}
 		if ev.Ino != 0 {
 			c.inos[ev.Ino] = ev.Path
-			if ev.Op == "create" {
+			if ev.Op == mvcc.OpCreate {
 				c.created[ev.Ino] = true
 			}
 		}
-	case "unlink", "symlink", "mkdir":
+	case mvcc.OpUnlink, mvcc.OpSymlink, mvcc.OpMkdir:
 		if ev.Path != "" {
 			c.paths[ev.Path] = true
 		}
-	case "rmdir", "rename", "exchange":
+	case mvcc.OpRmdir, mvcc.OpRename, mvcc.OpExchange:
 		c.subtrees[ev.Path] = true
 		if ev.Path2 != "" {
 			c.subtrees[ev.Path2] = true
 		}
-	case "link":
+	case mvcc.OpLink:
 		c.paths[ev.Path2] = true
 	case mvcc.OpRestore:
-		// One restored root is its subtree; several are named in Detail,
-		// which does not split unambiguously: re-walk everything.
-		if strings.Contains(ev.Detail, "; also ") || ev.Path == "" {
+		// Each restored root is its subtree; an old multi-root event names
+		// its roots only in Detail, ambiguously: re-walk everything.
+		roots, ok := ev.RestoredRoots()
+		if !ok {
 			c.full = true
-		} else {
-			c.subtrees[ev.Path] = true
 		}
-	case "chmod", "chown", "utimens", "setattr", "setxattr", "removexattr",
-		mvcc.OpCheckpoint, mvcc.OpSessionCreate, mvcc.OpForget, mvcc.OpRename:
+		for _, r := range roots {
+			c.subtrees[r] = true
+		}
+	case mvcc.OpChmod, mvcc.OpChown, mvcc.OpUtimens, mvcc.OpSetattr, mvcc.OpSetxattr, mvcc.OpRemovexattr,
+		mvcc.OpCheckpoint, mvcc.OpSessionCreate, mvcc.OpForget, mvcc.OpSessionRename:
 		// No content or name changed.
-	default: // session.fork, session.redact, and anything unknown
+	case mvcc.OpFork, mvcc.OpRedact, mvcc.OpImport:
+		c.full = true
+	default:
+		// Unknown (a newer padfs wrote it): assume it changed anything.
 		c.full = true
 	}
 }
@@ -500,8 +506,10 @@ func (ix *Index) buildLocked(sid mvcc.SessionID, seq uint64, at mvcc.HLC, stop <
 }
 
 // Rebuild deletes the index of session sid and builds it again from the
-// store's current tree, reporting progress in documents indexed.
-func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
+// store's current tree, reporting progress in documents indexed. ctx (or
+// Close) ends it early, with ctx.Err(): the index is then empty and the
+// background catch-up builds it again.
+func (ix *Index) Rebuild(ctx context.Context, sid mvcc.SessionID, progress Progress) error {
 	var seq uint64
 	var at mvcc.HLC
 	if err := ix.st.View(func(t *mvcc.ReadTx) error {
@@ -517,7 +525,21 @@ func (ix *Index) Rebuild(sid mvcc.SessionID, progress Progress) error {
 	if err := ix.dropLocked(sid); err != nil {
 		return err
 	}
-	return ix.buildLocked(sid, seq, at, ix.stop, progress)
+	// Cancelling ctx closes bctx.Done() at once; Close does, shortly.
+	bctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-ix.stop:
+			cancel()
+		case <-bctx.Done():
+		}
+	}()
+	err := ix.buildLocked(sid, seq, at, bctx.Done(), progress)
+	if errors.Is(err, errStopped) && ctx.Err() != nil {
+		return fmt.Errorf("rebuild index of %s: %w", sid, ctx.Err())
+	}
+	return err
 }
 
 // CatchUp brings the index of sid up to the store's latest commit (what

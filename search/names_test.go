@@ -17,7 +17,7 @@ func TestNonUTF8Paths(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
-	if err := ix.Rebuild(sid, nil); err != nil {
+	if err := ix.Rebuild(t.Context(), sid, nil); err != nil {
 		t.Fatal(err)
 	}
 	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync"
@@ -31,7 +32,7 @@ func TestRebuildProgressMovesWithWork(t *testing.T) {
 			var mu sync.Mutex
 			var seen []int64
 			var totals []int64
-			err = ix.Rebuild(sid, func(done, total int64) {
+			err = ix.Rebuild(context.Background(), sid, func(done, total int64) {
 				mu.Lock()
 				defer mu.Unlock()
 				// What was committed when the callback ran: never less

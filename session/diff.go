@@ -8,10 +8,10 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"syscall"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 	"github.com/padfs/padfs/mvcc"
+	"golang.org/x/sys/unix"
 )
 
 // Diff output. The name-status form is one line per change:
@@ -145,7 +145,7 @@ func writeDirRename(w io.Writer, st *mvcc.Store, sid mvcc.SessionID, to mvcc.HLC
 			if renamedDirs[newPath] {
 				continue // its own rename covers it
 			}
-			if d.Type == syscall.S_IFDIR {
+			if d.Type == unix.S_IFDIR {
 				if err := walk(d.Ino, r+"/"); err != nil {
 					return err
 				}
@@ -172,7 +172,7 @@ func content(st *mvcc.Store, n *mvcc.Inode) ([]byte, error) {
 	if n.IsSymlink() {
 		return []byte(n.Target), nil
 	}
-	if n.Mode&syscall.S_IFMT != syscall.S_IFREG {
+	if n.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, nil
 	}
 	return st.ReadAll(n)
@@ -198,7 +198,7 @@ func writeOne(w io.Writer, st *mvcc.Store, c mvcc.Change, lost *[]string) error 
 	if c.From != "" {
 		from = c.From
 	}
-	if old != nil && nw != nil && (old.Mode&syscall.S_IFMT != nw.Mode&syscall.S_IFMT) {
+	if old != nil && nw != nil && (old.Mode&unix.S_IFMT != nw.Mode&unix.S_IFMT) {
 		// git has no type change: a deletion, then a creation.
 		if err := writeOne(w, st, mvcc.Change{Status: 'D', Path: from, Old: old}, lost); err != nil {
 			return err
@@ -277,17 +277,17 @@ func writeOne(w io.Writer, st *mvcc.Store, c mvcc.Change, lost *[]string) error 
 }
 
 func kindName(n *mvcc.Inode) string {
-	switch n.Mode & syscall.S_IFMT {
-	case syscall.S_IFIFO:
+	switch n.Mode & unix.S_IFMT {
+	case unix.S_IFIFO:
 		return "fifo"
-	case syscall.S_IFCHR:
+	case unix.S_IFCHR:
 		return "character device"
-	case syscall.S_IFBLK:
+	case unix.S_IFBLK:
 		return "block device"
-	case syscall.S_IFSOCK:
+	case unix.S_IFSOCK:
 		return "socket"
 	}
-	return fmt.Sprintf("file type %#o", n.Mode&syscall.S_IFMT)
+	return fmt.Sprintf("file type %#o", n.Mode&unix.S_IFMT)
 }
 
 // writeBinaryPatch writes a git binary patch from a to b: "GIT binary

@@ -157,7 +157,7 @@ func TestUnifiedPatchAppliesWithGit(t *testing.T) {
 	must(err)
 	to, _ := st.Now()
 
-	changes, err := m.Diff(sid, from, to)
+	changes, err := m.Diff(t.Context(), sid, from, to)
 	must(err)
 	var patch bytes.Buffer
 	lost, err := WriteUnified(&patch, m, sid, to, changes)

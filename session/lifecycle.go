@@ -6,16 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search"
+	"golang.org/x/sys/unix"
 )
 
 const (
-	dirMode  = syscall.S_IFDIR | 0o755
-	fileMode = syscall.S_IFREG | 0o644
+	dirMode  = unix.S_IFDIR | 0o755
+	fileMode = unix.S_IFREG | 0o644
 )
 
 func timeNow() int64 { return time.Now().UnixNano() }
@@ -195,7 +195,7 @@ func (p *Session) Redact(needle, repl, token string, progress mvcc.Progress) (*m
 	if ix := p.s.ix; ix != nil && r.Versions > 0 {
 		// Rebuild drops the session's index directory (old segments and
 		// all) and builds it again from the redacted content.
-		if err := ix.Rebuild(p.h.ID, nil); err != nil {
+		if err := ix.Rebuild(context.Background(), p.h.ID, nil); err != nil {
 			return r, fmt.Errorf("session %s redacted in the store, but re-indexing it failed: %w", p.h.ID, err)
 		}
 	}

@@ -26,6 +26,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -365,7 +366,7 @@ func (p *Session) Fork(name string) (*Session, error) {
 }
 
 func (p *Session) fork(at HLC, name string) (*Session, error) {
-	h, err := p.s.st.Fork(p.h.ID, at, mvcc.ForkOptions{Name: name})
+	h, err := p.s.st.Fork(context.Background(), p.h.ID, at, mvcc.ForkOptions{Name: name}) // the Go API takes no context
 	if err != nil {
 		return nil, err
 	}

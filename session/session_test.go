@@ -133,7 +133,7 @@ func TestWriteUnifiedPatch(t *testing.T) {
 		t.Fatal(err)
 	}
 	to, _ := st.Now()
-	ch, err := st.MVCC().Diff(sid, from, to)
+	ch, err := st.MVCC().Diff(t.Context(), sid, from, to)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,9 @@ type App struct {
 	// Flush commits the running mount's dirty write buffers (nil without a
 	// mount; use a.FlushMount).
 	Flush func() error
+	// Log is the process's logger (a mount's honours --debug); nil:
+	// slog.Default().
+	Log *slog.Logger
 }
 
 // FlushMount commits the dirty buffers of the running mount, if any, so that

@@ -40,8 +40,11 @@ func (a *App) Index() (*search.Index, func(), error) {
 
 // indexMountHook opens the index in a mount's process and serves .grep/.
 func indexMountHook(a *App, o *fs.Options) (func(), error) {
-	ix, err := search.OpenWith(a.Dir, a.Store, search.Options{Background: true,
-		Logger: slog.New(slog.NewTextHandler(a.Err, nil))})
+	log := a.Log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(a.Err, nil))
+	}
+	ix, err := search.OpenWith(a.Dir, a.Store, search.Options{Background: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("search index: %w", err)
 	}

@@ -52,6 +52,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/internal/jsonbytes"
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -329,15 +330,15 @@ func (s *ctlServer) Close() {
 	}
 }
 
-func peerCred(c *net.UnixConn) (*syscall.Ucred, error) {
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
-	var cred *syscall.Ucred
+	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
 		return nil, err
 	}

@@ -107,7 +107,7 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 				for _, p := range paths {
 					under = append(under, sessionPath(a, sid, p))
 				}
-				changes, err := a.Store.Diff(sid, from, to)
+				changes, err := a.Store.Diff(cmd.Context(), sid, from, to)
 				if err != nil {
 					return err
 				}

@@ -66,7 +66,7 @@ A forgotten SRC can be forked as of a time before it was forgotten.`,
 				} else if err := a.FlushMount(); err != nil {
 					return fmt.Errorf("commit the mount's open writes: %w", err)
 				}
-				h, err := a.Store.Fork(src, at, opt)
+				h, err := a.Store.Fork(cmd.Context(), src, at, opt)
 				if err != nil {
 					return fmt.Errorf("fork %s: %w", src, err)
 				}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,7 +44,7 @@ as the new truth. Beside a running mount it runs in the mount's process.`,
 			run := func() error {
 				return withApp(cmd, func(a *App) error {
 					ran = true
-					return fsckStore(a, pre, repair, asJSON)
+					return fsckStore(cmd.Context(), a, pre, repair, asJSON)
 				})
 			}
 			err := run()
@@ -90,7 +91,7 @@ func openProblemKind(err error) string {
 
 // fsckStore checks a's open store and prints the report; problems (pre
 // included) make it exit 1.
-func fsckStore(a *App, pre []mvcc.Problem, repair, asJSON bool) error {
+func fsckStore(ctx context.Context, a *App, pre []mvcc.Problem, repair, asJSON bool) error {
 	opt := mvcc.FsckOptions{Repair: repair, QuarantineDir: filepath.Join(a.Dir, mvcc.QuarantineDir)}
 	if isTerminal(a.Err) {
 		bar := progressbar.NewOptions64(-1,
@@ -119,7 +120,7 @@ func fsckStore(a *App, pre []mvcc.Problem, repair, asJSON bool) error {
 		if a.Mount != nil {
 			ix, release, err := a.Index()
 			if err == nil {
-				err = ix.Rebuild(sid, nil)
+				err = ix.Rebuild(ctx, sid, nil)
 				release()
 			}
 			if err != nil {

@@ -10,13 +10,13 @@ import (
 	"path/filepath"
 	"runtime/pprof"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/fs"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/mvcc/kv"
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 )
 
 func init() { addCommand(newMountCmd) }
@@ -174,17 +174,22 @@ func exitCode(code int) error {
 // the further mounts other `padfs mount` commands ask for), and returns
 // once its own mount and every further one have ended.
 func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string, req mountRequest) error {
-	closeStore := func() {
-		if err := st.Close(); err != nil {
-			log.Error("close store", "dir", dir, "err", err)
+	// What was set up is undone in reverse on every return: the hooks'
+	// stops, then the store.
+	var undo cleanups
+	defer undo.run()
+	var cerr error
+	undo.push(func() {
+		if cerr = st.Close(); cerr != nil {
+			log.Error("close store", "dir", dir, "err", cerr)
 		}
-	}
+	})
 	// Refuse an unknown session before the hooks start the index.
 	if _, _, err := mountTarget(st, dir, req.Session, req.AsOf); err != nil {
-		closeStore()
 		return err
 	}
 	opts := fs.Options{
+		Logger:   log,
 		Uid:      uint32(os.Getuid()),
 		Gid:      uint32(os.Getgid()),
 		SpillDir: filepath.Join(dir, "spill"),
@@ -195,31 +200,21 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	}
 	url := storeURL(cmd)
 	hookApp := &App{Dir: dir, URL: url, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
-		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())}
+		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Log: log}
 	hookApp.Cwd, _ = os.Getwd()
-	var stops []func()
-	runStops := func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
-		}
-	}
 	for _, h := range mountHooks {
 		stop, err := h(hookApp, &opts)
 		if err != nil {
-			runStops()
-			closeStore()
 			return err
 		}
 		if stop != nil {
-			stops = append(stops, stop)
+			undo.push(stop)
 		}
 	}
 	set := newMountSet(st, dir, opts, log)
 	set.leaseTTL, _ = cmd.Flags().GetDuration("lease-ttl")
 	own, err := set.mount(req, uint32(os.Getuid()), uint32(os.Getgid()), log)
 	if err != nil {
-		runStops()
-		closeStore()
 		return err
 	}
 	mnt := own.info.Mountpoint
@@ -234,8 +229,6 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 		} else {
 			<-own.done
 		}
-		runStops()
-		closeStore()
 		return err
 	}
 
@@ -246,7 +239,7 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	defer unregister()
 
 	sigc := make(chan os.Signal, 3)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigc, unix.SIGINT, unix.SIGTERM)
 	defer signal.Stop(sigc)
 
 	fmt.Fprintf(cmd.OutOrStdout(), "padfs: mounted %s at %s (data %s, pid %d)\n", mountWhat(&own.info), mnt, dir, os.Getpid())
@@ -278,11 +271,7 @@ wait:
 	if ferr != nil {
 		log.Error("flush", "err", ferr)
 	}
-	runStops()
-	cerr := st.Close()
-	if cerr != nil {
-		log.Error("close store", "dir", dir, "err", cerr)
-	}
+	undo.run() // sets cerr
 	if !now {
 		log.Info("every mount of the data directory ended; exiting", "data", dir)
 	}
@@ -329,8 +318,8 @@ func waitOthers(set *mountSet, sigc <-chan os.Signal, log *slog.Logger) bool {
 // fusermount and report that instead); the mount's Wait then returns.
 func unmount(m interface{ Unmount() error }, mnt string) error {
 	if os.Geteuid() == 0 {
-		err := syscall.Unmount(mnt, 0)
-		if err == nil || errors.Is(err, syscall.EBUSY) {
+		err := unix.Unmount(mnt, 0)
+		if err == nil || errors.Is(err, unix.EBUSY) {
 			if err != nil {
 				return fmt.Errorf("unmount %s: %w", mnt, err)
 			}
@@ -351,7 +340,7 @@ func checkMountpoint(arg string) (string, error) {
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return "", fmt.Errorf("cannot mount: mountpoint %s does not exist (mkdir -p it first)", mnt)
-	case errors.Is(err, syscall.ENOTCONN):
+	case errors.Is(err, unix.ENOTCONN):
 		return "", fmt.Errorf("cannot mount: mountpoint %s is a dead FUSE mount (umount -l %s first)", mnt, mnt)
 	case err != nil:
 		return "", fmt.Errorf("cannot mount: mountpoint %s: %v", mnt, errors.Unwrap(err))
@@ -429,8 +418,23 @@ func mountError(mnt string, err error) error {
 	switch {
 	case strings.Contains(msg, "fusermount") && os.Geteuid() != 0:
 		return fmt.Errorf("cannot mount %s: not root and no working fusermount3 (install the fuse3 package): %s", mnt, msg)
-	case errors.Is(err, syscall.EPERM), errors.Is(err, syscall.EACCES):
+	case errors.Is(err, unix.EPERM), errors.Is(err, unix.EACCES):
 		return fmt.Errorf("cannot mount %s: permission denied (run as root or install fuse3 for fusermount3): %s", mnt, msg)
 	}
 	return fmt.Errorf("cannot mount %s: %s", mnt, msg)
+}
+
+// cleanups are undo steps, run last pushed first. run pops each before
+// calling it, so a second run (a deferred one after an explicit one) does
+// nothing.
+type cleanups []func()
+
+func (c *cleanups) push(f func()) { *c = append(*c, f) }
+
+func (c *cleanups) run() {
+	for len(*c) > 0 {
+		f := (*c)[len(*c)-1]
+		*c = (*c)[:len(*c)-1]
+		f()
+	}
 }

@@ -38,7 +38,6 @@ import (
 	"os"
 	"os/signal"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/fs"
@@ -46,6 +45,7 @@ import (
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/timetravel"
+	"golang.org/x/sys/unix"
 )
 
 // frameEnd (client -> server, op "mount") asks to end the mount.
@@ -384,7 +384,7 @@ func (sm *servedMount) end(signal int, why string) {
 		}
 	case 2:
 		sm.log.Info("detaching lazily (umount -l); exiting when the last open file is closed", "mountpoint", mnt)
-		if err := syscall.Unmount(mnt, syscall.MNT_DETACH); err != nil {
+		if err := unix.Unmount(mnt, unix.MNT_DETACH); err != nil {
 			sm.log.Error("lazy unmount", "mountpoint", mnt, "err", err)
 		}
 	}
@@ -392,7 +392,7 @@ func (sm *servedMount) end(signal int, why string) {
 
 // serveMount answers op "mount": it mounts, reports, and holds the
 // connection until the mount ends.
-func (s *ctlServer) serveMount(c *net.UnixConn, fc *frameConn, req ctlRequest, cred *syscall.Ucred) error {
+func (s *ctlServer) serveMount(c *net.UnixConn, fc *frameConn, req ctlRequest, cred *unix.Ucred) error {
 	fail := func(err error) error {
 		fmt.Fprintln(stream{fc, frameStderr}, "padfs:", oneLine(err.Error()))
 		return fc.send(frameExitCode, u32(2))
@@ -472,7 +472,7 @@ func mountThrough(dir string, req mountRequest, out, errw io.Writer) (code int, 
 	}
 	defer c.Close()
 	sigc := make(chan os.Signal, 3)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM)
+	signal.Notify(sigc, unix.SIGINT, unix.SIGTERM)
 	defer signal.Stop(sigc)
 	fc := &frameConn{c: c}
 	q := ctlRequest{V: ctlVersion, Op: "mount", Mount: req.encode()}

@@ -59,7 +59,7 @@ are in, or with --all (or outside any mount) every live session.`,
 						progressbar.OptionShowIts(),
 						progressbar.OptionThrottle(100e6),
 						progressbar.OptionClearOnFinish())
-					err := ix.Rebuild(sid, func(done, total int64) {
+					err := ix.Rebuild(cmd.Context(), sid, func(done, total int64) {
 						if bar.GetMax64() != total {
 							bar.ChangeMax64(max(total, 1))
 						}

@@ -75,7 +75,7 @@ Exit status: 0 undone, 1 nothing differs (nothing committed), 2 error.`,
 
 // treeEvent reports whether an event changed the tree (session events do
 // not).
-func treeEvent(ev mvcc.Event) bool { return !strings.HasPrefix(ev.Op, "session.") }
+func treeEvent(ev mvcc.Event) bool { return !ev.Op.Session() }
 
 // undoTarget returns the point to restore to and the tree events after it:
 // N counts the last N tree commits; anything else is a point in time.

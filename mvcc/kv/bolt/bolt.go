@@ -21,7 +21,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -142,7 +141,7 @@ func openDB(path string, opts Options) (db *bbolt.DB, err error) {
 				// bbolt's mapping of the file outlives this descriptor and
 				// would keep the flock, so drop the lock explicitly. The
 				// mapping itself leaks on this rare path.
-				_ = syscall.Flock(int(file.Fd()), syscall.LOCK_UN)
+				_ = unix.Flock(int(file.Fd()), unix.LOCK_UN)
 				_ = file.Close()
 			}
 			db, err = nil, fmt.Errorf("kv/bolt: open %s: %w: %v", path, ErrCorrupt, p)
@@ -231,7 +230,7 @@ func (s *Store) Update(fn func(kv.Txn) error) (err error) {
 		return fnErr
 	})
 	err = s.txError("commit", err, fnErr)
-	if err != fnErr && errors.Is(err, syscall.ENOSPC) {
+	if err != fnErr && errors.Is(err, unix.ENOSPC) {
 		s.releaseTail()
 	}
 	return err
@@ -270,10 +269,10 @@ func (s *Store) txError(op string, err, fnErr error) error {
 		return err
 	case errors.Is(err, berrors.ErrDatabaseNotOpen):
 		return kv.ErrClosed
-	case !errors.Is(err, syscall.ENOSPC) && strings.Contains(err.Error(), syscall.ENOSPC.Error()):
+	case !errors.Is(err, unix.ENOSPC) && strings.Contains(err.Error(), unix.ENOSPC.Error()):
 		// bbolt formats a failed grow with %s: put the errno back, so that
 		// a full disk is ENOSPC and not EIO.
-		return fmt.Errorf("kv/bolt %s: %s: %w (%v)", s.path, op, syscall.ENOSPC, err)
+		return fmt.Errorf("kv/bolt %s: %s: %w (%v)", s.path, op, unix.ENOSPC, err)
 	}
 	return fmt.Errorf("kv/bolt %s: %s: %w", s.path, op, err)
 }
@@ -283,8 +282,8 @@ func (s *Store) txError(op string, err, fnErr error) error {
 func (s *Store) Generation() (g kv.Generation, err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() { s.faultRecover(old, &err, recover()) }()
-	var st syscall.Stat_t
-	if err := syscall.Stat(s.path, &st); err != nil {
+	var st unix.Stat_t
+	if err := unix.Stat(s.path, &st); err != nil {
 		return g, fmt.Errorf("kv/bolt: stat %s: %w", s.path, err)
 	}
 	g.File = st.Ino

@@ -6,9 +6,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"syscall"
 
 	"github.com/padfs/padfs/mvcc/kv"
+	"golang.org/x/sys/unix"
 )
 
 // Disk full. A write that finds no space fails with ENOSPC and changes
@@ -24,7 +24,7 @@ const (
 )
 
 func isNoSpace(err error) bool {
-	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+	return errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT)
 }
 
 // keepReserve (re)creates the reserve if it is missing; without the space
@@ -40,7 +40,7 @@ func (s *Store) keepReserve() {
 	if err != nil {
 		return
 	}
-	err = syscall.Fallocate(int(f.Fd()), 0, 0, reserveSize)
+	err = unix.Fallocate(int(f.Fd()), 0, 0, reserveSize)
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

@@ -6,10 +6,10 @@ import (
 	"log/slog"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -67,6 +67,13 @@ type Store struct {
 	log  *slog.Logger
 	lock *os.File // flock on dir/LOCK
 
+	// Lock order: flushMu, then writeMu, then viewMu, then mu (writeMu
+	// and viewMu are never held together today). A segment's mu is taken
+	// under flushMu or writeMu at most, never with viewMu or mu held.
+	// writeMu is held across an Update's I/O; mu is innermost and held
+	// for field access only, never across file or base I/O (admitLocked
+	// waits on flushed, which releases it).
+	//
 	// writeMu serializes Updates and the rotation of segment and memtable.
 	writeMu sync.Mutex
 	nextSeq uint64 // under writeMu
@@ -171,7 +178,7 @@ func (s *Store) replay() error {
 		}
 		return nil
 	})
-	if errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) {
+	if errors.Is(err, unix.ENOSPC) || errors.Is(err, unix.EDQUOT) {
 		// The base cannot grow: serve the log from memory and keep it.
 		s.log.Warn("kv/wal: no space to fold the log into the base; keeping it in memory until a flush succeeds",
 			"dir", s.dir, "err", err)

@@ -2,7 +2,8 @@ package wal
 
 import (
 	"os"
-	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // fdatasync skips the inode timestamps that fsync would also write.
@@ -11,7 +12,7 @@ func fdatasync(f *os.File) error {
 	if err != nil {
 		return err
 	}
-	if cerr := rc.Control(func(fd uintptr) { err = syscall.Fdatasync(int(fd)) }); cerr != nil {
+	if cerr := rc.Control(func(fd uintptr) { err = unix.Fdatasync(int(fd)) }); cerr != nil {
 		return cerr
 	}
 	return err
