@@ -18,6 +18,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/trigram"
 	"golang.org/x/sys/unix"
 )
 
@@ -78,7 +79,7 @@ type BackendStats struct {
 type idQuery struct {
 	Field, Term string
 	Prefix      bool
-	Tri         *Query
+	Tri         *trigram.Query
 	// Gen, if not 0, is the index generation (position.Gen) the caller
 	// read the covered sequence number from: a query must not mix one
 	// index's position with another's documents (a rebuild in between).

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -113,7 +114,7 @@ func gnuGrepRun(t *testing.T, dir string, args []string) grepRun {
 // with its message.
 func padGrepRun(t *testing.T, ix *Index, sid mvcc.SessionID, args []string) grepRun {
 	t.Helper()
-	req, err := ParseGrepArgs(args)
+	req, err := parseGrepArgs(args)
 	if err != nil {
 		return grepRun{"", "grep: " + err.Error() + "\n", 2}
 	}
@@ -123,7 +124,7 @@ func padGrepRun(t *testing.T, ix *Index, sid mvcc.SessionID, args []string) grep
 	if err != nil {
 		return grepRun{out.String(), errb.String() + "grep: " + err.Error() + "\n", 2}
 	}
-	return grepRun{out.String(), errb.String(), stats.ExitCode(req.Mode == OutQuiet)}
+	return grepRun{out.String(), errb.String(), stats.ExitCode(req.Mode == grep.OutQuiet)}
 }
 
 func compareRuns(t *testing.T, stage string, args []string, got, want grepRun) {
@@ -247,14 +248,14 @@ func TestGrepPerlRefusalsNameTheConstruct(t *testing.T) {
 		"(?>a|ab)c": "atomic group", "a\\Kb": "\\K", "(?(1)a|b)": "conditional", "(a(?R)?b)": "recursion",
 		"(?x) a b": "inline flag",
 	} {
-		_, err := Compile([]string{pat}, MatchOptions{Syntax: Perl}, nil)
-		var ue *UnsupportedError
+		_, err := grep.Compile([]string{pat}, grep.MatchOptions{Syntax: grep.Perl}, nil)
+		var ue *grep.UnsupportedError
 		if !errors.As(err, &ue) || !strings.Contains(ue.Construct, want) {
 			t.Errorf("-P %q: error %v, want an unsupported %s", pat, err, want)
 		}
 	}
 	for _, pat := range []string{`\d+\s\w`, `(?i)a.*?b`, `(?<name>x)|(?P<n2>y)`, `[\d\s]+`, `\x{263a}\h\v\R\N`, `a{2,}?`} {
-		if _, err := Compile([]string{pat}, MatchOptions{Syntax: Perl}, nil); err != nil {
+		if _, err := grep.Compile([]string{pat}, grep.MatchOptions{Syntax: grep.Perl}, nil); err != nil {
 			t.Errorf("-P %q: %v", pat, err)
 		}
 	}

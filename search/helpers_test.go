@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -171,7 +172,7 @@ func gnuGrepAll(t testing.TB, dir string, args []string) (string, string, int) {
 // padGrep runs the CLI-equivalent request parsing of args against ix.
 func padGrep(t testing.TB, ix *Index, sid mvcc.SessionID, args []string) (string, int, GrepStats) {
 	t.Helper()
-	req, err := ParseGrepArgs(args)
+	req, err := parseGrepArgs(args)
 	var out, errb bytes.Buffer
 	if err != nil {
 		return "", 2, GrepStats{}
@@ -181,7 +182,7 @@ func padGrep(t testing.TB, ix *Index, sid mvcc.SessionID, args []string) (string
 	if err != nil {
 		return out.String(), 2, stats
 	}
-	return out.String(), stats.ExitCode(req.Mode == OutQuiet), stats
+	return out.String(), stats.ExitCode(req.Mode == grep.OutQuiet), stats
 }
 
 func waitABit() { time.Sleep(10 * time.Millisecond) }
@@ -195,4 +196,11 @@ func goroot(t testing.TB) string {
 		t.Skipf("go env GOROOT: %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// parseGrepArgs parses a grep command line into a request (operands as
+// typed).
+func parseGrepArgs(args []string) (GrepRequest, error) {
+	cl, err := grep.ParseCommandLine(args)
+	return GrepRequest{Options: cl.Options, Operands: cl.Operands}, err
 }

@@ -47,6 +47,7 @@ import (
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/mapping"
 	index "github.com/blevesearch/bleve_index_api"
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -478,7 +479,7 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 		} else {
 			doc.AddField(newTermsField("tri", tri, 3))
 		}
-		if _, grown := readModel(data, grepBufSize); grown > grepBufSize {
+		if grown := grep.BufferGrowth(data); grown > grep.BufSize {
 			// A line long enough to grow GNU grep's buffer (see run).
 			doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))
 		}

@@ -147,7 +147,7 @@ func TestGrepMatchesGNUOnMount(t *testing.T) {
 	// between the other operands' lines (stdout and stderr to one place).
 	args := []string{"-rn", "needle", "odd", "no-such-dir", "go"}
 	mixed, _ := shOut(t, mnt, "LC_ALL=C.UTF-8 grep -rn needle odd no-such-dir go 2>&1")
-	req, err := ParseGrepArgs(args)
+	req, err := parseGrepArgs(args)
 	if err != nil {
 		t.Fatal(err)
 	}

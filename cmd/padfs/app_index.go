@@ -53,7 +53,7 @@ func indexMountHook(a *App, o *fs.Options) (func(), error) {
 	}
 	// .grep/PATTERN reads as `padfs grep -rn PATTERN` at the session root,
 	// .grep/-i -C2 -- PATTERN as `padfs grep -rn -i -C2 -- PATTERN` (see
-	// search.ParseGrepFileName). A file name cannot hold "/": write it as
+	// grep.ParseFileName). A file name cannot hold "/": write it as
 	// %2F.
 	o.Virtual[".grep"] = fs.VirtualDir{
 		Open: func(sid mvcc.SessionID, name string) ([]byte, error) {

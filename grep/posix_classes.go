@@ -3,7 +3,7 @@
 // DO NOT EDIT. It makes POSIX bracket classes, \w and -w mean in padfs grep
 // exactly what they mean to GNU grep in a UTF-8 locale.
 
-package search
+package grep
 
 // posixClasses maps a class name to its sorted, disjoint rune ranges
 // (lo, hi inclusive, flattened).

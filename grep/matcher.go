@@ -1,4 +1,4 @@
-package search
+package grep
 
 import (
 	"bytes"
@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/padfs/padfs/search/trigram"
 )
 
 // MatchOptions are the grep options that decide which lines match.
@@ -38,9 +40,9 @@ type Matcher struct {
 	GoSyntax string
 	// Query is the trigram query a matching file's bytes must satisfy
 	// (over folded bytes with -i).
-	Query *Query
+	Query *trigram.Query
 	// IndexQuery is the query over folded trigrams, for the index.
-	IndexQuery *Query
+	IndexQuery *trigram.Query
 	// lineNeedle is a string every matching line contains (a trigram the
 	// query's top-level AND requires, else a literal the pattern
 	// requires): lines without it are not run through the regexp.
@@ -112,13 +114,13 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if o.NullData {
 		// The index holds the unswapped bytes: read every file (the
 		// query still holds for the swapped data MayMatch sees).
-		defer func() { m.IndexQuery = allQuery }()
+		defer func() { m.IndexQuery = &trigram.Query{Op: trigram.All} }()
 	}
 	if o.Invert {
-		m.Query, m.IndexQuery = allQuery, allQuery // any file may have a non-matching line
+		m.Query, m.IndexQuery = &trigram.Query{Op: trigram.All}, &trigram.Query{Op: trigram.All} // any file may have a non-matching line
 	} else {
 		simple := tree.Simplify()
-		m.Query, m.IndexQuery = plan(simple, o.IgnoreCase), plan(simple, true)
+		m.Query, m.IndexQuery = trigram.Plan(simple, o.IgnoreCase), trigram.Plan(simple, true)
 		m.lineNeedle = lineTrigram(m.Query, o.IgnoreCase)
 		if m.lineNeedle == "" && !o.IgnoreCase && !m.lineStart {
 			// No trigram (literals of one or two bytes, as in
@@ -505,15 +507,14 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 // lineTrigram picks the trigram eachSelected looks for to find the lines
 // worth running the regexp on: one the top-level AND requires, from the
 // middle of the pattern. With -i it must be one found in ASCII-lowered
-// text (see asciiOnlyFold); "" if there is none.
-func lineTrigram(q *Query, fold bool) string {
-	if q.Op != QAnd {
+// text (see trigram.FoldsInASCII); "" if there is none.
+func lineTrigram(q *trigram.Query, fold bool) string {
+	if q.Op != trigram.And {
 		return ""
 	}
 	best, bestScore := "", -1
 	for _, t := range q.Trigram {
-		if fold && !(t[0] < utf8.RuneSelf && asciiOnlyFold[t[0]] && t[1] < utf8.RuneSelf &&
-			asciiOnlyFold[t[1]] && t[2] < utf8.RuneSelf && asciiOnlyFold[t[2]]) {
+		if fold && !(trigram.FoldsInASCII(t[0]) && trigram.FoldsInASCII(t[1]) && trigram.FoldsInASCII(t[2])) {
 			continue
 		}
 		// The rarest-looking trigram leaves the fewest lines to the regexp.
@@ -625,13 +626,20 @@ func (m *Matcher) lineRe(v int) (*regexp.Regexp, error) {
 // query: a fast filter for files the index did not narrow (too large to
 // index, or changed since), run before the regexp. False is definite.
 func (m *Matcher) MayMatch(data []byte) bool {
-	if m.Query.Op == QAll {
+	if m.Query.Op == trigram.All {
 		return true
 	}
 	if m.opts.IgnoreCase {
-		data = foldBytes(make([]byte, 0, len(data)), data)
+		data = trigram.Fold(make([]byte, 0, len(data)), data)
 	}
 	return m.Query.Eval(func(t string) bool { return bytes.Contains(data, []byte(t)) })
+}
+
+// CannotMatch reports whether MayMatch rules data out where Scan would
+// not do it faster itself: with a line prefilter (a trigram every line
+// with a match holds), Scan skips the whole-file check.
+func (m *Matcher) CannotMatch(data []byte) bool {
+	return m.lineNeedle == "" && !m.MayMatch(data)
 }
 
 // Mode is what grep reports per file.
@@ -667,19 +675,26 @@ type Line struct {
 	Start int // byte offset of the line in the file
 }
 
-// scanOpts are GrepBuf's refinements for the grep command's output.
-type scanOpts struct {
-	max     int  // stop after this many selected lines (-1: no limit)
-	keepBad bool // keep lines with encoding errors (the printer suppresses them)
-	text    bool // -a, -z: no binary part (NUL bytes are text)
-	// skipBinary (-I): where the NUL is read, GNU grep gives up the file
+// ScanOptions are Scan's refinements for the grep command's output.
+type ScanOptions struct {
+	Max     int  // stop after this many selected lines (-1: no limit)
+	KeepBad bool // keep lines with encoding errors (the printer suppresses them)
+	Text    bool // -a, -z: no binary part (NUL bytes are text)
+	// SkipBinary (-I): where the NUL is read, GNU grep gives up the file
 	// as matching nothing (lines printed before it stay printed).
-	skipBinary bool
+	SkipBinary bool
 }
 
-// grepBufSize is GNU grep's initial read size: NUL bytes (and with them
+// BufSize is GNU grep's initial read size: NUL bytes (and with them
 // binary mode) are discovered one read buffer at a time.
-const grepBufSize = 96 << 10
+const BufSize = 96 << 10
+
+// BufferGrowth returns the size GNU grep's read buffer, starting at
+// BufSize, grows to while reading data (long lines grow it).
+func BufferGrowth(data []byte) int {
+	_, grown := readModel(data, BufSize)
+	return grown
+}
 
 // readModel simulates GNU grep's reads of data with a buffer of size
 // bytes (GNU keeps the buffer, grown by long lines, from one file to the
@@ -722,17 +737,18 @@ func readModel(data []byte, size int) (binStart, grown int) {
 
 // Grep runs the matcher over one file's content as GNU grep would.
 func (m *Matcher) Grep(data []byte, mode Mode) (FileResult, error) {
-	return m.GrepBuf(data, mode, grepBufSize)
+	return m.GrepBuf(data, mode, BufSize)
 }
 
 // GrepBuf is Grep with GNU grep's read buffer at bufSize bytes (grown by
 // a long line in an earlier file of the same run).
 func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, err error) {
-	return m.grepFile(data, mode, bufSize, scanOpts{max: -1})
+	return m.Scan(data, mode, bufSize, ScanOptions{Max: -1})
 }
 
-func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res FileResult, err error) {
-	if o.max == 0 {
+// Scan is GrepBuf with the grep command's refinements.
+func (m *Matcher) Scan(data []byte, mode Mode, bufSize int, o ScanOptions) (res FileResult, err error) {
+	if o.Max == 0 {
 		return res, nil
 	}
 	re, err := m.re(data)
@@ -743,7 +759,7 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 	bin, grown := readModel(data, bufSize)
 	res.Grown = grown
 	res.LateNul = bin > 0
-	if o.text {
+	if o.Text {
 		bin = -1
 		res.LateNul = false
 	}
@@ -810,7 +826,7 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 	// Text part: lines are printed (unless an encoding error is met).
 	m.eachSelected(re, lineMatch, data[:textEnd], func(s, e int) bool {
 		res.Count++
-		if mode == ModeFiles || res.Count == o.max {
+		if mode == ModeFiles || res.Count == o.Max {
 			stop = true
 		}
 		if mode == ModeFiles {
@@ -820,7 +836,7 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 			return !stop
 		}
 		line := data[s:e]
-		if !o.keepBad && !utf8.Valid(line) {
+		if !o.KeepBad && !utf8.Valid(line) {
 			// GNU grep 3.8 suppresses a line with an encoding error and
 			// reports "binary file matches" at the end.
 			res.Binary = true
@@ -834,7 +850,7 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 	if stop || bin < 0 {
 		return res, nil
 	}
-	if o.skipBinary {
+	if o.SkipBinary {
 		res.Count, res.BinSkipped = 0, true
 		return res, nil
 	}
@@ -852,7 +868,7 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 		if mode == ModeLines {
 			res.Binary = true
 		}
-		return mode == ModeCount && res.Count != o.max
+		return mode == ModeCount && res.Count != o.Max
 	})
 	return res, nil
 }
@@ -881,7 +897,7 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 		// regexp on them only.
 		hay := buf
 		if m.opts.IgnoreCase {
-			hay = asciiLower(make([]byte, 0, len(buf)), buf) // same offsets
+			hay = trigram.ASCIILower(make([]byte, 0, len(buf)), buf) // same offsets
 		}
 		needle := []byte(m.lineNeedle)
 		for pos := 0; pos < len(buf); {

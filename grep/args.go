@@ -1,4 +1,4 @@
-package search
+package grep
 
 import (
 	"errors"
@@ -7,15 +7,16 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-
-	"github.com/padfs/padfs/mvcc"
 )
 
-// GrepArgs is a parsed `padfs grep` command line: the request plus the
-// padfs-specific options the caller resolves (data directory, session,
-// as-of time).
-type GrepArgs struct {
-	GrepRequest
+// CommandLine is a parsed `padfs grep` command line: GNU grep's options
+// and operands, and the padfs options the caller resolves (data
+// directory, session, as-of time).
+type CommandLine struct {
+	Options
+	// Operands are the PATHs, with Display and Path both the text given;
+	// the caller maps Path onto the tree it searches.
+	Operands            []Operand
 	Data, Session, AsOf string
 	Help                bool
 	// ColorWhen is --color's WHEN ("always", "never", "auto"; "" not
@@ -24,24 +25,12 @@ type GrepArgs struct {
 	ColorWhen string
 }
 
-// ParseGrepArgs parses a GNU grep style command line (short options may be
-// bundled, options and operands may be mixed, "--" ends options):
-//
-//	-r -R -i -y -w -x -v -F -E -G -l -L -c -n -h -H -q -s
-//	-e PATTERN, --regexp=PATTERN, --include=GLOB, --exclude=GLOB,
-//	--exclude-dir=GLOB, --data=DIR, --session=ID, --asof=HLC
-//
-// Operands are returned with Display and Path both set to the text given;
-// the caller maps Path onto the session (relative to the working
-// directory inside a mount).
-func ParseGrepArgs(args []string) (GrepRequest, error) {
-	a, err := ParseGrepCommandLine(args)
-	return a.GrepRequest, err
-}
-
-// ParseGrepCommandLine is ParseGrepArgs keeping the padfs options.
-func ParseGrepCommandLine(args []string) (GrepArgs, error) {
-	var a GrepArgs
+// ParseCommandLine parses a GNU grep style command line (short options
+// may be bundled, options and operands may be mixed, "--" ends options):
+// GNU grep's options (see `padfs grep --help`) and --data=DIR,
+// --session=ID, --asof=T.
+func ParseCommandLine(args []string) (CommandLine, error) {
+	var a CommandLine
 	a.Before, a.After = -1, -1
 	context := -1
 	digits := "" // -NUM, GNU's --context=NUM
@@ -321,10 +310,7 @@ func parseCount(v, what string) (int, error) {
 	return int(min(n, math.MaxInt32)), nil
 }
 
-// ResolveAsOf parses --asof text (an HLC or RFC 3339 time).
-func ResolveAsOf(s string) (mvcc.HLC, error) { return mvcc.ParseHLC(s) }
-
-// ParseGrepFileName parses the name of a file in a mount's .grep/
+// ParseFileName parses the name of a file in a mount's .grep/
 // directory into the request it reads as, `padfs grep -rn ...` at the
 // session root:
 //
@@ -339,7 +325,7 @@ func ResolveAsOf(s string) (mvcc.HLC, error) { return mvcc.ParseHLC(s) }
 // --include=*.go) or the next word (-m 5). A file name cannot hold "/":
 // write it as %2F. PATH operands and the padfs options (--data,
 // --session, --asof) are refused.
-func ParseGrepFileName(name string) (GrepRequest, error) {
+func ParseFileName(name string) (Options, error) {
 	for _, s := range []string{"%2F", "%2f"} {
 		name = strings.ReplaceAll(name, s, "/")
 	}
@@ -366,17 +352,17 @@ func ParseGrepFileName(name string) (GrepRequest, error) {
 			}
 		}
 	}
-	a, err := ParseGrepCommandLine(args) // "-e PAT" and nothing after the options
+	a, err := ParseCommandLine(args) // "-e PAT" and nothing after the options
 	if rest != "" || err != nil {
-		a, err = ParseGrepCommandLine(append(args, "--", rest))
+		a, err = ParseCommandLine(append(args, "--", rest))
 	}
 	switch {
 	case err != nil:
-		return a.GrepRequest, err
+		return a.Options, err
 	case a.Data != "" || a.Session != "" || a.AsOf != "":
-		return a.GrepRequest, fmt.Errorf("--data, --session and --asof are not options of a .grep/ name")
+		return a.Options, fmt.Errorf("--data, --session and --asof are not options of a .grep/ name")
 	case len(a.Operands) > 0:
-		return a.GrepRequest, fmt.Errorf("a .grep/ name holds no PATH (with -e, end the name with the options)")
+		return a.Options, fmt.Errorf("a .grep/ name holds no PATH (with -e, end the name with the options)")
 	}
-	return a.GrepRequest, nil
+	return a.Options, nil
 }
