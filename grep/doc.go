@@ -10,3 +10,5 @@
 //	runeset.go   character sets; posix_classes.go: glibc's C.UTF-8 classes (generated)
 //	printer.go   Printer: GNU's output (context, -o, -c, -l, --color, -b, -T, -Z, -z)
 package grep
+
+//go:generate go run ./gen -o posix_classes.go
