@@ -31,13 +31,13 @@ const (
 	defaultSepStr = "--"
 )
 
-// Printer writes the lines of files as GNU grep 3.8 does (grep.c's
+// printer writes the lines of files as GNU grep 3.8 does (grep.c's
 // prtext, prpending, prline): context before and after selected lines,
 // group separators between groups that are not adjacent, -o's matches,
 // the line head (-H -n -b -T -Z) and --color's marks. It keeps, from file
 // to file, whether anything was printed (no separator before the first
 // group).
-type Printer struct {
+type printer struct {
 	req      *Options
 	m        *Matcher
 	withName bool
@@ -63,8 +63,8 @@ type Printer struct {
 	before, after int
 }
 
-func NewPrinter(req *Options, m *Matcher, withName bool, buf *bytes.Buffer, flush func() error) *Printer {
-	p := &Printer{req: req, m: m, withName: withName, buf: buf, flush: flush, eol: '\n',
+func newPrinter(req *Options, m *Matcher, withName bool, buf *bytes.Buffer, flush func() error) *printer {
+	p := &printer{req: req, m: m, withName: withName, buf: buf, flush: flush, eol: '\n',
 		ctx: req.Context, sep: defaultSepStr, noSep: req.NoGroupSep,
 		before: max(req.Before, 0), after: max(req.After, 0)}
 	if req.GroupSep != nil {
@@ -78,7 +78,7 @@ func NewPrinter(req *Options, m *Matcher, withName bool, buf *bytes.Buffer, flus
 
 // sgr writes text in color (with --color), as file content (-z swaps
 // its newlines back) or not.
-func (p *Printer) sgr(color string, text []byte, content bool) {
+func (p *printer) sgr(color string, text []byte, content bool) {
 	if p.req.Color {
 		p.buf.WriteString("\x1b[" + color + "m\x1b[K")
 	}
@@ -93,7 +93,7 @@ func (p *Printer) sgr(color string, text []byte, content bool) {
 }
 
 // write copies content bytes (with -z, the newlines swapped back).
-func (p *Printer) write(text []byte) {
+func (p *printer) write(text []byte) {
 	if !p.req.NullData {
 		p.buf.Write(text)
 		return
@@ -109,7 +109,7 @@ func (p *Printer) write(text []byte) {
 	}
 }
 
-func (p *Printer) sepChar(c byte) {
+func (p *printer) sepChar(c byte) {
 	if p.req.Color {
 		p.buf.WriteString("\x1b[" + colorSep + "m\x1b[K")
 		p.buf.WriteByte(c)
@@ -120,7 +120,7 @@ func (p *Printer) sepChar(c byte) {
 }
 
 // name writes a file name and what follows it: sep, or a NUL with -Z.
-func (p *Printer) name(display string, sep byte) {
+func (p *printer) name(display string, sep byte) {
 	p.sgr(colorFile, []byte(display), false)
 	if p.req.Null {
 		p.buf.WriteByte(0)
@@ -129,8 +129,8 @@ func (p *Printer) name(display string, sep byte) {
 	}
 }
 
-// NameLine writes a file name alone on its line (-l, -L).
-func (p *Printer) NameLine(display string) {
+// nameLine writes a file name alone on its line (-l, -L).
+func (p *printer) nameLine(display string) {
 	p.sgr(colorFile, []byte(display), false)
 	if p.req.Null {
 		p.buf.WriteByte(0)
@@ -140,8 +140,8 @@ func (p *Printer) NameLine(display string) {
 	p.lineDone()
 }
 
-// Count writes -c's line.
-func (p *Printer) Count(display string, n int) {
+// count writes -c's line.
+func (p *printer) count(display string, n int) {
 	if p.withName {
 		p.name(display, ':')
 	}
@@ -150,7 +150,7 @@ func (p *Printer) Count(display string, n int) {
 	p.lineDone()
 }
 
-func (p *Printer) lineDone() {
+func (p *printer) lineDone() {
 	if p.req.LineBuffered && p.err == nil {
 		p.err = p.flush()
 	}
@@ -158,7 +158,7 @@ func (p *Printer) lineDone() {
 
 // lineEnd returns the end of the line at s (its terminator's offset, or
 // the end of the data). Past the text part NUL bytes end lines too.
-func (p *Printer) lineEnd(s int) int {
+func (p *printer) lineEnd(s int) int {
 	d := p.data[s:]
 	e := bytes.IndexByte(d, '\n')
 	if s >= p.fr.TextEnd {
@@ -174,7 +174,7 @@ func (p *Printer) lineEnd(s int) int {
 
 // lineNum returns the number of the line starting at s (s at or after
 // the last one asked for).
-func (p *Printer) lineNum(s int) int {
+func (p *printer) lineNum(s int) int {
 	if s > p.numOff {
 		t := min(s, p.fr.TextEnd)
 		if t > p.numOff {
@@ -191,7 +191,7 @@ func (p *Printer) lineNum(s int) int {
 }
 
 // head writes the line head: file name, line number, byte offset, tab.
-func (p *Printer) head(lineStart, off, n int, sep byte) {
+func (p *printer) head(lineStart, off, n int, sep byte) {
 	if p.withName {
 		p.name(p.display, sep)
 	}
@@ -218,7 +218,7 @@ func (p *Printer) head(lineStart, off, n int, sep byte) {
 // or context ('-') line. A line (or with -o a match) with an encoding
 // error is not printed, and the file then reports "binary file matches";
 // as in GNU grep, lastout then stays where it was.
-func (p *Printer) prline(s, e int, sep byte) {
+func (p *printer) prline(s, e int, sep byte) {
 	line := p.data[s:e]
 	matching := (sep == ':') != p.m.opts.Invert
 	var spans [][2]int
@@ -265,7 +265,7 @@ func (p *Printer) prline(s, e int, sep byte) {
 }
 
 // prpending prints pending trailing context up to lim.
-func (p *Printer) prpending(lim int) {
+func (p *printer) prpending(lim int) {
 	if p.lastout < 0 {
 		p.lastout = 0
 	}
@@ -274,9 +274,9 @@ func (p *Printer) prpending(lim int) {
 	}
 }
 
-// File prints one file's selected lines and their context; it reports
+// file prints one file's selected lines and their context; it reports
 // whether the file says "binary file matches".
-func (p *Printer) File(display string, data []byte, fr FileResult) bool {
+func (p *printer) file(display string, data []byte, fr FileResult) bool {
 	p.display, p.data, p.fr = display, data, fr
 	p.invalid = !utf8.Valid(data)
 	p.lastout, p.pending, p.numOff, p.num, p.bad = -1, 0, 0, 1, false
@@ -330,7 +330,3 @@ func (p *Printer) File(display string, data []byte, fr FileResult) bool {
 	p.data = nil
 	return p.bad || fr.Binary
 }
-
-// Err returns the first error met: Spans' (an unsupported combination),
-// or a write error of line-buffered output.
-func (p *Printer) Err() error { return p.err }

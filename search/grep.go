@@ -79,34 +79,55 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		req.ErrPrefix = "padfs grep"
 	}
 	warn := func(msg string) { fmt.Fprintf(req.Err, "%s: warning: %s\n", req.ErrPrefix, msg) }
-	req.Match.NullData = req.NullData
-	m, err := grep.Compile(req.Patterns, req.Match, warn)
+	run, err := grep.NewRun(&req.Options, warn)
+	if err != nil || run.ReadsNothing() {
+		return stats, err
+	}
+	lastSeq, at, err := ix.state(req.Session, req.AsOf)
 	if err != nil {
 		return stats, err
 	}
-	if req.MaxSet && req.MaxCount == 0 {
-		return stats, nil // GNU grep -m 0 reads nothing and exits 1
+	cand := ix.narrow(ctx, &req, run.Matcher(), lastSeq, at, &stats)
+	needAll := req.Mode == grep.OutCount || req.Mode == grep.OutFilesWithout || cand == nil
+	if !needAll && req.Mode == grep.OutLines && !req.Text && !req.NullData && len(ix.growth(req.Session)) > 0 {
+		// A file with a long line grows GNU grep's buffer, and a later
+		// file's late NUL may then be read at once (binary from its first
+		// line): files that are no candidates must pass by too (not
+		// read) so that run sees their growth.
+		needAll = true
 	}
-	// The state searched: as of req.AsOf, or the session's last commit.
-	var lastSeq uint64
-	at := req.AsOf
+	feed := func(emit func(target) bool) { ix.targets(req, at, cand, needAll, emit) }
+	out := run.NewOutput(ix.withName(&req, at), req.Out, req.Err)
+	err = ix.run(ctx, req.Session, run, out, feed, &stats)
+	stats.Matched, stats.Errors = out.Matched, out.Errors
+	return stats, err
+}
+
+// state returns the state a grep searches: the session's last event, and
+// the HLC asOf (0: that event's).
+func (ix *Index) state(sid mvcc.SessionID, asOf mvcc.HLC) (lastSeq uint64, at mvcc.HLC, err error) {
+	at = asOf
 	err = ix.st.View(func(t *mvcc.ReadTx) error {
-		if _, err := t.Header(req.Session); err != nil {
+		if _, err := t.Header(sid); err != nil {
 			return err
 		}
-		seq, h, err := t.LastEvent(req.Session)
+		seq, h, err := t.LastEvent(sid)
 		lastSeq = seq
 		if at == 0 {
 			at = h
 		}
 		return err
 	})
-	if err != nil {
-		return stats, err
-	}
-	// Candidates from the index, plus what the log's tail touched.
+	return lastSeq, at, err
+}
+
+// narrow returns the files that may match, from the index plus what the
+// log's tail touched, or nil: read every file (no usable trigram query,
+// --asof, -R, or no usable index). It sets stats.Scanned and Degraded.
+func (ix *Index) narrow(ctx context.Context, req *GrepRequest, m *grep.Matcher, lastSeq uint64, at mvcc.HLC, stats *GrepStats) map[string]bool {
 	var cand map[string]bool
 	if req.AsOf == 0 && m.IndexQuery.Op != trigram.All && !req.Dereference {
+		var err error
 		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
 		if err != nil {
 			// The index is derived data (and may be mid-rebuild: closed
@@ -124,32 +145,21 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 	if cand == nil {
 		stats.Degraded = false // reading everything is exact and not a lag
 	}
-	needAll := req.Mode == grep.OutCount || req.Mode == grep.OutFilesWithout || cand == nil
-	if !needAll && req.Mode == grep.OutLines && !req.Text && !req.NullData && len(ix.growth(req.Session)) > 0 {
-		// A file with a long line grows GNU grep's buffer, and a later
-		// file's late NUL may then be read at once (binary from its first
-		// line): files that are no candidates must pass by too (not
-		// read) so that run sees their growth.
-		needAll = true
+	return cand
+}
+
+// withName says whether file names head lines and counts: -H, -h, else
+// as GNU grep decides (several operands, or a directory).
+func (ix *Index) withName(req *GrepRequest, at mvcc.HLC) bool {
+	switch {
+	case req.Filename != 0:
+		return req.Filename > 0
+	case len(req.Operands) != 1:
+		return true
 	}
-	feed := func(emit func(target) bool) { ix.targets(req, at, cand, needAll, emit) }
-	withName := req.Filename > 0
-	if req.Filename == 0 {
-		withName = len(req.Operands) != 1
-		if len(req.Operands) == 1 {
-			// A link to a directory is a directory here, as for GNU grep.
-			_, n, err := ix.resolve(req.Session, req.Operands[0].Path, at)
-			withName = err == nil && n.IsDir()
-		}
-	}
-	mode := grep.ModeLines
-	switch req.Mode {
-	case grep.OutCount:
-		mode = grep.ModeCount
-	case grep.OutFilesWith, grep.OutFilesWithout, grep.OutQuiet:
-		mode = grep.ModeFiles
-	}
-	return stats, ix.run(ctx, req, m, mode, withName, feed, &stats)
+	// A link to a directory is a directory here, as for GNU grep.
+	_, n, err := ix.resolve(req.Session, req.Operands[0].Path, at)
+	return err == nil && n.IsDir()
 }
 
 // candidates returns the paths that may match (nil: search everything)
@@ -563,31 +573,78 @@ func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bo
 	return err
 }
 
-// run reads and matches the targets feed emits, in parallel, and prints
-// in order. The feed (the tree walk) runs alongside: files are matched
-// while later directories are still being listed.
-func (ix *Index) run(ctx context.Context, req GrepRequest, m *grep.Matcher, mode grep.Mode, withName bool, feed func(emit func(target) bool), stats *GrepStats) error {
-	type result struct {
-		res  grep.FileResult
-		err  error
-		data *[]byte // the content read, back to readBufs once printed
-	}
-	type job struct {
-		t   target
-		res chan result
-	}
-	opts := grep.ScanOptions{Max: req.MaxCount, KeepBad: true, Text: req.Text || req.NullData, SkipBinary: req.SkipBinary}
-	if !req.MaxSet || req.Mode == grep.OutQuiet || req.Mode == grep.OutFilesWith || req.Mode == grep.OutFilesWithout {
-		opts.Max = -1 // one line decides
-	}
-	scan := func(data []byte, bufSize int) (grep.FileResult, error) {
-		return m.Scan(data, mode, bufSize, opts)
-	}
+// job is one target of a run and, once read and scanned, its result.
+type job struct {
+	t   target
+	res chan scanResult
+}
+
+type scanResult struct {
+	res  grep.FileResult
+	err  error
+	data *[]byte // the content read, back to readBufs once printed
+}
+
+// run reads and scans the targets feed emits, in parallel, and prints
+// them in order to out. The feed (the tree walk) runs alongside: files
+// are scanned while later directories are still being listed. It
+// returns when every goroutine it started has ended.
+func (ix *Index) run(ctx context.Context, sid mvcc.SessionID, run *grep.Run, out *grep.Output, feed func(emit func(target) bool), stats *GrepStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer cancel() // runs first: ends the feed and the workers
-	// jobs is the output order and bounds the files read ahead of it.
+	defer cancel() // runs first: ends the feed and the readers
+	jobs := ix.startReaders(ctx, &wg, run, feed)
+	var growth map[string]int // loaded at the first file not read
+	growthLoaded := false
+	for j := range jobs {
+		var r scanResult
+		select {
+		case r = <-j.res:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		t := j.t
+		if t.failed {
+			if err := out.Failed(t.diag, t.warn); err != nil {
+				return err
+			}
+			continue
+		}
+		stats.Files++
+		if t.read {
+			stats.Candidates++
+		}
+		if r.err != nil {
+			if err := out.FileError(t.display, r.err); err != nil {
+				return err
+			}
+			continue
+		}
+		if !t.read {
+			if !growthLoaded {
+				growth, growthLoaded = ix.growth(sid), true
+			}
+			out.Grow(growth[t.path])
+		}
+		var data []byte
+		if r.data != nil {
+			data = *r.data
+		}
+		done, err := out.File(t.display, data, r.res)
+		putReadBuf(r.data) // its lines are copied out by now
+		if done || err != nil {
+			return err
+		}
+	}
+	return out.Flush()
+}
+
+// startReaders starts the feed and GOMAXPROCS readers: it returns the
+// jobs in output order, each answered once its file is read and
+// scanned (at once for a target not read). The channel bounds how far
+// reading runs ahead of printing.
+func (ix *Index) startReaders(ctx context.Context, wg *sync.WaitGroup, run *grep.Run, feed func(emit func(target) bool)) <-chan *job {
 	jobs := make(chan *job, 256)
 	work := make(chan *job, 256)
 	wg.Add(1)
@@ -596,14 +653,14 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *grep.Matcher, mode
 		defer close(work)
 		defer close(jobs)
 		feed(func(t target) bool {
-			j := &job{t: t, res: make(chan result, 1)}
+			j := &job{t: t, res: make(chan scanResult, 1)}
 			select {
 			case jobs <- j:
 			case <-ctx.Done():
 				return false
 			}
 			if t.failed || !t.read {
-				j.res <- result{}
+				j.res <- scanResult{}
 				return true
 			}
 			select {
@@ -619,144 +676,24 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *grep.Matcher, mode
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				if ctx.Err() != nil {
-					j.res <- result{err: ctx.Err()}
-					continue
-				}
-				bp, err := ix.readFile(j.t.n)
-				if err != nil {
-					j.res <- result{err: err}
-					continue
-				}
-				data := *bp
-				if req.NullData {
-					grep.SwapNul(data) // NUL-terminated records become lines
-				}
-				if m.CannotMatch(data) {
-					// No match possible: GNU grep would read it and print
-					// nothing; only its long lines still matter (see below).
-					j.res <- result{res: grep.FileResult{Grown: grep.BufferGrowth(data)}, data: bp}
-					continue
-				}
-				r, err := scan(data, grep.BufSize)
-				j.res <- result{r, err, bp}
+				j.res <- ix.scan(ctx, run, j.t.n)
 			}
 		}()
 	}
-	bufSize := grep.BufSize
-	var growth map[string]int // loaded at the first file not read
-	growthLoaded := false
-	var buf bytes.Buffer
-	flush := func() error {
-		if buf.Len() == 0 {
-			return nil
-		}
-		_, err := req.Out.Write(buf.Bytes())
-		buf.Reset()
-		return err
+	return jobs
+}
+
+// scan reads one file and scans it.
+func (ix *Index) scan(ctx context.Context, run *grep.Run, n *mvcc.Inode) scanResult {
+	if err := ctx.Err(); err != nil {
+		return scanResult{err: err}
 	}
-	pr := grep.NewPrinter(&req.Options, m, withName, &buf, flush)
-	for j := range jobs {
-		t := j.t
-		var r result
-		select {
-		case r = <-j.res:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if t.failed {
-			if !t.warn {
-				stats.Errors++
-			}
-			if t.diag != "" {
-				if err := flush(); err != nil {
-					return err
-				}
-				fmt.Fprintln(req.Err, t.diag)
-			}
-			continue
-		}
-		stats.Files++
-		if t.read {
-			stats.Candidates++
-		}
-		if r.err != nil {
-			var ue *grep.UnsupportedError
-			if errors.As(r.err, &ue) {
-				return r.err
-			}
-			stats.Errors++
-			flush()
-			fmt.Fprintf(req.Err, "%s: %s: %v\n", req.ErrPrefix, t.display, r.err)
-			continue
-		}
-		fr := r.res
-		// GNU grep's read buffer persists across files: a late NUL's
-		// verdict depends on the long lines of the files before it.
-		if t.read && fr.LateNul && bufSize != grep.BufSize {
-			data, err := ix.st.ReadAll(t.n)
-			if err == nil {
-				fr, err = scan(data, bufSize)
-				if r.data != nil {
-					*r.data = data // the printer reads the lines from it
-				}
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if t.read {
-			bufSize = max(bufSize, fr.Grown)
-		} else {
-			if !growthLoaded {
-				growth, growthLoaded = ix.growth(req.Session), true
-			}
-			if g := growth[t.path]; g > 0 {
-				bufSize = max(bufSize, g)
-			}
-		}
-		if fr.Count > 0 {
-			stats.Matched = true
-		}
-		switch req.Mode {
-		case grep.OutQuiet:
-			if stats.Matched {
-				return flush()
-			}
-		case grep.OutFilesWith:
-			if fr.Count > 0 {
-				pr.NameLine(t.display)
-			}
-		case grep.OutFilesWithout:
-			if fr.Count == 0 {
-				pr.NameLine(t.display)
-			}
-		case grep.OutCount:
-			pr.Count(t.display, fr.Count)
-		default:
-			var data []byte
-			if r.data != nil {
-				data = *r.data
-			}
-			binary := len(fr.Lines) > 0 && pr.File(t.display, data, fr) || fr.Binary
-			if pr.Err() != nil {
-				return pr.Err()
-			}
-			if binary {
-				if err := flush(); err != nil {
-					return err
-				}
-				fmt.Fprintf(req.Err, "grep: %s: binary file matches\n", t.display)
-			}
-		}
-		if buf.Len() > 64<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		putReadBuf(r.data) // its lines are copied to buf by now
+	bp, err := ix.readFile(n)
+	if err != nil {
+		return scanResult{err: err}
 	}
-	return flush()
+	res, err := run.Scan(*bp)
+	return scanResult{res, err, bp}
 }
 
 // readBufs recycles the buffers files are read into: a scan reads every
