@@ -689,6 +689,13 @@ type ScanOptions struct {
 // binary mode) are discovered one read buffer at a time.
 const BufSize = 96 << 10
 
+// readPage is GNU grep's page size: reads are page-aligned.
+const readPage = 4096
+
+// MayGrow reports whether a file of size bytes can grow GNU grep's read
+// buffer: only a line longer than the buffer (less a page) does.
+func MayGrow(size uint64) bool { return size > BufSize-readPage }
+
 // BufferGrowth returns the size GNU grep's read buffer, starting at
 // BufSize, grows to while reading data (long lines grow it).
 func BufferGrowth(data []byte) int {
@@ -702,7 +709,7 @@ func BufferGrowth(data []byte) int {
 // after discovering a NUL byte; -1 for a text file) and the buffer size
 // after reading the whole file.
 func readModel(data []byte, size int) (binStart, grown int) {
-	const page = 4096
+	const page = readPage
 	nul := bytes.IndexByte(data, 0)
 	binStart = -1
 	start, save := 0, 0 // start of the current read; bytes carried over

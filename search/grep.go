@@ -21,6 +21,7 @@ import (
 	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search/trigram"
+	"iter"
 )
 
 // GrepRequest is one `padfs grep` run: GNU grep's options over the
@@ -88,17 +89,16 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		return stats, err
 	}
 	cand := ix.narrow(ctx, &req, run.Matcher(), lastSeq, at, &stats)
+	// -c and -L report on every file; without candidates every file is read.
 	needAll := req.Mode == grep.OutCount || req.Mode == grep.OutFilesWithout || cand == nil
-	if !needAll && req.Mode == grep.OutLines && !req.Text && !req.NullData && len(ix.growth(req.Session)) > 0 {
-		// A file with a long line grows GNU grep's buffer, and a later
-		// file's late NUL may then be read at once (binary from its first
-		// line): files that are no candidates must pass by too (not
-		// read) so that run sees their growth.
-		needAll = true
-	}
 	feed := func(emit func(target) bool) { ix.targets(req, at, cand, needAll, emit) }
+	pb := &passedBy{ix: ix}
+	if !needAll {
+		pb.all = func(emit func(target) bool) { ix.targets(req, at, cand, true, emit) }
+	}
+	defer pb.close()
 	out := run.NewOutput(ix.withName(&req, at), req.Out, req.Err)
-	err = ix.run(ctx, req.Session, run, out, feed, &stats)
+	err = ix.run(ctx, run, out, feed, pb, &stats)
 	stats.Matched, stats.Errors = out.Matched, out.Errors
 	return stats, err
 }
@@ -589,14 +589,12 @@ type scanResult struct {
 // them in order to out. The feed (the tree walk) runs alongside: files
 // are scanned while later directories are still being listed. It
 // returns when every goroutine it started has ended.
-func (ix *Index) run(ctx context.Context, sid mvcc.SessionID, run *grep.Run, out *grep.Output, feed func(emit func(target) bool), stats *GrepStats) error {
+func (ix *Index) run(ctx context.Context, run *grep.Run, out *grep.Output, feed func(emit func(target) bool), pb *passedBy, stats *GrepStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	defer cancel() // runs first: ends the feed and the readers
 	jobs := ix.startReaders(ctx, &wg, run, feed)
-	var growth map[string]int // loaded at the first file not read
-	growthLoaded := false
 	for j := range jobs {
 		var r scanResult
 		select {
@@ -621,11 +619,15 @@ func (ix *Index) run(ctx context.Context, sid mvcc.SessionID, run *grep.Run, out
 			}
 			continue
 		}
-		if !t.read {
-			if !growthLoaded {
-				growth, growthLoaded = ix.growth(sid), true
+		switch {
+		case !t.read:
+			pb.add(t)
+		case r.res.LateNul:
+			// Where its NUL is seen depends on the buffer the files
+			// before it grew.
+			if err := pb.grow(ctx, t, out); err != nil {
+				return err
 			}
-			out.Grow(growth[t.path])
 		}
 		var data []byte
 		if r.data != nil {
@@ -723,15 +725,67 @@ func putReadBuf(bp *[]byte) {
 	}
 }
 
-// growth returns, for files not read, the GNU grep buffer size their long
-// lines grow to (recorded in the index): it matters when a later file read
-// has a NUL past the first buffer.
-func (ix *Index) growth(sid mvcc.SessionID) map[string]int {
-	out, err := ix.be.grow(sid)
-	if err != nil {
-		return nil
+// passedBy derives, when it matters, how far the files a run passed by
+// without reading them (they cannot match) grew GNU grep's read buffer
+// (see grep.Output.Grow). Only a file read with a late NUL byte needs
+// it, so they are read then, and only those large enough to grow it.
+type passedBy struct {
+	ix    *Index
+	large []*mvcc.Inode // passed by, large enough, not read yet
+	// all lists every file in output order when the run's feed emits
+	// only the candidates; next pulls from it up to the file that needs
+	// the growth.
+	all  func(emit func(target) bool)
+	next func() (target, bool)
+	stop func()
+}
+
+// add records a file passed by.
+func (pb *passedBy) add(t target) {
+	if grep.MayGrow(t.n.Size) {
+		pb.large = append(pb.large, t.n)
 	}
-	return out
+}
+
+// grow tells out how far the files before t grew the buffer.
+func (pb *passedBy) grow(ctx context.Context, t target, out *grep.Output) error {
+	if pb.all != nil && pb.next == nil {
+		pb.next, pb.stop = iter.Pull(pb.all)
+	}
+	for pb.next != nil {
+		w, ok := pb.next()
+		if !ok || w.path == t.path && w.display == t.display {
+			if !ok {
+				pb.close()
+			}
+			break
+		}
+		if !w.failed && !w.read {
+			pb.add(w)
+		}
+	}
+	for len(pb.large) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := pb.large[0]
+		pb.large = pb.large[1:]
+		bp, err := pb.ix.readFile(n)
+		if err != nil {
+			continue // unreadable: no growth known (grep reports no error for a file it need not read)
+		}
+		out.Grow(grep.BufferGrowth(*bp))
+		putReadBuf(bp)
+	}
+	return nil
+}
+
+// close ends the walk of every file, if one was started.
+func (pb *passedBy) close() {
+	if pb.stop != nil {
+		pb.stop()
+	}
+	pb.next, pb.stop, pb.all = nil, nil, nil
 }
 
 // GrepOutput returns what reading the mount's .grep/NAME file gives:

@@ -40,7 +40,6 @@ const (
 	opReply byte = iota + 1
 	opCovered
 	opIDs
-	opGrow
 	opSearch
 	opStats
 	opBegin
