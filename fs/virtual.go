@@ -114,7 +114,7 @@ func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 		noNegativeEntry(out)
 		return nil, syscall.ENOENT
 	}
-	data, err := d.vd.Open(d.s.id, name)
+	data, err := d.vd.Open(ctx, d.s.id, name)
 	if err != nil {
 		noNegativeEntry(out) // generated content: may exist next time
 		return nil, toErrno(d.name, err)
@@ -174,7 +174,7 @@ func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	f.mu.Unlock()
 	if data == nil {
 		var err error
-		if data, err = f.d.vd.Open(f.d.s.id, f.name); err != nil {
+		if data, err = f.d.vd.Open(ctx, f.d.s.id, f.name); err != nil {
 			return nil, 0, toErrno(f.d.name, err)
 		}
 		f.generated(data, false)

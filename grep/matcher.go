@@ -9,6 +9,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"context"
 	"github.com/padfs/padfs/search/trigram"
 )
 
@@ -750,11 +751,14 @@ func (m *Matcher) Grep(data []byte, mode Mode) (FileResult, error) {
 // GrepBuf is Grep with GNU grep's read buffer at bufSize bytes (grown by
 // a long line in an earlier file of the same run).
 func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, err error) {
-	return m.Scan(data, mode, bufSize, ScanOptions{Max: -1})
+	return m.Scan(context.Background(), data, mode, bufSize, ScanOptions{Max: -1})
 }
 
-// Scan is GrepBuf with the grep command's refinements.
-func (m *Matcher) Scan(data []byte, mode Mode, bufSize int, o ScanOptions) (res FileResult, err error) {
+// Scan is GrepBuf with the grep command's refinements. It stops with
+// ctx's error once ctx is done (a FUSE INTERRUPT, a client gone): it
+// looks every few lines, so one long line of a slow pattern is the most
+// it runs on after that.
+func (m *Matcher) Scan(ctx context.Context, data []byte, mode Mode, bufSize int, o ScanOptions) (res FileResult, err error) {
 	if o.Max == 0 {
 		return res, nil
 	}
@@ -831,7 +835,7 @@ func (m *Matcher) Scan(data []byte, mode Mode, bufSize int, o ScanOptions) (res 
 	stop := false
 	lineNo, counted := 1, 0
 	// Text part: lines are printed (unless an encoding error is met).
-	m.eachSelected(re, lineMatch, data[:textEnd], func(s, e int) bool {
+	err = m.eachSelected(ctx, re, lineMatch, data[:textEnd], func(s, e int) bool {
 		res.Count++
 		if mode == ModeFiles || res.Count == o.Max {
 			stop = true
@@ -854,6 +858,9 @@ func (m *Matcher) Scan(data []byte, mode Mode, bufSize int, o ScanOptions) (res 
 		res.Lines = append(res.Lines, Line{Num: lineNo, Text: line, Start: s})
 		return !stop
 	})
+	if err != nil {
+		return FileResult{}, err
+	}
 	if stop || bin < 0 {
 		return res, nil
 	}
@@ -869,7 +876,7 @@ func (m *Matcher) Scan(data []byte, mode Mode, bufSize int, o ScanOptions) (res 
 		}
 		zapped[i] = c
 	}
-	m.eachSelected(re, lineMatch, zapped, func(s, e int) bool {
+	err = m.eachSelected(ctx, re, lineMatch, zapped, func(s, e int) bool {
 		res.Count++
 		res.BinMatch = true
 		if mode == ModeLines {
@@ -877,25 +884,38 @@ func (m *Matcher) Scan(data []byte, mode Mode, bufSize int, o ScanOptions) (res 
 		}
 		return mode == ModeCount && res.Count != o.Max
 	})
+	if err != nil {
+		return FileResult{}, err
+	}
 	return res, nil
 }
 
 // eachSelected calls fn(start, end) for every selected line of buf (a
 // matching line, or with -v a non-matching one), in order, until fn
-// returns false. Lines end at '\n'; a final line without one counts.
-func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, buf []byte, fn func(s, e int) bool) {
+// returns false. Lines end at '\n'; a final line without one counts. It
+// returns ctx's error once ctx is done, looking every checkLines lines
+// (or, searching the whole buffer, every chunk of checkBytes).
+func (m *Matcher) eachSelected(ctx context.Context, re *regexp.Regexp, lineMatch func([]byte) bool, buf []byte, fn func(s, e int) bool) error {
+	n := 0
+	canceled := func() bool {
+		n++
+		return n%checkLines == 0 && ctx.Err() != nil
+	}
 	if m.opts.Invert || lineMatch != nil {
 		if lineMatch == nil {
 			lineMatch = re.Match
 		}
 		for s := 0; s < len(buf); {
+			if canceled() {
+				return ctx.Err()
+			}
 			_, e := lineAt(buf, s)
 			if lineMatch(buf[s:e]) != m.opts.Invert && !fn(s, e) {
-				return
+				return nil
 			}
 			s = e + 1
 		}
-		return
+		return nil
 	}
 	if m.lineNeedle != "" {
 		// Every match lies on a line holding the needle (the planner's
@@ -908,34 +928,61 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 		}
 		needle := []byte(m.lineNeedle)
 		for pos := 0; pos < len(buf); {
+			if canceled() {
+				return ctx.Err()
+			}
 			i := bytes.Index(hay[pos:], needle)
 			if i < 0 {
-				return
+				return nil
 			}
 			ls, le := lineAt(buf, pos+i)
 			if re.Match(buf[ls:le]) && !fn(ls, le) {
-				return
+				return nil
 			}
 			pos = le + 1
 		}
-		return
+		return nil
 	}
+	// No match crosses a line: the regexp runs over chunks of whole
+	// lines, so ctx is looked at between them.
 	for pos := 0; pos <= len(buf); {
-		loc := re.FindIndex(buf[pos:])
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := len(buf)
+		if pos+checkBytes < len(buf) {
+			if nl := bytes.IndexByte(buf[pos+checkBytes:], '\n'); nl >= 0 {
+				end = pos + checkBytes + nl // the chunk ends before a newline
+			}
+		}
+		loc := re.FindIndex(buf[pos:end])
 		if loc == nil {
-			return
+			if end == len(buf) {
+				return nil
+			}
+			pos = end + 1
+			continue
 		}
 		s := pos + loc[0]
 		if s == len(buf) && (len(buf) == 0 || buf[len(buf)-1] == '\n') {
-			return // the empty "line" after the final newline
+			return nil // the empty "line" after the final newline
 		}
 		ls, le := lineAt(buf, s)
 		if !fn(ls, le) {
-			return
+			return nil
 		}
 		pos = le + 1
 	}
+	return nil
 }
+
+// checkLines and checkBytes are how often a scan looks whether it was
+// canceled: often enough for a slow pattern, seldom enough to cost
+// nothing on short lines.
+const (
+	checkLines = 32
+	checkBytes = 16 << 10
+)
 
 // lineAt returns where the line of buf holding offset i starts and ends
 // (at its newline, or the end of buf).

@@ -2,6 +2,7 @@ package grep
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -51,8 +52,9 @@ func (r *Run) ReadsNothing() bool { return r.opts.MaxSet && r.opts.MaxCount == 0
 // Scan returns GNU grep's verdict on one file's content, read with GNU's
 // initial buffer (Output.File rescans when an earlier file grew it and it
 // matters). With -z it rewrites data in place (records become lines):
-// give Output.File the same bytes.
-func (r *Run) Scan(data []byte) (FileResult, error) {
+// give Output.File the same bytes. It stops with ctx's error once ctx
+// is done.
+func (r *Run) Scan(ctx context.Context, data []byte) (FileResult, error) {
 	if r.opts.NullData {
 		SwapNul(data)
 	}
@@ -61,7 +63,7 @@ func (r *Run) Scan(data []byte) (FileResult, error) {
 		// only its long lines still matter (Output.Grow).
 		return FileResult{Grown: BufferGrowth(data)}, nil
 	}
-	return r.m.Scan(data, r.mode, BufSize, r.scan)
+	return r.m.Scan(ctx, data, r.mode, BufSize, r.scan)
 }
 
 // Output prints a run's files in order as GNU grep does: selected lines
@@ -139,12 +141,13 @@ func (o *Output) Grow(size int) { o.bufSize = max(o.bufSize, size) }
 
 // File prints one file: data as Scan left it and Scan's verdict. done
 // says the run's answer is known (-q and a match): nothing more is read.
-func (o *Output) File(display string, data []byte, fr FileResult) (done bool, err error) {
+// ctx stops a rescan (see Grow).
+func (o *Output) File(ctx context.Context, display string, data []byte, fr FileResult) (done bool, err error) {
 	r := o.run
 	if fr.LateNul && o.bufSize != BufSize {
 		// GNU grep's read buffer persists across files: a late NUL's
 		// verdict depends on the long lines of the files before it.
-		if fr, err = r.m.Scan(data, r.mode, o.bufSize, r.scan); err != nil {
+		if fr, err = r.m.Scan(ctx, data, r.mode, o.bufSize, r.scan); err != nil {
 			return false, err
 		}
 	}

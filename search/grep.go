@@ -600,7 +600,9 @@ func (ix *Index) run(ctx context.Context, run *grep.Run, out *grep.Output, feed 
 		select {
 		case r = <-j.res:
 		case <-ctx.Done():
-			return ctx.Err()
+		}
+		if err := ctx.Err(); err != nil {
+			return err // the caller's: nothing more is printed
 		}
 		t := j.t
 		if t.failed {
@@ -633,7 +635,7 @@ func (ix *Index) run(ctx context.Context, run *grep.Run, out *grep.Output, feed 
 		if r.data != nil {
 			data = *r.data
 		}
-		done, err := out.File(t.display, data, r.res)
+		done, err := out.File(ctx, t.display, data, r.res)
 		putReadBuf(r.data) // its lines are copied out by now
 		if done || err != nil {
 			return err
@@ -694,7 +696,7 @@ func (ix *Index) scan(ctx context.Context, run *grep.Run, n *mvcc.Inode) scanRes
 	if err != nil {
 		return scanResult{err: err}
 	}
-	res, err := run.Scan(*bp)
+	res, err := run.Scan(ctx, *bp)
 	return scanResult{res, err, bp}
 }
 
@@ -792,15 +794,19 @@ func (pb *passedBy) close() {
 // what `padfs grep -rn ...` run at the root of session sid prints for the
 // command line NAME stands for (see grep.ParseFileName), standard output
 // then any diagnostics. A bad name or pattern is an mvcc.ErrInvalid error
-// (EINVAL to the reader).
-func (ix *Index) GrepOutput(sid mvcc.SessionID, name string) ([]byte, error) {
+// (EINVAL to the reader). Once ctx is done (the reader's request was
+// interrupted) it stops and returns ctx's error.
+func (ix *Index) GrepOutput(ctx context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
 	o, err := grep.ParseFileName(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", mvcc.ErrInvalid, err)
 	}
 	var out, errb bytes.Buffer
 	req := GrepRequest{Options: o, Session: sid, Out: &out, Err: &errb}
-	if _, err := ix.Grep(context.Background(), req); err != nil {
+	if _, err := ix.Grep(ctx, req); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("grep stopped: %w", ctx.Err())
+		}
 		return nil, fmt.Errorf("%w: %v", mvcc.ErrInvalid, err)
 	}
 	out.Write(errb.Bytes())

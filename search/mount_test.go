@@ -24,8 +24,8 @@ func mountSession(t *testing.T, st *mvcc.Store, sid mvcc.SessionID, ixp **Index)
 	}
 	m, err := fs.Mount(st, mnt, fs.Options{Session: &sid, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()),
 		SpillDir: filepath.Join(t.TempDir(), "spill"),
-		Virtual: map[string]fs.VirtualDir{".grep": {Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
-			return (*ixp).GrepOutput(sid, name)
+		Virtual: map[string]fs.VirtualDir{".grep": {Open: func(ctx context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
+			return (*ixp).GrepOutput(ctx, sid, name)
 		}}}})
 	if err != nil {
 		t.Skipf("cannot mount (no FUSE here?): %v", err)
