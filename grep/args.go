@@ -30,159 +30,29 @@ type CommandLine struct {
 // GNU grep's options (see `padfs grep --help`) and --data=DIR,
 // --session=ID, --asof=T.
 func ParseCommandLine(args []string) (CommandLine, error) {
-	var a CommandLine
-	a.Before, a.After = -1, -1
-	context := -1
-	digits := "" // -NUM, GNU's --context=NUM
-	listMode, count, quiet := OutLines, false, false
-	var patterns []string
-	havePattern := false
-	var operands []string
-	silent := false
-	long := func(name, val string, hasVal bool, next func() (string, bool)) error {
-		need := func() (string, error) {
-			if hasVal {
-				return val, nil
-			}
-			v, ok := next()
-			if !ok {
-				return "", fmt.Errorf("option '--%s' requires an argument", name)
-			}
-			return v, nil
-		}
-		var err error
-		var v string
-		num := func(dst *int, what string) {
-			if v, err = need(); err == nil {
-				*dst, err = parseCount(v, what)
-			}
-		}
-		switch name {
-		case "after-context":
-			num(&a.After, "context length")
-		case "before-context":
-			num(&a.Before, "context length")
-		case "context":
-			num(&context, "context length")
-		case "max-count":
-			var n int
-			if num(&n, "max count"); err == nil {
-				a.MaxCount, a.MaxSet = n, n >= 0 // GNU: a negative count is no limit
-			}
-		case "group-separator":
-			if v, err = need(); err == nil {
-				a.GroupSep, a.NoGroupSep = &v, false
-			}
-		case "no-group-separator":
-			a.GroupSep, a.NoGroupSep = nil, true
-		case "color", "colour":
-			a.ColorWhen = "auto"
-			if hasVal {
-				switch strings.ToLower(val) {
-				case "always", "yes", "force":
-					a.ColorWhen = "always"
-				case "never", "no", "none":
-					a.ColorWhen = "never"
-				case "auto", "tty", "if-tty":
-				default:
-					err = fmt.Errorf("invalid argument '%s' for '--color'", val)
-				}
-			}
-		case "binary-files":
-			if v, err = need(); err == nil {
-				switch v {
-				case "text":
-					a.Text = true
-				case "binary":
-					a.Text, a.SkipBinary = false, false
-				case "without-match":
-					a.Text, a.SkipBinary = false, true
-				default:
-					err = fmt.Errorf("invalid argument '%s' for '--binary-files'", v)
-				}
-			}
-		case "text":
-			a.Text, a.SkipBinary = true, false
-		case "I":
-			a.Text, a.SkipBinary = false, true
-		case "only-matching":
-			a.OnlyMatching = true
-		case "byte-offset":
-			a.ByteOffset = true
-		case "initial-tab":
-			a.InitialTab = true
-		case "null":
-			a.Null = true
-		case "null-data":
-			a.NullData = true
-		case "line-buffered":
-			a.LineBuffered = true
-		case "perl-regexp":
-			a.Match.Syntax = Perl
-		case "regexp":
-			if v, err = need(); err == nil {
-				patterns, havePattern = append(patterns, strings.Split(v, "\n")...), true
-			}
-		case "include":
-			if v, err = need(); err == nil {
-				a.Include = append(a.Include, v)
-			}
-		case "exclude":
-			if v, err = need(); err == nil {
-				a.Exclude = append(a.Exclude, v)
-			}
-		case "exclude-dir":
-			if v, err = need(); err == nil {
-				a.ExcludeDir = append(a.ExcludeDir, strings.TrimRight(v, "/"))
-			}
-		case "data":
-			a.Data, err = need()
-		case "session":
-			a.Session, err = need()
-		case "asof":
-			a.AsOf, err = need()
-		case "recursive", "dereference-recursive":
-			a.Dereference = name == "dereference-recursive"
-		case "ignore-case":
-			a.Match.IgnoreCase = true
-		case "no-ignore-case":
-			a.Match.IgnoreCase = false
-		case "word-regexp":
-			a.Match.Word = true
-		case "line-regexp":
-			a.Match.Line = true
-		case "invert-match":
-			a.Match.Invert = true
-		case "fixed-strings":
-			a.Match.Syntax = Fixed
-		case "extended-regexp":
-			a.Match.Syntax = Extended
-		case "basic-regexp":
-			a.Match.Syntax = Basic
-		case "files-with-matches":
-			listMode = OutFilesWith
-		case "files-without-match":
-			listMode = OutFilesWithout
-		case "count":
-			count = true
-		case "line-number":
-			a.LineNumbers = true
-		case "no-filename":
-			a.Filename = -1
-		case "with-filename":
-			a.Filename = 1
-		case "quiet", "silent":
-			quiet = true
-		case "no-messages":
-			silent = true
-		case "binary": // -U: no CR stripping on Unix anyway
-		case "help":
-			a.Help = true
-		default:
-			return fmt.Errorf("unrecognized option '--%s'", name)
-		}
-		return err
+	p := cmdParser{context: -1, listMode: OutLines}
+	p.a.Before, p.a.After = -1, -1
+	if err := p.parse(args); err != nil {
+		return p.a, err
 	}
+	return p.finish()
+}
+
+// cmdParser is ParseCommandLine's state: what the options said so far.
+type cmdParser struct {
+	a                    CommandLine
+	context              int    // -C NUM, -NUM (-1: not given)
+	digits               string // the -NUM being read, GNU's --context=NUM
+	listMode             OutputMode
+	count, quiet, silent bool
+	patterns             []string
+	havePattern          bool
+	operands             []string
+}
+
+// parse reads the arguments: options (bundled or not, long ones with
+// "=VAL" or the next argument) and operands, until "--".
+func (p *cmdParser) parse(args []string) error {
 	for i := 0; i < len(args); i++ {
 		arg := args[i]
 		next := func() (string, bool) {
@@ -194,70 +64,258 @@ func ParseCommandLine(args []string) (CommandLine, error) {
 		}
 		switch {
 		case arg == "--":
-			operands = append(operands, args[i+1:]...)
-			i = len(args)
+			p.operands = append(p.operands, args[i+1:]...)
+			return nil
 		case strings.HasPrefix(arg, "--"):
 			name, val, hasVal := strings.Cut(arg[2:], "=")
-			if err := long(name, val, hasVal, next); err != nil {
-				return a, err
+			if err := p.long(name, val, hasVal, next); err != nil {
+				return err
 			}
 		case len(arg) > 1 && arg[0] == '-':
-			for j := 1; j < len(arg); j++ {
-				c := arg[j]
-				if '0' <= c && c <= '9' {
-					if j == 1 || arg[j-1] < '0' || arg[j-1] > '9' {
-						digits = "" // a new -NUM replaces the last one
-					}
-					digits += string(c)
-					context, _ = strconv.Atoi(digits)
-					continue
-				}
-				if lname, ok := shortWithArg[c]; ok {
-					v := arg[j+1:]
-					if v == "" {
-						var ok bool
-						if v, ok = next(); !ok {
-							return a, fmt.Errorf("option requires an argument -- '%c'", c)
-						}
-					}
-					if c == 'e' {
-						patterns, havePattern = append(patterns, strings.Split(v, "\n")...), true
-					} else if err := long(lname, v, true, nil); err != nil {
-						return a, err
-					}
-					break
-				}
-				name, ok := shortOptions[c]
-				if !ok {
-					return a, fmt.Errorf("invalid option -- '%c'", c)
-				}
-				if err := long(name, "", false, nil); err != nil {
-					return a, err
-				}
+			if err := p.short(arg, next); err != nil {
+				return err
 			}
 		default:
-			operands = append(operands, arg)
+			p.operands = append(p.operands, arg)
 		}
 	}
-	a.Silent = silent
+	return nil
+}
+
+// short reads one argument of bundled short options ("-inC2", "-5").
+func (p *cmdParser) short(arg string, next func() (string, bool)) error {
+	for j := 1; j < len(arg); j++ {
+		c := arg[j]
+		if '0' <= c && c <= '9' {
+			if j == 1 || arg[j-1] < '0' || arg[j-1] > '9' {
+				p.digits = "" // a new -NUM replaces the last one
+			}
+			p.digits += string(c)
+			p.context, _ = strconv.Atoi(p.digits)
+			continue
+		}
+		if lname, ok := shortWithArg[c]; ok {
+			// The argument is the rest of this one, or the next.
+			v := arg[j+1:]
+			if v == "" {
+				var ok bool
+				if v, ok = next(); !ok {
+					return fmt.Errorf("option requires an argument -- '%c'", c)
+				}
+			}
+			return p.long(lname, v, true, nil)
+		}
+		name, ok := shortOptions[c]
+		if !ok {
+			return fmt.Errorf("invalid option -- '%c'", c)
+		}
+		if err := p.long(name, "", false, nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withArg lists the long options that take an argument ("=VAL" or the
+// next argument).
+var withArg = map[string]bool{
+	"after-context": true, "before-context": true, "context": true, "max-count": true,
+	"group-separator": true, "binary-files": true, "regexp": true, "include": true,
+	"exclude": true, "exclude-dir": true, "data": true, "session": true, "asof": true,
+}
+
+// long applies one long option (short ones are applied by their long
+// names).
+func (p *cmdParser) long(name, val string, hasVal bool, next func() (string, bool)) error {
 	switch {
-	case quiet:
+	case withArg[name]:
+		if !hasVal {
+			var ok bool
+			if next != nil {
+				val, ok = next()
+			}
+			if !ok {
+				return fmt.Errorf("option '--%s' requires an argument", name)
+			}
+		}
+		return p.withArg(name, val)
+	case name == "color" || name == "colour":
+		return p.color(val, hasVal)
+	case p.matchFlag(name), p.outputFlag(name):
+		return nil
+	}
+	return fmt.Errorf("unrecognized option '--%s'", name)
+}
+
+// withArg applies an option that takes an argument.
+func (p *cmdParser) withArg(name, v string) error {
+	a := &p.a
+	var err error
+	switch name {
+	case "after-context":
+		a.After, err = parseCount(v, "context length")
+	case "before-context":
+		a.Before, err = parseCount(v, "context length")
+	case "context":
+		p.context, err = parseCount(v, "context length")
+	case "max-count":
+		var n int
+		if n, err = parseCount(v, "max count"); err == nil {
+			a.MaxCount, a.MaxSet = n, n >= 0 // GNU: a negative count is no limit
+		}
+	case "group-separator":
+		a.GroupSep, a.NoGroupSep = &v, false
+	case "binary-files":
+		switch v {
+		case "text":
+			a.Text = true
+		case "binary":
+			a.Text, a.SkipBinary = false, false
+		case "without-match":
+			a.Text, a.SkipBinary = false, true
+		default:
+			err = fmt.Errorf("invalid argument '%s' for '--binary-files'", v)
+		}
+	case "regexp":
+		p.patterns, p.havePattern = append(p.patterns, strings.Split(v, "\n")...), true
+	case "include":
+		a.Include = append(a.Include, v)
+	case "exclude":
+		a.Exclude = append(a.Exclude, v)
+	case "exclude-dir":
+		a.ExcludeDir = append(a.ExcludeDir, strings.TrimRight(v, "/"))
+	case "data":
+		a.Data = v
+	case "session":
+		a.Session = v
+	case "asof":
+		a.AsOf = v
+	}
+	return err
+}
+
+// color applies --color[=WHEN].
+func (p *cmdParser) color(val string, hasVal bool) error {
+	p.a.ColorWhen = "auto"
+	if !hasVal {
+		return nil
+	}
+	switch strings.ToLower(val) {
+	case "always", "yes", "force":
+		p.a.ColorWhen = "always"
+	case "never", "no", "none":
+		p.a.ColorWhen = "never"
+	case "auto", "tty", "if-tty":
+	default:
+		return fmt.Errorf("invalid argument '%s' for '--color'", val)
+	}
+	return nil
+}
+
+// matchFlag applies an option without argument that decides which
+// lines match; false: it is not one.
+func (p *cmdParser) matchFlag(name string) bool {
+	mo := &p.a.Match
+	switch name {
+	case "ignore-case":
+		mo.IgnoreCase = true
+	case "no-ignore-case":
+		mo.IgnoreCase = false
+	case "word-regexp":
+		mo.Word = true
+	case "line-regexp":
+		mo.Line = true
+	case "invert-match":
+		mo.Invert = true
+	case "fixed-strings":
+		mo.Syntax = Fixed
+	case "extended-regexp":
+		mo.Syntax = Extended
+	case "basic-regexp":
+		mo.Syntax = Basic
+	case "perl-regexp":
+		mo.Syntax = Perl
+	default:
+		return false
+	}
+	return true
+}
+
+// outputFlag applies an option without argument that decides what is
+// read and printed; false: it is not one.
+func (p *cmdParser) outputFlag(name string) bool {
+	a := &p.a
+	switch name {
+	case "no-group-separator":
+		a.GroupSep, a.NoGroupSep = nil, true
+	case "text":
+		a.Text, a.SkipBinary = true, false
+	case "I":
+		a.Text, a.SkipBinary = false, true
+	case "only-matching":
+		a.OnlyMatching = true
+	case "byte-offset":
+		a.ByteOffset = true
+	case "initial-tab":
+		a.InitialTab = true
+	case "null":
+		a.Null = true
+	case "null-data":
+		a.NullData = true
+	case "line-buffered":
+		a.LineBuffered = true
+	case "recursive", "dereference-recursive":
+		a.Dereference = name == "dereference-recursive"
+	case "files-with-matches":
+		p.listMode = OutFilesWith
+	case "files-without-match":
+		p.listMode = OutFilesWithout
+	case "count":
+		p.count = true
+	case "line-number":
+		a.LineNumbers = true
+	case "no-filename":
+		a.Filename = -1
+	case "with-filename":
+		a.Filename = 1
+	case "quiet", "silent":
+		p.quiet = true
+	case "no-messages":
+		p.silent = true
+	case "binary": // -U: no CR stripping on Unix anyway
+	case "help":
+		a.Help = true
+	default:
+		return false
+	}
+	return true
+}
+
+// finish settles what depends on several options (the output mode, the
+// context lengths) and takes the pattern from the operands if no -e
+// gave one.
+func (p *cmdParser) finish() (CommandLine, error) {
+	a := p.a
+	a.Silent = p.silent
+	switch {
+	case p.quiet:
 		a.Mode = OutQuiet
-	case listMode != OutLines: // -l and -L win over -c, as in GNU grep
-		a.Mode = listMode
-	case count:
+	case p.listMode != OutLines: // -l and -L win over -c, as in GNU grep
+		a.Mode = p.listMode
+	case p.count:
 		a.Mode = OutCount
 	}
 	a.Color = a.ColorWhen == "always"
 	if a.Before < 0 {
-		a.Before = context
+		a.Before = p.context
 	}
 	if a.After < 0 {
-		a.After = context
+		a.After = p.context
 	}
 	a.Context = a.Before >= 0 || a.After >= 0
 	a.Before, a.After = max(a.Before, 0), max(a.After, 0)
-	if !havePattern {
+	patterns, operands := p.patterns, p.operands
+	if !p.havePattern {
 		if len(operands) == 0 {
 			if a.Help {
 				return a, nil
