@@ -5,10 +5,12 @@
 //
 //	args.go      the command line (ParseCommandLine) and .grep/ names (ParseFileName)
 //	syntax.go    BRE/ERE/-F/-P patterns translated into Go regexp syntax
-//	matcher.go   Matcher: the selected lines of one file (Scan), GNU's read buffer model
+//	matcher.go   Matcher: the selected lines of one file (Grep), GNU's read buffer model
+//	run.go       Run and Output: one command over many files, scanned in any
+//	             order, printed in order with what GNU keeps from file to file
 //	boundary.go  \b \< \> next to non-ASCII letters (a bounded backtracker)
 //	runeset.go   character sets; posix_classes.go: glibc's C.UTF-8 classes (generated)
-//	printer.go   Printer: GNU's output (context, -o, -c, -l, --color, -b, -T, -Z, -z)
+//	printer.go   GNU's line output (context, -o, --color, -n, -b, -T, -Z, -z)
 package grep
 
 //go:generate go run ./gen -o posix_classes.go

@@ -636,10 +636,10 @@ func (m *Matcher) MayMatch(data []byte) bool {
 	return m.Query.Eval(func(t string) bool { return bytes.Contains(data, []byte(t)) })
 }
 
-// CannotMatch reports whether MayMatch rules data out where Scan would
+// cannotMatch reports whether MayMatch rules data out where scan would
 // not do it faster itself: with a line prefilter (a trigram every line
-// with a match holds), Scan skips the whole-file check.
-func (m *Matcher) CannotMatch(data []byte) bool {
+// with a match holds), scan skips the whole-file check.
+func (m *Matcher) cannotMatch(data []byte) bool {
 	return m.lineNeedle == "" && !m.MayMatch(data)
 }
 
@@ -676,14 +676,14 @@ type Line struct {
 	Start int // byte offset of the line in the file
 }
 
-// ScanOptions are Scan's refinements for the grep command's output.
-type ScanOptions struct {
-	Max     int  // stop after this many selected lines (-1: no limit)
-	KeepBad bool // keep lines with encoding errors (the printer suppresses them)
-	Text    bool // -a, -z: no binary part (NUL bytes are text)
-	// SkipBinary (-I): where the NUL is read, GNU grep gives up the file
+// scanOptions are scan's refinements for the grep command's output.
+type scanOptions struct {
+	max     int  // stop after this many selected lines (-1: no limit)
+	keepBad bool // keep lines with encoding errors (the printer suppresses them)
+	text    bool // -a, -z: no binary part (NUL bytes are text)
+	// skipBinary (-I): where the NUL is read, GNU grep gives up the file
 	// as matching nothing (lines printed before it stay printed).
-	SkipBinary bool
+	skipBinary bool
 }
 
 // BufSize is GNU grep's initial read size: NUL bytes (and with them
@@ -751,15 +751,15 @@ func (m *Matcher) Grep(data []byte, mode Mode) (FileResult, error) {
 // GrepBuf is Grep with GNU grep's read buffer at bufSize bytes (grown by
 // a long line in an earlier file of the same run).
 func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, err error) {
-	return m.Scan(context.Background(), data, mode, bufSize, ScanOptions{Max: -1})
+	return m.scan(context.Background(), data, mode, bufSize, scanOptions{max: -1})
 }
 
-// Scan is GrepBuf with the grep command's refinements. It stops with
+// scan is GrepBuf with the grep command's refinements. It stops with
 // ctx's error once ctx is done (a FUSE INTERRUPT, a client gone): it
 // looks every few lines, so one long line of a slow pattern is the most
 // it runs on after that.
-func (m *Matcher) Scan(ctx context.Context, data []byte, mode Mode, bufSize int, o ScanOptions) (res FileResult, err error) {
-	if o.Max == 0 {
+func (m *Matcher) scan(ctx context.Context, data []byte, mode Mode, bufSize int, o scanOptions) (res FileResult, err error) {
+	if o.max == 0 {
 		return res, nil
 	}
 	re, err := m.re(data)
@@ -770,7 +770,7 @@ func (m *Matcher) Scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 	bin, grown := readModel(data, bufSize)
 	res.Grown = grown
 	res.LateNul = bin > 0
-	if o.Text {
+	if o.text {
 		bin = -1
 		res.LateNul = false
 	}
@@ -837,7 +837,7 @@ func (m *Matcher) Scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 	// Text part: lines are printed (unless an encoding error is met).
 	err = m.eachSelected(ctx, re, lineMatch, data[:textEnd], func(s, e int) bool {
 		res.Count++
-		if mode == ModeFiles || res.Count == o.Max {
+		if mode == ModeFiles || res.Count == o.max {
 			stop = true
 		}
 		if mode == ModeFiles {
@@ -847,7 +847,7 @@ func (m *Matcher) Scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 			return !stop
 		}
 		line := data[s:e]
-		if !o.KeepBad && !utf8.Valid(line) {
+		if !o.keepBad && !utf8.Valid(line) {
 			// GNU grep 3.8 suppresses a line with an encoding error and
 			// reports "binary file matches" at the end.
 			res.Binary = true
@@ -864,7 +864,7 @@ func (m *Matcher) Scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 	if stop || bin < 0 {
 		return res, nil
 	}
-	if o.SkipBinary {
+	if o.skipBinary {
 		res.Count, res.BinSkipped = 0, true
 		return res, nil
 	}
@@ -882,7 +882,7 @@ func (m *Matcher) Scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 		if mode == ModeLines {
 			res.Binary = true
 		}
-		return mode == ModeCount && res.Count != o.Max
+		return mode == ModeCount && res.Count != o.max
 	})
 	if err != nil {
 		return FileResult{}, err

@@ -7,9 +7,9 @@ import (
 	"unicode/utf8"
 )
 
-// SwapNul swaps NUL and newline bytes in place: grep -z's records are
+// swapNul swaps NUL and newline bytes in place: grep -z's records are
 // then lines, and the printer swaps them back.
-func SwapNul(data []byte) {
+func swapNul(data []byte) {
 	for i, c := range data {
 		switch c {
 		case 0:

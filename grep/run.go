@@ -16,7 +16,7 @@ type Run struct {
 	opts *Options
 	m    *Matcher
 	mode Mode
-	scan ScanOptions
+	scan scanOptions
 }
 
 // NewRun compiles o's patterns; warn gets GNU's warnings (a stray
@@ -30,7 +30,7 @@ func NewRun(o *Options, warn func(string)) (*Run, error) {
 		return nil, err
 	}
 	r := &Run{opts: o, m: m, mode: ModeLines,
-		scan: ScanOptions{Max: o.MaxCount, KeepBad: true, Text: o.Text || o.NullData, SkipBinary: o.SkipBinary}}
+		scan: scanOptions{max: o.MaxCount, keepBad: true, text: o.Text || o.NullData, skipBinary: o.SkipBinary}}
 	switch o.Mode {
 	case OutCount:
 		r.mode = ModeCount
@@ -38,7 +38,7 @@ func NewRun(o *Options, warn func(string)) (*Run, error) {
 		r.mode = ModeFiles
 	}
 	if !o.MaxSet || o.Mode == OutQuiet || o.Mode == OutFilesWith || o.Mode == OutFilesWithout {
-		r.scan.Max = -1 // one line decides
+		r.scan.max = -1 // one line decides
 	}
 	return r, nil
 }
@@ -56,14 +56,14 @@ func (r *Run) ReadsNothing() bool { return r.opts.MaxSet && r.opts.MaxCount == 0
 // is done.
 func (r *Run) Scan(ctx context.Context, data []byte) (FileResult, error) {
 	if r.opts.NullData {
-		SwapNul(data)
+		swapNul(data)
 	}
-	if r.m.CannotMatch(data) {
+	if r.m.cannotMatch(data) {
 		// No match possible: GNU grep would read it and print nothing;
 		// only its long lines still matter (Output.Grow).
 		return FileResult{Grown: BufferGrowth(data)}, nil
 	}
-	return r.m.Scan(ctx, data, r.mode, BufSize, r.scan)
+	return r.m.scan(ctx, data, r.mode, BufSize, r.scan)
 }
 
 // Output prints a run's files in order as GNU grep does: selected lines
@@ -147,7 +147,7 @@ func (o *Output) File(ctx context.Context, display string, data []byte, fr FileR
 	if fr.LateNul && o.bufSize != BufSize {
 		// GNU grep's read buffer persists across files: a late NUL's
 		// verdict depends on the long lines of the files before it.
-		if fr, err = r.m.Scan(ctx, data, r.mode, o.bufSize, r.scan); err != nil {
+		if fr, err = r.m.scan(ctx, data, r.mode, o.bufSize, r.scan); err != nil {
 			return false, err
 		}
 	}

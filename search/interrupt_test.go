@@ -28,7 +28,7 @@ const hangGuard = 60 * time.Second
 const slowPattern = `([a-z0-9]{1,50}){1,20}[A-Z]`
 
 // scanFrame names the function a grep spends its time in.
-const scanFrame = "github.com/padfs/padfs/grep.(*Matcher).Scan("
+const scanFrame = "github.com/padfs/padfs/grep.(*Matcher).scan("
 
 // grepScanning reports whether a goroutine of this process is inside a
 // grep scan, and the goroutine dump.

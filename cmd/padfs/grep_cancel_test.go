@@ -21,7 +21,7 @@ func grepScanning() (bool, string) {
 		n := runtime.Stack(buf, true)
 		if n < len(buf) {
 			s := string(buf[:n])
-			return strings.Contains(s, "github.com/padfs/padfs/grep.(*Matcher).Scan("), s
+			return strings.Contains(s, "github.com/padfs/padfs/grep.(*Matcher).scan("), s
 		}
 		buf = make([]byte, 2*len(buf))
 	}
