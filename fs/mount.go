@@ -156,8 +156,10 @@ type VirtualDir struct {
 	// lookups of other names still go to Open).
 	List func(sid mvcc.SessionID) ([]string, error)
 	// Open returns the content of the file name in session sid. An error
-	// wrapping mvcc.ErrNotFound means there is no such file (ENOENT).
-	Open func(sid mvcc.SessionID, name string) ([]byte, error)
+	// wrapping mvcc.ErrNotFound means there is no such file (ENOENT). ctx
+	// is the FUSE request's: an INTERRUPT cancels it, and an Open that
+	// stops for it returns an error wrapping context.Canceled (EINTR).
+	Open func(ctx context.Context, sid mvcc.SessionID, name string) ([]byte, error)
 }
 
 // reservedNames are hidden at every session root, whether or not a

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"context"
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -89,7 +90,9 @@ func TestVirtualOwnerOnly(t *testing.T) {
 	}
 	vd := VirtualDir{
 		List: func(mvcc.SessionID) ([]string, error) { return []string{"events.jsonl"}, nil },
-		Open: func(sid mvcc.SessionID, name string) ([]byte, error) { return []byte("secret line\n"), nil },
+		Open: func(_ context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
+			return []byte("secret line\n"), nil
+		},
 	}
 	virtual := map[string]VirtualDir{".grep": vd, ".log": vd}
 	base := t.TempDir()

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"context"
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -195,7 +196,7 @@ func TestVirtualDir(t *testing.T) {
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	mountAt(t, st, mnt, Options{Session: &h.ID, Virtual: map[string]VirtualDir{
 		".grep": {
-			Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
+			Open: func(_ context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
 				if name == "missing" {
 					return nil, fmt.Errorf("%w: no %s", mvcc.ErrNotFound, name)
 				}
@@ -205,7 +206,7 @@ func TestVirtualDir(t *testing.T) {
 		},
 		".log": {
 			List: func(mvcc.SessionID) ([]string, error) { return []string{"log.jsonl"}, nil },
-			Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
+			Open: func(_ context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
 				if name != "log.jsonl" {
 					return nil, mvcc.ErrNotFound
 				}

@@ -115,7 +115,7 @@ func (d *virtualDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut
 		noNegativeEntry(out)
 		return nil, unix.ENOENT
 	}
-	data, err := d.vd.Open(d.s.id, name)
+	data, err := d.vd.Open(ctx, d.s.id, name)
 	if err != nil {
 		noNegativeEntry(out) // generated content: may exist next time
 		return nil, d.m.toErrno(opLookup, fmt.Errorf("%s/%s: %w", d.name, name, err))
@@ -175,7 +175,7 @@ func (f *virtualFile) Open(ctx context.Context, flags uint32) (gofs.FileHandle, 
 	f.mu.Unlock()
 	if data == nil {
 		var err error
-		if data, err = f.d.vd.Open(f.d.s.id, f.name); err != nil {
+		if data, err = f.d.vd.Open(ctx, f.d.s.id, f.name); err != nil {
 			return nil, 0, f.d.m.toErrno(opOpen, fmt.Errorf("%s/%s: %w", f.d.name, f.name, err))
 		}
 		f.generated(data, false)

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"context"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -15,7 +16,7 @@ import (
 // racing each other are safe.
 func TestVirtualGeneratedOncePerOpen(t *testing.T) {
 	var calls atomic.Int64
-	vd := VirtualDir{Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
+	vd := VirtualDir{Open: func(_ context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
 		if name == "missing" {
 			return nil, fmt.Errorf("%w: %s", mvcc.ErrNotFound, name)
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/trigram"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,8 +35,6 @@ type backend interface {
 	// ids lists the documents matching q (none without an index); with
 	// q.Gen set, only from that generation of the index.
 	ids(sid mvcc.SessionID, q idQuery) ([]string, error)
-	// grow is the "grow" field of every document that has one.
-	grow(sid mvcc.SessionID) (map[string]int, error)
 	// search ranks documents by BM25 relevance of their text to q.
 	search(sid mvcc.SessionID, q string, size int) ([]scored, error)
 
@@ -79,7 +78,7 @@ type BackendStats struct {
 type idQuery struct {
 	Field, Term string
 	Prefix      bool
-	Tri         *Query
+	Tri         *trigram.Query
 	// Gen, if not 0, is the index generation (position.Gen) the caller
 	// read the covered sequence number from: a query must not mix one
 	// index's position with another's documents (a rebuild in between).
@@ -329,34 +328,6 @@ func (lb *localBackend) ids(sid mvcc.SessionID, q idQuery) (ids []string, err er
 		return err
 	})
 	return ids, err
-}
-
-func (lb *localBackend) grow(sid mvcc.SessionID) (out map[string]int, err error) {
-	si, err := lb.session(sid, false)
-	if err != nil || si == nil {
-		return nil, err
-	}
-	err = lb.guard(sid, "query grow", func() error {
-		q := query.NewWildcardQuery("*")
-		q.SetField("grow")
-		req := bleve.NewSearchRequestOptions(q, 1<<16, 0, false)
-		req.Fields = []string{"grow"}
-		req.Score = "none"
-		res, err := si.bl.Search(req)
-		if err != nil {
-			return err
-		}
-		out = map[string]int{}
-		for _, h := range res.Hits {
-			if v, ok := h.Fields["grow"].(string); ok {
-				if n, err := strconv.Atoi(v); err == nil {
-					out[h.ID] = n
-				}
-			}
-		}
-		return nil
-	})
-	return out, err
 }
 
 func (lb *localBackend) search(sid mvcc.SessionID, q string, size int) (hits []scored, err error) {

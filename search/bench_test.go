@@ -109,7 +109,7 @@ func TestBenchGrepGoSource(t *testing.T) {
 		var stats GrepStats
 		inproc, out := median(t, 11, func() string {
 			var b bytes.Buffer
-			req, err := ParseGrepArgs(p.args)
+			req, err := parseGrepArgs(p.args)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -15,74 +15,26 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/trigram"
+	"iter"
 )
 
-// OutputMode is what grep prints per file.
-type OutputMode int
-
-const (
-	OutLines        OutputMode = iota // matching lines (default)
-	OutCount                          // -c
-	OutFilesWith                      // -l
-	OutFilesWithout                   // -L
-	OutQuiet                          // -q
-)
-
-// Operand is a PATH argument: Display is how GNU grep would print it (the
-// argument as typed), Path the session-relative path it names ("" for
-// the session root).
-type Operand struct {
-	Display string
-	Path    string
-}
-
-// GrepRequest is one `padfs grep` run.
+// GrepRequest is one `padfs grep` run: GNU grep's options over the
+// session's tree as of AsOf.
 type GrepRequest struct {
-	Session     mvcc.SessionID
-	Patterns    []string // one pattern per element (GNU's newline-separated list, split)
-	Match       MatchOptions
-	Mode        OutputMode
-	LineNumbers bool // -n
-	// Filename: 1 always print file names (-H), -1 never (-h), 0 as GNU
-	// grep decides (several operands, or a directory).
-	Filename int
+	grep.Options
+	Session mvcc.SessionID
 	// Operands are the PATHs; none searches the whole session and prints
 	// paths relative to its root without "./", as `grep -r PAT` run at the
 	// root does.
-	Operands    []Operand
-	Include     []string // --include GLOB (file base names)
-	Exclude     []string // --exclude GLOB (file base names)
-	ExcludeDir  []string // --exclude-dir GLOB (directory base names)
-	AsOf        mvcc.HLC // search the state as of this HLC (0: latest)
-	Dereference bool     // -R: follow symbolic links met while recursing
-	Out, Err    io.Writer
-	Silent      bool // -s: no messages about missing or unreadable files
-	// ErrPrefix starts diagnostics ("padfs grep").
-	ErrPrefix string
-
-	// Output options, as GNU grep's.
-	OnlyMatching  bool // -o: print each match, not its line
-	MaxCount      int  // -m: stop after this many selected lines per file (with MaxSet)
-	MaxSet        bool // -m given (-m 0 reads nothing)
-	Before, After int  // -B, -A (and -C, -NUM): context lines
-	Context       bool // a context option was given (even 0): groups are separated
-	// GroupSep replaces "--" between context groups (--group-separator);
-	// NoGroupSep leaves it out (--no-group-separator).
-	GroupSep     *string
-	NoGroupSep   bool
-	Text         bool // -a: binary files are text
-	SkipBinary   bool // -I: a binary file has no match (from where its NUL is read)
-	ByteOffset   bool // -b: print byte offsets
-	InitialTab   bool // -T: a tab before the line's content
-	Color        bool // --color=always: GNU's SGR sequences (default GREP_COLORS)
-	Null         bool // -Z: a NUL byte after file names
-	NullData     bool // -z: lines end in NUL bytes, not newlines
-	LineBuffered bool // --line-buffered: write out every line at once
+	Operands []grep.Operand
+	AsOf     mvcc.HLC // search the state as of this HLC (0: latest)
+	Out, Err io.Writer
 }
 
 // GrepStats summarizes a run; the exit code follows from it.
@@ -128,34 +80,54 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 		req.ErrPrefix = "padfs grep"
 	}
 	warn := func(msg string) { fmt.Fprintf(req.Err, "%s: warning: %s\n", req.ErrPrefix, msg) }
-	req.Match.NullData = req.NullData
-	m, err := Compile(req.Patterns, req.Match, warn)
+	run, err := grep.NewRun(&req.Options, warn)
+	if err != nil || run.ReadsNothing() {
+		return stats, err
+	}
+	lastSeq, at, err := ix.state(req.Session, req.AsOf)
 	if err != nil {
 		return stats, err
 	}
-	if req.MaxSet && req.MaxCount == 0 {
-		return stats, nil // GNU grep -m 0 reads nothing and exits 1
+	cand := ix.narrow(ctx, &req, run.Matcher(), lastSeq, at, &stats)
+	// -c and -L report on every file; without candidates every file is read.
+	needAll := req.Mode == grep.OutCount || req.Mode == grep.OutFilesWithout || cand == nil
+	feed := func(emit func(target) bool) { ix.targets(req, at, cand, needAll, emit) }
+	pb := &passedBy{ix: ix}
+	if !needAll {
+		pb.all = func(emit func(target) bool) { ix.targets(req, at, cand, true, emit) }
 	}
-	// The state searched: as of req.AsOf, or the session's last commit.
-	var lastSeq uint64
-	at := req.AsOf
+	defer pb.close()
+	out := run.NewOutput(ix.withName(&req, at), req.Out, req.Err)
+	err = ix.run(ctx, run, out, feed, pb, &stats)
+	stats.Matched, stats.Errors = out.Matched, out.Errors
+	return stats, err
+}
+
+// state returns the state a grep searches: the session's last event, and
+// the HLC asOf (0: that event's).
+func (ix *Index) state(sid mvcc.SessionID, asOf mvcc.HLC) (lastSeq uint64, at mvcc.HLC, err error) {
+	at = asOf
 	err = ix.st.View(func(t *mvcc.ReadTx) error {
-		if _, err := t.Header(req.Session); err != nil {
+		if _, err := t.Header(sid); err != nil {
 			return err
 		}
-		seq, h, err := t.LastEvent(req.Session)
+		seq, h, err := t.LastEvent(sid)
 		lastSeq = seq
 		if at == 0 {
 			at = h
 		}
 		return err
 	})
-	if err != nil {
-		return stats, err
-	}
-	// Candidates from the index, plus what the log's tail touched.
+	return lastSeq, at, err
+}
+
+// narrow returns the files that may match, from the index plus what the
+// log's tail touched, or nil: read every file (no usable trigram query,
+// --asof, -R, or no usable index). It sets stats.Scanned and Degraded.
+func (ix *Index) narrow(ctx context.Context, req *GrepRequest, m *grep.Matcher, lastSeq uint64, at mvcc.HLC, stats *GrepStats) map[string]bool {
 	var cand map[string]bool
-	if req.AsOf == 0 && m.IndexQuery.Op != QAll && !req.Dereference {
+	if req.AsOf == 0 && m.IndexQuery.Op != trigram.All && !req.Dereference {
+		var err error
 		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
 		if err != nil {
 			// The index is derived data (and may be mid-rebuild: closed
@@ -173,37 +145,26 @@ func (ix *Index) Grep(ctx context.Context, req GrepRequest) (GrepStats, error) {
 	if cand == nil {
 		stats.Degraded = false // reading everything is exact and not a lag
 	}
-	needAll := req.Mode == OutCount || req.Mode == OutFilesWithout || cand == nil
-	if !needAll && req.Mode == OutLines && !req.Text && !req.NullData && len(ix.growth(req.Session)) > 0 {
-		// A file with a long line grows GNU grep's buffer, and a later
-		// file's late NUL may then be read at once (binary from its first
-		// line): files that are no candidates must pass by too (not
-		// read) so that run sees their growth.
-		needAll = true
+	return cand
+}
+
+// withName says whether file names head lines and counts: -H, -h, else
+// as GNU grep decides (several operands, or a directory).
+func (ix *Index) withName(req *GrepRequest, at mvcc.HLC) bool {
+	switch {
+	case req.Filename != 0:
+		return req.Filename > 0
+	case len(req.Operands) != 1:
+		return true
 	}
-	feed := func(emit func(target) bool) { ix.targets(req, at, cand, needAll, emit) }
-	withName := req.Filename > 0
-	if req.Filename == 0 {
-		withName = len(req.Operands) != 1
-		if len(req.Operands) == 1 {
-			// A link to a directory is a directory here, as for GNU grep.
-			_, n, err := ix.resolve(req.Session, req.Operands[0].Path, at)
-			withName = err == nil && n.IsDir()
-		}
-	}
-	mode := ModeLines
-	switch req.Mode {
-	case OutCount:
-		mode = ModeCount
-	case OutFilesWith, OutFilesWithout, OutQuiet:
-		mode = ModeFiles
-	}
-	return stats, ix.run(ctx, req, m, mode, withName, feed, &stats)
+	// A link to a directory is a directory here, as for GNU grep.
+	_, n, err := ix.resolve(req.Session, req.Operands[0].Path, at)
+	return err == nil && n.IsDir()
 }
 
 // candidates returns the paths that may match (nil: search everything)
 // and whether the index lagged behind the log.
-func (ix *Index) candidates(sid mvcc.SessionID, m *Matcher, lastSeq uint64, at mvcc.HLC) (map[string]bool, bool, error) {
+func (ix *Index) candidates(sid mvcc.SessionID, m *grep.Matcher, lastSeq uint64, at mvcc.HLC) (map[string]bool, bool, error) {
 	pos, err := ix.be.position(sid)
 	seq := pos.Seq
 	if err != nil || seq == 0 || seq > lastSeq {
@@ -267,11 +228,11 @@ func termQ(field, term string) query.Query {
 }
 
 // bleveQuery turns a (folded) trigram query into a bleve query.
-func bleveQuery(q *Query) query.Query {
+func bleveQuery(q *trigram.Query) query.Query {
 	switch q.Op {
-	case QAll:
+	case trigram.All:
 		return query.NewMatchAllQuery()
-	case QNone:
+	case trigram.None:
 		return query.NewMatchNoneQuery()
 	}
 	var subs []query.Query
@@ -281,7 +242,7 @@ func bleveQuery(q *Query) query.Query {
 	for _, s := range q.Sub {
 		subs = append(subs, bleveQuery(s))
 	}
-	if q.Op == QAnd {
+	if q.Op == trigram.And {
 		return query.NewConjunctionQuery(subs)
 	}
 	return query.NewDisjunctionQuery(subs)
@@ -292,7 +253,7 @@ func bleveQuery(q *Query) query.Query {
 func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all bool, emit func(target) bool) {
 	ops := req.Operands
 	if len(ops) == 0 {
-		ops = []Operand{{Display: "", Path: ""}}
+		ops = []grep.Operand{{Display: "", Path: ""}}
 	}
 	fail := func(display string, err error) bool {
 		t := target{failed: true}
@@ -479,7 +440,7 @@ func (ix *Index) resolve(sid mvcc.SessionID, p string, at mvcc.HLC) (string, *mv
 		if c.link == "" {
 			return fmt.Errorf("%w: %s is outside the session", mvcc.ErrNotFound, p)
 		}
-		return &UnsupportedError{"symbolic link", fmt.Sprintf("%s points outside the session (%s)", c.link, c.target)}
+		return &grep.UnsupportedError{Construct: "symbolic link", Why: fmt.Sprintf("%s points outside the session (%s)", c.link, c.target)}
 	}
 	var stack []level
 	pathOf := func(extra string) string {
@@ -612,31 +573,82 @@ func (ix *Index) walkFiles(sid mvcc.SessionID, dir string, at mvcc.HLC, deref bo
 	return err
 }
 
-// run reads and matches the targets feed emits, in parallel, and prints
-// in order. The feed (the tree walk) runs alongside: files are matched
-// while later directories are still being listed.
-func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode, withName bool, feed func(emit func(target) bool), stats *GrepStats) error {
-	type result struct {
-		res  FileResult
-		err  error
-		data *[]byte // the content read, back to readBufs once printed
-	}
-	type job struct {
-		t   target
-		res chan result
-	}
-	opts := scanOpts{max: req.MaxCount, keepBad: true, text: req.Text || req.NullData, skipBinary: req.SkipBinary}
-	if !req.MaxSet || req.Mode == OutQuiet || req.Mode == OutFilesWith || req.Mode == OutFilesWithout {
-		opts.max = -1 // one line decides
-	}
-	scan := func(data []byte, bufSize int) (FileResult, error) {
-		return m.grepFile(data, mode, bufSize, opts)
-	}
+// job is one target of a run and, once read and scanned, its result.
+type job struct {
+	t   target
+	res chan scanResult
+}
+
+type scanResult struct {
+	res  grep.FileResult
+	err  error
+	data *[]byte // the content read, back to readBufs once printed
+}
+
+// run reads and scans the targets feed emits, in parallel, and prints
+// them in order to out. The feed (the tree walk) runs alongside: files
+// are scanned while later directories are still being listed. It
+// returns when every goroutine it started has ended.
+func (ix *Index) run(ctx context.Context, run *grep.Run, out *grep.Output, feed func(emit func(target) bool), pb *passedBy, stats *GrepStats) error {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	defer cancel() // runs first: ends the feed and the workers
-	// jobs is the output order and bounds the files read ahead of it.
+	defer cancel() // runs first: ends the feed and the readers
+	jobs := ix.startReaders(ctx, &wg, run, feed)
+	for j := range jobs {
+		var r scanResult
+		select {
+		case r = <-j.res:
+		case <-ctx.Done():
+		}
+		if err := ctx.Err(); err != nil {
+			return err // the caller's: nothing more is printed
+		}
+		t := j.t
+		if t.failed {
+			if err := out.Failed(t.diag, t.warn); err != nil {
+				return err
+			}
+			continue
+		}
+		stats.Files++
+		if t.read {
+			stats.Candidates++
+		}
+		if r.err != nil {
+			if err := out.FileError(t.display, r.err); err != nil {
+				return err
+			}
+			continue
+		}
+		switch {
+		case !t.read:
+			pb.add(t)
+		case r.res.LateNul:
+			// Where its NUL is seen depends on the buffer the files
+			// before it grew.
+			if err := pb.grow(ctx, t, out); err != nil {
+				return err
+			}
+		}
+		var data []byte
+		if r.data != nil {
+			data = *r.data
+		}
+		done, err := out.File(ctx, t.display, data, r.res)
+		putReadBuf(r.data) // its lines are copied out by now
+		if done || err != nil {
+			return err
+		}
+	}
+	return out.Flush()
+}
+
+// startReaders starts the feed and GOMAXPROCS readers: it returns the
+// jobs in output order, each answered once its file is read and
+// scanned (at once for a target not read). The channel bounds how far
+// reading runs ahead of printing.
+func (ix *Index) startReaders(ctx context.Context, wg *sync.WaitGroup, run *grep.Run, feed func(emit func(target) bool)) <-chan *job {
 	jobs := make(chan *job, 256)
 	work := make(chan *job, 256)
 	wg.Add(1)
@@ -645,14 +657,14 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 		defer close(work)
 		defer close(jobs)
 		feed(func(t target) bool {
-			j := &job{t: t, res: make(chan result, 1)}
+			j := &job{t: t, res: make(chan scanResult, 1)}
 			select {
 			case jobs <- j:
 			case <-ctx.Done():
 				return false
 			}
 			if t.failed || !t.read {
-				j.res <- result{}
+				j.res <- scanResult{}
 				return true
 			}
 			select {
@@ -668,160 +680,24 @@ func (ix *Index) run(ctx context.Context, req GrepRequest, m *Matcher, mode Mode
 		go func() {
 			defer wg.Done()
 			for j := range work {
-				if ctx.Err() != nil {
-					j.res <- result{err: ctx.Err()}
-					continue
-				}
-				bp, err := ix.readFile(j.t.n)
-				if err != nil {
-					j.res <- result{err: err}
-					continue
-				}
-				data := *bp
-				if req.NullData {
-					swapNul(data) // NUL-terminated records become lines
-				}
-				// A file the line prefilter scans (lineNeedle) skips the
-				// whole-file one.
-				if m.lineNeedle == "" && !m.MayMatch(data) {
-					// No match possible: GNU grep would read it and print
-					// nothing; only its long lines still matter (see below).
-					_, grown := readModel(data, grepBufSize)
-					j.res <- result{res: FileResult{Grown: grown}, data: bp}
-					continue
-				}
-				r, err := scan(data, grepBufSize)
-				j.res <- result{r, err, bp}
+				j.res <- ix.scan(ctx, run, j.t.n)
 			}
 		}()
 	}
-	bufSize := grepBufSize
-	var growth map[string]int // loaded at the first file not read
-	growthLoaded := false
-	var buf bytes.Buffer
-	flush := func() error {
-		if buf.Len() == 0 {
-			return nil
-		}
-		_, err := req.Out.Write(buf.Bytes())
-		buf.Reset()
-		return err
-	}
-	pr := newPrinter(&req, m, withName, &buf, flush)
-	for j := range jobs {
-		t := j.t
-		var r result
-		select {
-		case r = <-j.res:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-		if t.failed {
-			if !t.warn {
-				stats.Errors++
-			}
-			if t.diag != "" {
-				if err := flush(); err != nil {
-					return err
-				}
-				fmt.Fprintln(req.Err, t.diag)
-			}
-			continue
-		}
-		stats.Files++
-		if t.read {
-			stats.Candidates++
-		}
-		if r.err != nil {
-			var ue *UnsupportedError
-			if errors.As(r.err, &ue) {
-				return r.err
-			}
-			stats.Errors++
-			flush()
-			fmt.Fprintf(req.Err, "%s: %s: %v\n", req.ErrPrefix, t.display, r.err)
-			continue
-		}
-		fr := r.res
-		// GNU grep's read buffer persists across files: a late NUL's
-		// verdict depends on the long lines of the files before it.
-		if t.read && fr.LateNul && bufSize != grepBufSize {
-			data, err := ix.st.ReadAll(t.n)
-			if err == nil {
-				fr, err = scan(data, bufSize)
-				if r.data != nil {
-					*r.data = data // the printer reads the lines from it
-				}
-			}
-			if err != nil {
-				return err
-			}
-		}
-		if t.read {
-			bufSize = max(bufSize, fr.Grown)
-		} else {
-			if !growthLoaded {
-				growth, growthLoaded = ix.growth(req.Session), true
-			}
-			if g := growth[t.path]; g > 0 {
-				bufSize = max(bufSize, g)
-			}
-		}
-		if fr.Count > 0 {
-			stats.Matched = true
-		}
-		switch req.Mode {
-		case OutQuiet:
-			if stats.Matched {
-				return flush()
-			}
-		case OutFilesWith:
-			if fr.Count > 0 {
-				pr.nameLine(t.display)
-			}
-		case OutFilesWithout:
-			if fr.Count == 0 {
-				pr.nameLine(t.display)
-			}
-		case OutCount:
-			pr.count(t.display, fr.Count)
-		default:
-			var data []byte
-			if r.data != nil {
-				data = *r.data
-			}
-			binary := len(fr.Lines) > 0 && pr.file(t.display, data, fr) || fr.Binary
-			if pr.err != nil {
-				return pr.err
-			}
-			if binary {
-				if err := flush(); err != nil {
-					return err
-				}
-				fmt.Fprintf(req.Err, "grep: %s: binary file matches\n", t.display)
-			}
-		}
-		if buf.Len() > 64<<10 {
-			if err := flush(); err != nil {
-				return err
-			}
-		}
-		putReadBuf(r.data) // its lines are copied to buf by now
-	}
-	return flush()
+	return jobs
 }
 
-// swapNul swaps NUL and newline bytes in place: grep -z's records are
-// then lines, and the printer swaps them back.
-func swapNul(data []byte) {
-	for i, c := range data {
-		switch c {
-		case 0:
-			data[i] = '\n'
-		case '\n':
-			data[i] = 0
-		}
+// scan reads one file and scans it.
+func (ix *Index) scan(ctx context.Context, run *grep.Run, n *mvcc.Inode) scanResult {
+	if err := ctx.Err(); err != nil {
+		return scanResult{err: err}
 	}
+	bp, err := ix.readFile(n)
+	if err != nil {
+		return scanResult{err: err}
+	}
+	res, err := run.Scan(ctx, *bp)
+	return scanResult{res, err, bp}
 }
 
 // readBufs recycles the buffers files are read into: a scan reads every
@@ -851,343 +727,88 @@ func putReadBuf(bp *[]byte) {
 	}
 }
 
-// growth returns, for files not read, the GNU grep buffer size their long
-// lines grow to (recorded in the index): it matters when a later file read
-// has a NUL past the first buffer.
-func (ix *Index) growth(sid mvcc.SessionID) map[string]int {
-	out, err := ix.be.grow(sid)
-	if err != nil {
-		return nil
+// passedBy derives, when it matters, how far the files a run passed by
+// without reading them (they cannot match) grew GNU grep's read buffer
+// (see grep.Output.Grow). Only a file read with a late NUL byte needs
+// it, so they are read then, and only those large enough to grow it.
+type passedBy struct {
+	ix    *Index
+	large []*mvcc.Inode // passed by, large enough, not read yet
+	// all lists every file in output order when the run's feed emits
+	// only the candidates; next pulls from it up to the file that needs
+	// the growth.
+	all  func(emit func(target) bool)
+	next func() (target, bool)
+	stop func()
+}
+
+// add records a file passed by.
+func (pb *passedBy) add(t target) {
+	if grep.MayGrow(t.n.Size) {
+		pb.large = append(pb.large, t.n)
 	}
-	return out
+}
+
+// grow tells out how far the files before t grew the buffer.
+func (pb *passedBy) grow(ctx context.Context, t target, out *grep.Output) error {
+	if pb.all != nil && pb.next == nil {
+		pb.next, pb.stop = iter.Pull(pb.all)
+	}
+	for pb.next != nil {
+		w, ok := pb.next()
+		if !ok || w.path == t.path && w.display == t.display {
+			if !ok {
+				pb.close()
+			}
+			break
+		}
+		if !w.failed && !w.read {
+			pb.add(w)
+		}
+	}
+	for len(pb.large) > 0 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		n := pb.large[0]
+		pb.large = pb.large[1:]
+		bp, err := pb.ix.readFile(n)
+		if err != nil {
+			continue // unreadable: no growth known (grep reports no error for a file it need not read)
+		}
+		out.Grow(grep.BufferGrowth(*bp))
+		putReadBuf(bp)
+	}
+	return nil
+}
+
+// close ends the walk of every file, if one was started.
+func (pb *passedBy) close() {
+	if pb.stop != nil {
+		pb.stop()
+	}
+	pb.next, pb.stop, pb.all = nil, nil, nil
 }
 
 // GrepOutput returns what reading the mount's .grep/NAME file gives:
 // what `padfs grep -rn ...` run at the root of session sid prints for the
-// command line NAME stands for (see ParseGrepFileName), standard output
+// command line NAME stands for (see grep.ParseFileName), standard output
 // then any diagnostics. A bad name or pattern is an mvcc.ErrInvalid error
-// (EINVAL to the reader).
-func (ix *Index) GrepOutput(sid mvcc.SessionID, name string) ([]byte, error) {
-	req, err := ParseGrepFileName(name)
+// (EINVAL to the reader). Once ctx is done (the reader's request was
+// interrupted) it stops and returns ctx's error.
+func (ix *Index) GrepOutput(ctx context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
+	o, err := grep.ParseFileName(name)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", mvcc.ErrInvalid, err)
 	}
 	var out, errb bytes.Buffer
-	req.Session, req.Out, req.Err = sid, &out, &errb
-	if _, err := ix.Grep(context.Background(), req); err != nil {
+	req := GrepRequest{Options: o, Session: sid, Out: &out, Err: &errb}
+	if _, err := ix.Grep(ctx, req); err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("grep stopped: %w", ctx.Err())
+		}
 		return nil, fmt.Errorf("%w: %v", mvcc.ErrInvalid, err)
 	}
 	out.Write(errb.Bytes())
 	return out.Bytes(), nil
-}
-
-// GNU grep's default GREP_COLORS and SGR sequences.
-const (
-	colorMatch    = "01;31" // ms, mc
-	colorFile     = "35"    // fn
-	colorLineNum  = "32"    // ln
-	colorByteOff  = "32"    // bn
-	colorSep      = "36"    // se
-	sgrEnd        = "\x1b[m\x1b[K"
-	defaultSepStr = "--"
-)
-
-// printer writes the lines of files as GNU grep 3.8 does (grep.c's
-// prtext, prpending, prline): context before and after selected lines,
-// group separators between groups that are not adjacent, -o's matches,
-// the line head (-H -n -b -T -Z) and --color's marks. It keeps, from file
-// to file, whether anything was printed (no separator before the first
-// group).
-type printer struct {
-	req      *GrepRequest
-	m        *Matcher
-	withName bool
-	ctx      bool // -A, -B or -C given (even 0): groups are separated
-	sep      string
-	noSep    bool
-	used     bool
-	eol      byte
-	buf      *bytes.Buffer
-	flush    func() error
-	err      error // Spans' error (an unsupported combination), or a write error
-
-	// per file
-	display       string
-	data          []byte
-	fr            FileResult
-	invalid       bool
-	lastout       int // offset past the last line printed; -1: none in this file
-	pending       int // trailing context lines still to print
-	numOff, num   int // line num starts at offset numOff
-	width         int // -T: the width of numbers
-	bad           bool
-	before, after int
-}
-
-func newPrinter(req *GrepRequest, m *Matcher, withName bool, buf *bytes.Buffer, flush func() error) *printer {
-	p := &printer{req: req, m: m, withName: withName, buf: buf, flush: flush, eol: '\n',
-		ctx: req.Context, sep: defaultSepStr, noSep: req.NoGroupSep,
-		before: max(req.Before, 0), after: max(req.After, 0)}
-	if req.GroupSep != nil {
-		p.sep = *req.GroupSep
-	}
-	if req.NullData {
-		p.eol = 0
-	}
-	return p
-}
-
-// sgr writes text in color (with --color), as file content (-z swaps
-// its newlines back) or not.
-func (p *printer) sgr(color string, text []byte, content bool) {
-	if p.req.Color {
-		p.buf.WriteString("\x1b[" + color + "m\x1b[K")
-	}
-	if content {
-		p.write(text)
-	} else {
-		p.buf.Write(text)
-	}
-	if p.req.Color {
-		p.buf.WriteString(sgrEnd)
-	}
-}
-
-// write copies content bytes (with -z, the newlines swapped back).
-func (p *printer) write(text []byte) {
-	if !p.req.NullData {
-		p.buf.Write(text)
-		return
-	}
-	for _, c := range text {
-		switch c {
-		case '\n':
-			c = 0
-		case 0:
-			c = '\n'
-		}
-		p.buf.WriteByte(c)
-	}
-}
-
-func (p *printer) sepChar(c byte) {
-	if p.req.Color {
-		p.buf.WriteString("\x1b[" + colorSep + "m\x1b[K")
-		p.buf.WriteByte(c)
-		p.buf.WriteString(sgrEnd)
-		return
-	}
-	p.buf.WriteByte(c)
-}
-
-// name writes a file name and what follows it: sep, or a NUL with -Z.
-func (p *printer) name(display string, sep byte) {
-	p.sgr(colorFile, []byte(display), false)
-	if p.req.Null {
-		p.buf.WriteByte(0)
-	} else {
-		p.sepChar(sep)
-	}
-}
-
-// nameLine writes a file name alone on its line (-l, -L).
-func (p *printer) nameLine(display string) {
-	p.sgr(colorFile, []byte(display), false)
-	if p.req.Null {
-		p.buf.WriteByte(0)
-	} else {
-		p.buf.WriteByte('\n')
-	}
-	p.lineDone()
-}
-
-// count writes -c's line.
-func (p *printer) count(display string, n int) {
-	if p.withName {
-		p.name(display, ':')
-	}
-	p.buf.WriteString(strconv.Itoa(n))
-	p.buf.WriteByte('\n')
-	p.lineDone()
-}
-
-func (p *printer) lineDone() {
-	if p.req.LineBuffered && p.err == nil {
-		p.err = p.flush()
-	}
-}
-
-// lineEnd returns the end of the line at s (its terminator's offset, or
-// the end of the data). Past the text part NUL bytes end lines too.
-func (p *printer) lineEnd(s int) int {
-	d := p.data[s:]
-	e := bytes.IndexByte(d, '\n')
-	if s >= p.fr.TextEnd {
-		if z := bytes.IndexByte(d, 0); z >= 0 && (e < 0 || z < e) {
-			e = z
-		}
-	}
-	if e < 0 {
-		return len(p.data)
-	}
-	return s + e
-}
-
-// lineNum returns the number of the line starting at s (s at or after
-// the last one asked for).
-func (p *printer) lineNum(s int) int {
-	if s > p.numOff {
-		t := min(s, p.fr.TextEnd)
-		if t > p.numOff {
-			p.num += bytes.Count(p.data[p.numOff:t], []byte{'\n'})
-		}
-		for _, c := range p.data[max(p.numOff, t):s] {
-			if c == '\n' || c == 0 {
-				p.num++
-			}
-		}
-		p.numOff = s
-	}
-	return p.num
-}
-
-// head writes the line head: file name, line number, byte offset, tab.
-func (p *printer) head(lineStart, off, n int, sep byte) {
-	if p.withName {
-		p.name(p.display, sep)
-	}
-	num := func(v int, color string) {
-		s := strconv.Itoa(v)
-		if len(s) < p.width {
-			s = strings.Repeat(" ", p.width-len(s)) + s
-		}
-		p.sgr(color, []byte(s), false)
-		p.sepChar(sep)
-	}
-	if p.req.LineNumbers {
-		num(p.lineNum(lineStart), colorLineNum)
-	}
-	if p.req.ByteOffset {
-		num(off, colorByteOff)
-	}
-	if p.req.InitialTab && (p.withName || p.req.LineNumbers || p.req.ByteOffset) && n != 0 {
-		p.buf.WriteByte('\t')
-	}
-}
-
-// prline prints the line [s, e) (e its terminator) as a selected (':')
-// or context ('-') line. A line (or with -o a match) with an encoding
-// error is not printed, and the file then reports "binary file matches";
-// as in GNU grep, lastout then stays where it was.
-func (p *printer) prline(s, e int, sep byte) {
-	line := p.data[s:e]
-	matching := (sep == ':') != p.m.opts.Invert
-	var spans [][2]int
-	if matching && (p.req.OnlyMatching || p.req.Color) {
-		var err error
-		if spans, err = p.m.Spans(line, p.invalid); err != nil && p.err == nil {
-			p.err = err
-		}
-	}
-	if p.req.OnlyMatching {
-		osep := byte(':')
-		if p.m.opts.Invert {
-			osep = '-'
-		}
-		for _, sp := range spans {
-			mt := line[sp[0]:sp[1]]
-			if !p.req.Text && !utf8.Valid(mt) {
-				p.bad = true
-				return
-			}
-			p.head(s, s+sp[0], len(mt), osep)
-			p.sgr(colorMatch, mt, true)
-			p.buf.WriteByte(p.eol)
-			p.lineDone()
-		}
-		p.lastout = e + 1
-		return
-	}
-	if !p.req.Text && !utf8.Valid(line) {
-		p.bad = true
-		return
-	}
-	p.head(s, s, len(line), sep)
-	cur := 0
-	for _, sp := range spans {
-		p.write(line[cur:sp[0]])
-		p.sgr(colorMatch, line[sp[0]:sp[1]], true)
-		cur = sp[1]
-	}
-	p.write(line[cur:])
-	p.buf.WriteByte(p.eol)
-	p.lastout = e + 1
-	p.lineDone()
-}
-
-// prpending prints pending trailing context up to lim.
-func (p *printer) prpending(lim int) {
-	if p.lastout < 0 {
-		p.lastout = 0
-	}
-	for ; p.pending > 0 && p.lastout < lim; p.pending-- {
-		p.prline(p.lastout, p.lineEnd(p.lastout), '-')
-	}
-}
-
-// file prints one file's selected lines and their context; it reports
-// whether the file says "binary file matches".
-func (p *printer) file(display string, data []byte, fr FileResult) bool {
-	p.display, p.data, p.fr = display, data, fr
-	p.invalid = !utf8.Valid(data)
-	p.lastout, p.pending, p.numOff, p.num, p.bad = -1, 0, 0, 1, false
-	p.width = 0
-	if p.req.InitialTab {
-		// GNU sizes numbers by the file's size (plus one with -n).
-		n := len(data)
-		if p.req.LineNumbers {
-			n++
-		}
-		p.width = len(strconv.Itoa(n))
-	}
-	prevEnd := -2
-	for _, l := range fr.Lines {
-		s, e := l.Start, l.Start+len(l.Text)
-		if p.m.opts.Invert && s == prevEnd+1 {
-			// GNU prints a run of non-matching lines in one go.
-			p.prline(s, e, ':')
-			prevEnd = e
-			continue
-		}
-		prevEnd = e
-		if p.pending > 0 {
-			p.prpending(s)
-		}
-		b, bp := s, max(p.lastout, 0)
-		for i := 0; i < p.before && b > bp; i++ {
-			b = bytes.LastIndexByte(data[:b-1], '\n') + 1
-		}
-		if p.ctx && p.used && b != p.lastout && !p.noSep {
-			p.sgr(colorSep, []byte(p.sep), false)
-			p.buf.WriteByte('\n')
-			p.lineDone()
-		}
-		for b < s {
-			be := p.lineEnd(b)
-			p.prline(b, be, '-')
-			b = be + 1
-		}
-		p.prline(s, e, ':')
-		p.pending = p.after
-		p.used = true
-	}
-	if p.pending > 0 {
-		lim := len(data)
-		if fr.BinMatch || fr.BinSkipped {
-			lim = fr.TextEnd // GNU stops at the binary part's match, quiet
-		}
-		p.prpending(lim)
-	}
-	p.data = nil
-	return p.bad || fr.Binary
 }

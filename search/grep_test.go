@@ -74,6 +74,9 @@ var grepCases = [][]string{
 	{"-rn", "more needle"},
 	{"-rn", "big file"},
 	{"-rn", "end of a long line"},
+	// odd/long.txt, no candidate, grows GNU's buffer before the candidate
+	// odd/nullate.txt: its NUL is then read at once.
+	{"-rn", "with needle early"},
 	{"-rn", "zzzz-no-such-text-zzzz"},
 	{"-rn", "-E", "a{1,x}"},
 	{"-rn", "-E", "*needle"},

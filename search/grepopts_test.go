@@ -9,28 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
 )
 
-// optFiles is a flat tree for the output options: overlapping context,
+// optFiles is a flat tree for the output options (testdata/grep/opts,
+// and two files over 96 KiB made here): overlapping context,
 // no trailing newline, CRLF, a binary file (early and late NUL), a line
 // with an encoding error, NUL-terminated records, words.
-func optFiles() map[string][]byte {
+func optFiles(t testing.TB) map[string][]byte {
+	files := testdataTree(t, "opts")
 	filler := strings.Repeat("filler line of text\n", 7000) // > 96 KiB: the NUL is read late
-	return map[string][]byte{
-		"a.txt":     []byte("one\ntwo needle\nthree\nfour\nfive needle\nsix\nseven\neight\nnine\nten needle\neleven\n"),
-		"b.txt":     []byte("needle first\nneedle second\nx\ny\nz\nneedle last"),
-		"crlf.txt":  []byte("alpha\r\nneedle crlf\r\nbeta\r\n"),
-		"bin.bin":   []byte("text needle\n\x00binary needle\n"),
-		"inv.txt":   []byte("plain needle\na\xff needle bad\nctx\nctx2\nneedle again\nz\n"),
-		"inv2.txt":  []byte("needle\nb\xffad\nz\nz\nz\nneedle\n"),
-		"words.txt": []byte("foo foo foobar\nfoo_bar barfoo\n(foo) foo.\néfoo fooé foo\nab abc a\n\n"),
-		"empty.txt": nil,
-		"path.txt":  []byte("see src/main.go and -x here\n"),
-		"nul.z":     []byte("rec one needle\x00rec\ntwo\x00needle three\nline\x00"),
-		"late.bin":  []byte("needle early\nctx1\nctx2\n" + filler + "needle late\nctx after\n\x00nul line\nmore\n"),
-		"late2.bin": []byte("x\n" + filler + "needle late\nctx after\nctx 2\n\x00nul line\nmore\n"),
-	}
+	files["late.bin"] = []byte("needle early\nctx1\nctx2\n" + filler + "needle late\nctx after\n\x00nul line\nmore\n")
+	files["late2.bin"] = []byte("x\n" + filler + "needle late\nctx after\nctx 2\n\x00nul line\nmore\n")
+	return files
 }
 
 // optCases run over all of optFiles (as operands in name order, or -r in
@@ -113,7 +105,7 @@ func gnuGrepRun(t *testing.T, dir string, args []string) grepRun {
 // with its message.
 func padGrepRun(t *testing.T, ix *Index, sid mvcc.SessionID, args []string) grepRun {
 	t.Helper()
-	req, err := ParseGrepArgs(args)
+	req, err := parseGrepArgs(args)
 	if err != nil {
 		return grepRun{"", "grep: " + err.Error() + "\n", 2}
 	}
@@ -123,7 +115,7 @@ func padGrepRun(t *testing.T, ix *Index, sid mvcc.SessionID, args []string) grep
 	if err != nil {
 		return grepRun{out.String(), errb.String() + "grep: " + err.Error() + "\n", 2}
 	}
-	return grepRun{out.String(), errb.String(), stats.ExitCode(req.Mode == OutQuiet)}
+	return grepRun{out.String(), errb.String(), stats.ExitCode(req.Mode == grep.OutQuiet)}
 }
 
 func compareRuns(t *testing.T, stage string, args []string, got, want grepRun) {
@@ -136,7 +128,7 @@ func compareRuns(t *testing.T, stage string, args []string, got, want grepRun) {
 
 func TestGrepOptionsMatchGNUOnPlainDir(t *testing.T) {
 	st, _ := openStore(t)
-	files := optFiles()
+	files := optFiles(t)
 	sid := loadSession(t, st, files)
 	plain := t.TempDir()
 	writeDir(t, plain, files)
@@ -193,7 +185,7 @@ func TestGrepOptionsMatchGNUOnMount(t *testing.T) {
 	defer func() { ix.Close() }()
 	mnt := mountSession(t, st, sid, &ix)
 	src := t.TempDir()
-	writeDir(t, src, optFiles())
+	writeDir(t, src, optFiles(t))
 	bash(t, mnt, "cp -a "+src+"/. .")
 	check := func(stage string) {
 		for _, c := range optCases {
@@ -247,14 +239,14 @@ func TestGrepPerlRefusalsNameTheConstruct(t *testing.T) {
 		"(?>a|ab)c": "atomic group", "a\\Kb": "\\K", "(?(1)a|b)": "conditional", "(a(?R)?b)": "recursion",
 		"(?x) a b": "inline flag",
 	} {
-		_, err := Compile([]string{pat}, MatchOptions{Syntax: Perl}, nil)
-		var ue *UnsupportedError
+		_, err := grep.Compile([]string{pat}, grep.MatchOptions{Syntax: grep.Perl}, nil)
+		var ue *grep.UnsupportedError
 		if !errors.As(err, &ue) || !strings.Contains(ue.Construct, want) {
 			t.Errorf("-P %q: error %v, want an unsupported %s", pat, err, want)
 		}
 	}
 	for _, pat := range []string{`\d+\s\w`, `(?i)a.*?b`, `(?<name>x)|(?P<n2>y)`, `[\d\s]+`, `\x{263a}\h\v\R\N`, `a{2,}?`} {
-		if _, err := Compile([]string{pat}, MatchOptions{Syntax: Perl}, nil); err != nil {
+		if _, err := grep.Compile([]string{pat}, grep.MatchOptions{Syntax: grep.Perl}, nil); err != nil {
 			t.Errorf("-P %q: %v", pat, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -61,8 +62,9 @@ func putFile(t testing.TB, st *mvcc.Store, sid mvcc.SessionID, path string, data
 	}
 }
 
-// corpus returns a tree of a few hundred files: Go sources from GOROOT
-// and hand-made oddities (binary, unicode, long lines, CRLF, ...).
+// corpus returns a tree of a few hundred files: Go sources from GOROOT,
+// hand-made oddities (binary, unicode, CRLF, ...: testdata/grep/corpus)
+// and large ones made here (long lines, a late NUL, over 1 MiB).
 func corpus(t testing.TB) map[string][]byte {
 	t.Helper()
 	files := map[string][]byte{}
@@ -82,30 +84,41 @@ func corpus(t testing.TB) map[string][]byte {
 			}
 		}
 	}
+	for p, data := range testdataTree(t, "corpus") {
+		files[p] = data
+	}
+	// Made here, not kept in testdata: sizes are what they test.
 	big := bytes.Repeat([]byte("filler line without the needle\n"), 40000) // > 1 MiB
 	big = append(big, []byte("the needle is at the end of a big file\n")...)
 	nulLate := append(bytes.Repeat([]byte("text line with needle early\n"), 4000), 0)
 	nulLate = append(nulLate, []byte("\nneedle after the nul\n")...)
-	for name, data := range map[string]string{
-		"odd/binary.bin":       "\x7fELF\x00\x01needle\x00more needle\n",
-		"odd/unicode.txt":      "héllo wörld\nÉCOLE école\nK kelvin k\nſ long s\nstraße STRASSE\n中文 needle 字\nnaïve café\n",
-		"odd/crlf.txt":         "windows line\r\nneedle here\r\nlast\r\n",
-		"odd/nonl.txt":         "no trailing newline needle",
-		"odd/empty.txt":        "",
-		"odd/latin1.txt":       "caf\xe9 needle\nplain needle line\n",
-		"odd/words.txt":        "foo foobar barfoo foo_bar\nfoo-bar (foo)\nFOO Foo fOo\n_foo foo2 2foo\néfoo fooé\n",
-		"odd/punct.txt":        "a+b a*b a?b\n(a) [a] {a}\na|b a^b a$b\nx{1}y a{,2} \\back\\slash\n",
-		"odd/dir with space/f": "needle in a dir with a space\n",
-		"odd/a-b.txt":          "needle dash\n",
-		"odd/a/x.txt":          "needle in a/x\n",
-		"odd/a.txt":            "needle dot\n",
-		"odd/emptylines.txt":   "\n\nneedle\n\n",
-	} {
-		files[name] = []byte(data)
-	}
 	files["odd/long.txt"] = append(bytes.Repeat([]byte("x"), 200000), []byte("needle at the end of a long line\nshort needle\n")...)
 	files["odd/big.txt"] = big
 	files["odd/nullate.txt"] = nulLate
+	return files
+}
+
+// testdataTree returns the files under the module's
+// testdata/grep/NAME, by path relative to it.
+func testdataTree(t testing.TB, name string) map[string][]byte {
+	t.Helper()
+	root := filepath.Join("..", "testdata", "grep", name)
+	files := map[string][]byte{}
+	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(root, p)
+		files[filepath.ToSlash(rel)] = data
+		return err
+	})
+	if err != nil || len(files) == 0 {
+		t.Fatalf("testdata/grep/%s: %d files, %v", name, len(files), err)
+	}
 	return files
 }
 
@@ -171,7 +184,7 @@ func gnuGrepAll(t testing.TB, dir string, args []string) (string, string, int) {
 // padGrep runs the CLI-equivalent request parsing of args against ix.
 func padGrep(t testing.TB, ix *Index, sid mvcc.SessionID, args []string) (string, int, GrepStats) {
 	t.Helper()
-	req, err := ParseGrepArgs(args)
+	req, err := parseGrepArgs(args)
 	var out, errb bytes.Buffer
 	if err != nil {
 		return "", 2, GrepStats{}
@@ -181,7 +194,7 @@ func padGrep(t testing.TB, ix *Index, sid mvcc.SessionID, args []string) (string
 	if err != nil {
 		return out.String(), 2, stats
 	}
-	return out.String(), stats.ExitCode(req.Mode == OutQuiet), stats
+	return out.String(), stats.ExitCode(req.Mode == grep.OutQuiet), stats
 }
 
 func waitABit() { time.Sleep(10 * time.Millisecond) }
@@ -195,4 +208,11 @@ func goroot(t testing.TB) string {
 		t.Skipf("go env GOROOT: %v", err)
 	}
 	return strings.TrimSpace(string(out))
+}
+
+// parseGrepArgs parses a grep command line into a request (operands as
+// typed).
+func parseGrepArgs(args []string) (GrepRequest, error) {
+	cl, err := grep.ParseCommandLine(args)
+	return GrepRequest{Options: cl.Options, Operands: cl.Operands}, err
 }

@@ -15,7 +15,6 @@
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
 //	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
 //	           than maxDocTrigrams distinct trigrams
-//	grow       GNU grep's read buffer after a long line  grep (buffer carry-over)
 //
 // Binary files (a NUL in the first 8 KiB) get trigram buckets and no
 // text; files over 1 MiB get trigrams but no text.
@@ -62,7 +61,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-7"
+	formatVersion = "padfs-search-8"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.
@@ -482,10 +481,6 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 			doc.AddField(newTermsField("btri", tri, 2))
 		} else {
 			doc.AddField(newTermsField("tri", tri, 3))
-		}
-		if _, grown := readModel(data, grepBufSize); grown > grepBufSize {
-			// A line long enough to grow GNU grep's buffer (see run).
-			doc.AddField(document.NewTextFieldCustom("grow", nil, []byte(strconv.Itoa(grown)), keywordOpts|index.StoreField, nil))
 		}
 	} else {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))

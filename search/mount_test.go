@@ -24,8 +24,8 @@ func mountSession(t *testing.T, st *mvcc.Store, sid mvcc.SessionID, ixp **Index)
 	}
 	m, err := fs.Mount(st, mnt, fs.Options{Session: &sid, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()),
 		SpillDir: filepath.Join(t.TempDir(), "spill"),
-		Virtual: map[string]fs.VirtualDir{".grep": {Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
-			return (*ixp).GrepOutput(sid, name)
+		Virtual: map[string]fs.VirtualDir{".grep": {Open: func(ctx context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
+			return (*ixp).GrepOutput(ctx, sid, name)
 		}}}})
 	if err != nil {
 		t.Skipf("cannot mount (no FUSE here?): %v", err)
@@ -147,7 +147,7 @@ func TestGrepMatchesGNUOnMount(t *testing.T) {
 	// between the other operands' lines (stdout and stderr to one place).
 	args := []string{"-rn", "needle", "odd", "no-such-dir", "go"}
 	mixed, _ := shOut(t, mnt, "LC_ALL=C.UTF-8 grep -rn needle odd no-such-dir go 2>&1")
-	req, err := ParseGrepArgs(args)
+	req, err := parseGrepArgs(args)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"math"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/trigram"
 )
 
 // The wire protocol between a mount and its index worker (worker.go).
@@ -39,7 +40,6 @@ const (
 	opReply byte = iota + 1
 	opCovered
 	opIDs
-	opGrow
 	opSearch
 	opStats
 	opBegin
@@ -69,7 +69,7 @@ type msg struct {
 	Data    []byte
 	Strs    []string
 	Floats  []float64
-	Q       *Query
+	Q       *trigram.Query
 }
 
 // maxQueryDepth bounds a decoded trigram query's nesting.
@@ -80,7 +80,7 @@ func appendBytes(b, s []byte) []byte {
 	return append(b, s...)
 }
 
-func appendQuery(b []byte, q *Query) []byte {
+func appendQuery(b []byte, q *trigram.Query) []byte {
 	b = binary.AppendUvarint(b, uint64(q.Op))
 	b = binary.AppendUvarint(b, uint64(len(q.Trigram)))
 	for _, t := range q.Trigram {
@@ -183,17 +183,17 @@ func (d *decoder) bytes() []byte {
 	return s
 }
 
-func (d *decoder) query(depth int) *Query {
+func (d *decoder) query(depth int) *trigram.Query {
 	if depth > maxQueryDepth {
 		d.fail()
 		return nil
 	}
 	op := d.uvarint()
-	if op > uint64(QOr) {
+	if op > uint64(trigram.Or) {
 		d.fail()
 		return nil
 	}
-	q := &Query{Op: QueryOp(op)}
+	q := &trigram.Query{Op: trigram.Op(op)}
 	if n := d.count(1); n > 0 {
 		q.Trigram = make([]string, n)
 		for i := range q.Trigram {
@@ -201,7 +201,7 @@ func (d *decoder) query(depth int) *Query {
 		}
 	}
 	if n := d.count(3); n > 0 {
-		q.Sub = make([]*Query, n)
+		q.Sub = make([]*trigram.Query, n)
 		for i := range q.Sub {
 			if q.Sub[i] = d.query(depth + 1); d.err != nil {
 				return nil

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/trigram"
 )
 
 func sampleMsgs() []*msg {
@@ -15,8 +16,8 @@ func sampleMsgs() []*msg {
 		{Op: opDoc, Sid: sid, Path: "a/b.go", Ino: 42, HasData: true, Data: []byte("package b\n")},
 		{Op: opDoc, Sid: sid, Path: "empty", HasData: true, Data: []byte{}},
 		{Op: opDoc, Sid: sid, Path: "huge", Ino: 3},
-		{Op: opIDs, ID: 1 << 40, Sid: sid, Q: &Query{Op: QAnd, Trigram: []string{"abc", "bcd"},
-			Sub: []*Query{{Op: QOr, Trigram: []string{"xyz"}}, {Op: QNone}}}},
+		{Op: opIDs, ID: 1 << 40, Sid: sid, Q: &trigram.Query{Op: trigram.And, Trigram: []string{"abc", "bcd"},
+			Sub: []*trigram.Query{{Op: trigram.Or, Trigram: []string{"xyz"}}, {Op: trigram.None}}}},
 		{Op: opReply, ID: 3, Seq: 99, HLC: 1 << 60, Strs: []string{"a", "", "b"}, Floats: []float64{1.5, 0, -2}, Err: "boom"},
 		{Op: opBegin, N: 2, N2: 32 << 20, N3: 2000},
 	}

@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"context"
+	"github.com/padfs/padfs/grep"
 	"os"
 	"strings"
 	"testing"
@@ -11,7 +12,7 @@ import (
 // padGrepAll is padGrep with stderr, its messages prefixed as GNU's are.
 func padGrepAll(t *testing.T, ix *Index, req GrepRequest, args []string) (string, string, int) {
 	t.Helper()
-	r, err := ParseGrepArgs(args)
+	r, err := parseGrepArgs(args)
 	if err != nil {
 		t.Fatalf("parse %q: %v", args, err)
 	}
@@ -21,7 +22,7 @@ func padGrepAll(t *testing.T, ix *Index, req GrepRequest, args []string) (string
 	if err != nil {
 		return out.String(), errb.String() + "grep: " + err.Error() + "\n", 2
 	}
-	return out.String(), errb.String(), stats.ExitCode(r.Mode == OutQuiet)
+	return out.String(), errb.String(), stats.ExitCode(r.Mode == grep.OutQuiet)
 }
 
 // Issue 8 item 10: symbolic links met by grep -r/-R, or given as operands,

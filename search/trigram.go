@@ -5,6 +5,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2/search/query"
 	index "github.com/blevesearch/bleve_index_api"
+	"github.com/padfs/padfs/search/trigram"
 )
 
 // Content trigrams for the index: every distinct 3-byte window of a file's
@@ -58,7 +59,7 @@ func contentTrigrams(data []byte, binary bool) (terms []byte, ok bool) {
 		set.reset()
 		trigramPool.Put(set)
 	}()
-	fdata := foldBytes(make([]byte, 0, len(data)), data)
+	fdata := trigram.Fold(make([]byte, 0, len(data)), data)
 	if len(fdata) >= 3 {
 		c := uint32(fdata[0])<<8 | uint32(fdata[1])
 		for _, b := range fdata[2:] {
@@ -197,11 +198,11 @@ func bucketTerm(t string) string {
 
 // bucketQuery is bleveQuery over the btri field: the binary files that
 // may hold what q asks for.
-func bucketQuery(q *Query) query.Query {
+func bucketQuery(q *trigram.Query) query.Query {
 	switch q.Op {
-	case QAll:
+	case trigram.All:
 		return query.NewMatchAllQuery()
-	case QNone:
+	case trigram.None:
 		return query.NewMatchNoneQuery()
 	}
 	var subs []query.Query
@@ -216,7 +217,7 @@ func bucketQuery(q *Query) query.Query {
 	for _, s := range q.Sub {
 		subs = append(subs, bucketQuery(s))
 	}
-	if q.Op == QAnd {
+	if q.Op == trigram.And {
 		return query.NewConjunctionQuery(subs)
 	}
 	return query.NewDisjunctionQuery(subs)

@@ -137,13 +137,6 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 		out.Seq, out.HLC, out.N = pos.Seq, uint64(pos.HLC), pos.Gen
 	case opIDs:
 		out.Strs, err = lb.ids(m.Sid, idQuery{Field: m.Field, Term: m.Path, Prefix: m.N != 0, Tri: m.Q, Gen: m.N2})
-	case opGrow:
-		var g map[string]int
-		g, err = lb.grow(m.Sid)
-		for id, n := range g {
-			out.Strs = append(out.Strs, id)
-			out.Floats = append(out.Floats, float64(n))
-		}
 	case opSearch:
 		var hits []scored
 		hits, err = lb.search(m.Sid, m.Text, int(m.N))
@@ -672,21 +665,6 @@ func (rb *remoteBackend) ids(sid mvcc.SessionID, q idQuery) ([]string, error) {
 		return nil, err
 	}
 	return r.Strs, nil
-}
-
-func (rb *remoteBackend) grow(sid mvcc.SessionID) (map[string]int, error) {
-	r, err := rb.query(&msg{Op: opGrow, Sid: sid})
-	if err != nil {
-		return nil, err
-	}
-	if len(r.Strs) != len(r.Floats) {
-		return nil, errFrame
-	}
-	out := make(map[string]int, len(r.Strs))
-	for i, id := range r.Strs {
-		out[id] = int(r.Floats[i])
-	}
-	return out, nil
 }
 
 func (rb *remoteBackend) search(sid mvcc.SessionID, q string, size int) ([]scored, error) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search"
 	"golang.org/x/sys/unix"
@@ -58,7 +59,7 @@ type Hit struct {
 // pattern runs over each candidate's current content. Binary files are
 // skipped. Without an index (Wrap with nil) every file is read.
 func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
-	m, err := search.Compile([]string{pattern}, search.MatchOptions{Syntax: search.Extended}, nil)
+	m, err := grep.Compile([]string{pattern}, grep.MatchOptions{Syntax: grep.Extended}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pattern %q: %v", mvcc.ErrInvalid, pattern, err)
 	}
@@ -67,8 +68,9 @@ func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
 	if ix := p.s.ix; ix != nil {
 		var out, errb bytes.Buffer
 		stats, err := ix.Grep(context.Background(), search.GrepRequest{
-			Session: p.h.ID, Patterns: []string{pattern}, Match: search.MatchOptions{Syntax: search.Extended},
-			Mode: search.OutFilesWith, Filename: 1, Out: &out, Err: &errb, Silent: true,
+			Session: p.h.ID, Out: &out, Err: &errb,
+			Options: grep.Options{Patterns: []string{pattern}, Match: grep.MatchOptions{Syntax: grep.Extended},
+				Mode: grep.OutFilesWith, Filename: 1, Silent: true},
 		})
 		if err != nil {
 			return nil, fmt.Errorf("grep %q: %w", pattern, err)
@@ -101,7 +103,7 @@ func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
 		if IsBinary(data) {
 			continue
 		}
-		res, err := m.Grep(data, search.ModeLines)
+		res, err := m.Grep(data, grep.ModeLines)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}

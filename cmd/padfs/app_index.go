@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"sync"
 
+	"context"
 	"github.com/padfs/padfs/fs"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search"
@@ -56,11 +57,11 @@ func indexMountHook(a *App, o *fs.Options) (func(), error) {
 	}
 	// .grep/PATTERN reads as `padfs grep -rn PATTERN` at the session root,
 	// .grep/-i -C2 -- PATTERN as `padfs grep -rn -i -C2 -- PATTERN` (see
-	// search.ParseGrepFileName). A file name cannot hold "/": write it as
+	// grep.ParseFileName). A file name cannot hold "/": write it as
 	// %2F.
 	o.Virtual[".grep"] = fs.VirtualDir{
-		Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
-			out, err := ix.GrepOutput(sid, name)
+		Open: func(ctx context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
+			out, err := ix.GrepOutput(ctx, sid, name)
 			if err != nil {
 				return nil, fmt.Errorf(".grep/%s: %w", name, err)
 			}

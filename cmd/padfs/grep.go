@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search"
 	"github.com/padfs/padfs/timetravel"
@@ -93,7 +94,7 @@ func runGrep(cmd *cobra.Command, args []string) error {
 			return err
 		}
 	}
-	ga, err := search.ParseGrepCommandLine(args)
+	ga, err := grep.ParseCommandLine(args)
 	if err != nil {
 		return fmt.Errorf("grep: %w", err)
 	}
@@ -112,8 +113,8 @@ func runGrep(cmd *cobra.Command, args []string) error {
 		if err != nil {
 			return fmt.Errorf("grep: %w", err)
 		}
-		req := ga.GrepRequest
-		req.Session, req.Out, req.Err, req.ErrPrefix = sid, a.Out, a.Err, "padfs grep"
+		req := search.GrepRequest{Options: ga.Options, Session: sid, Operands: ga.Operands, Out: a.Out, Err: a.Err}
+		req.ErrPrefix = "padfs grep"
 		if ga.ColorWhen == "auto" && isTerminal(a.Out) { // a forwarded command's socket is not
 			req.Color = true
 		}
@@ -130,7 +131,7 @@ func runGrep(cmd *cobra.Command, args []string) error {
 			// as `grep -r PAT` prints it (no "./").
 			if p := sessionPath(a, sid, "."); p != "." && p != "" && a.Mount != nil {
 				if _, in := under(a.Mount.Mountpoint, a.Cwd); in {
-					req.Operands = []search.Operand{{Display: "", Path: p}}
+					req.Operands = []grep.Operand{{Display: "", Path: p}}
 				}
 			}
 		}
@@ -141,8 +142,8 @@ func runGrep(cmd *cobra.Command, args []string) error {
 		defer release()
 		stats, err := ix.Grep(cmd.Context(), req)
 		if err != nil {
-			var ue *search.UnsupportedError
-			var se *search.SyntaxError
+			var ue *grep.UnsupportedError
+			var se *grep.SyntaxError
 			switch {
 			case errors.As(err, &ue), errors.As(err, &se):
 				return fmt.Errorf("grep: %w", err)
@@ -151,7 +152,7 @@ func runGrep(cmd *cobra.Command, args []string) error {
 			}
 			return fmt.Errorf("grep: %s", strings.TrimSpace(err.Error()))
 		}
-		if code := stats.ExitCode(req.Mode == search.OutQuiet); code != 0 {
+		if code := stats.ExitCode(req.Mode == grep.OutQuiet); code != 0 {
 			return exitError{code}
 		}
 		return nil

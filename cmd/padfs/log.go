@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"context"
 	"github.com/padfs/padfs/fs"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/spf13/cobra"
@@ -33,7 +34,7 @@ func logMountHook(a *App, o *fs.Options) (func(), error) {
 	st := a.Store
 	o.Virtual[".log"] = fs.VirtualDir{
 		List: func(mvcc.SessionID) ([]string, error) { return []string{logFileName}, nil },
-		Open: func(sid mvcc.SessionID, name string) ([]byte, error) {
+		Open: func(_ context.Context, sid mvcc.SessionID, name string) ([]byte, error) {
 			if name == logFileName {
 				return st.LogJSONL(sid)
 			}

@@ -1,4 +1,4 @@
-package search
+package grep
 
 import (
 	"bytes"
@@ -8,6 +8,9 @@ import (
 	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"context"
+	"github.com/padfs/padfs/search/trigram"
 )
 
 // MatchOptions are the grep options that decide which lines match.
@@ -38,9 +41,9 @@ type Matcher struct {
 	GoSyntax string
 	// Query is the trigram query a matching file's bytes must satisfy
 	// (over folded bytes with -i).
-	Query *Query
+	Query *trigram.Query
 	// IndexQuery is the query over folded trigrams, for the index.
-	IndexQuery *Query
+	IndexQuery *trigram.Query
 	// lineNeedle is a string every matching line contains (a trigram the
 	// query's top-level AND requires, else a literal the pattern
 	// requires): lines without it are not run through the regexp.
@@ -112,13 +115,13 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if o.NullData {
 		// The index holds the unswapped bytes: read every file (the
 		// query still holds for the swapped data MayMatch sees).
-		defer func() { m.IndexQuery = allQuery }()
+		defer func() { m.IndexQuery = &trigram.Query{Op: trigram.All} }()
 	}
 	if o.Invert {
-		m.Query, m.IndexQuery = allQuery, allQuery // any file may have a non-matching line
+		m.Query, m.IndexQuery = &trigram.Query{Op: trigram.All}, &trigram.Query{Op: trigram.All} // any file may have a non-matching line
 	} else {
 		simple := tree.Simplify()
-		m.Query, m.IndexQuery = plan(simple, o.IgnoreCase), plan(simple, true)
+		m.Query, m.IndexQuery = trigram.Plan(simple, o.IgnoreCase), trigram.Plan(simple, true)
 		m.lineNeedle = lineTrigram(m.Query, o.IgnoreCase)
 		if m.lineNeedle == "" && !o.IgnoreCase && !m.lineStart {
 			// No trigram (literals of one or two bytes, as in
@@ -505,15 +508,14 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 // lineTrigram picks the trigram eachSelected looks for to find the lines
 // worth running the regexp on: one the top-level AND requires, from the
 // middle of the pattern. With -i it must be one found in ASCII-lowered
-// text (see asciiOnlyFold); "" if there is none.
-func lineTrigram(q *Query, fold bool) string {
-	if q.Op != QAnd {
+// text (see trigram.FoldsInASCII); "" if there is none.
+func lineTrigram(q *trigram.Query, fold bool) string {
+	if q.Op != trigram.And {
 		return ""
 	}
 	best, bestScore := "", -1
 	for _, t := range q.Trigram {
-		if fold && !(t[0] < utf8.RuneSelf && asciiOnlyFold[t[0]] && t[1] < utf8.RuneSelf &&
-			asciiOnlyFold[t[1]] && t[2] < utf8.RuneSelf && asciiOnlyFold[t[2]]) {
+		if fold && !(trigram.FoldsInASCII(t[0]) && trigram.FoldsInASCII(t[1]) && trigram.FoldsInASCII(t[2])) {
 			continue
 		}
 		// The rarest-looking trigram leaves the fewest lines to the regexp.
@@ -625,13 +627,20 @@ func (m *Matcher) lineRe(v int) (*regexp.Regexp, error) {
 // query: a fast filter for files the index did not narrow (too large to
 // index, or changed since), run before the regexp. False is definite.
 func (m *Matcher) MayMatch(data []byte) bool {
-	if m.Query.Op == QAll {
+	if m.Query.Op == trigram.All {
 		return true
 	}
 	if m.opts.IgnoreCase {
-		data = foldBytes(make([]byte, 0, len(data)), data)
+		data = trigram.Fold(make([]byte, 0, len(data)), data)
 	}
 	return m.Query.Eval(func(t string) bool { return bytes.Contains(data, []byte(t)) })
+}
+
+// cannotMatch reports whether MayMatch rules data out where scan would
+// not do it faster itself: with a line prefilter (a trigram every line
+// with a match holds), scan skips the whole-file check.
+func (m *Matcher) cannotMatch(data []byte) bool {
+	return m.lineNeedle == "" && !m.MayMatch(data)
 }
 
 // Mode is what grep reports per file.
@@ -667,8 +676,8 @@ type Line struct {
 	Start int // byte offset of the line in the file
 }
 
-// scanOpts are GrepBuf's refinements for the grep command's output.
-type scanOpts struct {
+// scanOptions are scan's refinements for the grep command's output.
+type scanOptions struct {
 	max     int  // stop after this many selected lines (-1: no limit)
 	keepBad bool // keep lines with encoding errors (the printer suppresses them)
 	text    bool // -a, -z: no binary part (NUL bytes are text)
@@ -677,9 +686,23 @@ type scanOpts struct {
 	skipBinary bool
 }
 
-// grepBufSize is GNU grep's initial read size: NUL bytes (and with them
+// BufSize is GNU grep's initial read size: NUL bytes (and with them
 // binary mode) are discovered one read buffer at a time.
-const grepBufSize = 96 << 10
+const BufSize = 96 << 10
+
+// readPage is GNU grep's page size: reads are page-aligned.
+const readPage = 4096
+
+// MayGrow reports whether a file of size bytes can grow GNU grep's read
+// buffer: only a line longer than the buffer (less a page) does.
+func MayGrow(size uint64) bool { return size > BufSize-readPage }
+
+// BufferGrowth returns the size GNU grep's read buffer, starting at
+// BufSize, grows to while reading data (long lines grow it).
+func BufferGrowth(data []byte) int {
+	_, grown := readModel(data, BufSize)
+	return grown
+}
 
 // readModel simulates GNU grep's reads of data with a buffer of size
 // bytes (GNU keeps the buffer, grown by long lines, from one file to the
@@ -687,7 +710,7 @@ const grepBufSize = 96 << 10
 // after discovering a NUL byte; -1 for a text file) and the buffer size
 // after reading the whole file.
 func readModel(data []byte, size int) (binStart, grown int) {
-	const page = 4096
+	const page = readPage
 	nul := bytes.IndexByte(data, 0)
 	binStart = -1
 	start, save := 0, 0 // start of the current read; bytes carried over
@@ -722,16 +745,20 @@ func readModel(data []byte, size int) (binStart, grown int) {
 
 // Grep runs the matcher over one file's content as GNU grep would.
 func (m *Matcher) Grep(data []byte, mode Mode) (FileResult, error) {
-	return m.GrepBuf(data, mode, grepBufSize)
+	return m.GrepBuf(data, mode, BufSize)
 }
 
 // GrepBuf is Grep with GNU grep's read buffer at bufSize bytes (grown by
 // a long line in an earlier file of the same run).
 func (m *Matcher) GrepBuf(data []byte, mode Mode, bufSize int) (res FileResult, err error) {
-	return m.grepFile(data, mode, bufSize, scanOpts{max: -1})
+	return m.scan(context.Background(), data, mode, bufSize, scanOptions{max: -1})
 }
 
-func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res FileResult, err error) {
+// scan is GrepBuf with the grep command's refinements. It stops with
+// ctx's error once ctx is done (a FUSE INTERRUPT, a client gone): it
+// looks every few lines, so one long line of a slow pattern is the most
+// it runs on after that.
+func (m *Matcher) scan(ctx context.Context, data []byte, mode Mode, bufSize int, o scanOptions) (res FileResult, err error) {
 	if o.max == 0 {
 		return res, nil
 	}
@@ -808,7 +835,7 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 	stop := false
 	lineNo, counted := 1, 0
 	// Text part: lines are printed (unless an encoding error is met).
-	m.eachSelected(re, lineMatch, data[:textEnd], func(s, e int) bool {
+	err = m.eachSelected(ctx, re, lineMatch, data[:textEnd], func(s, e int) bool {
 		res.Count++
 		if mode == ModeFiles || res.Count == o.max {
 			stop = true
@@ -831,6 +858,9 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 		res.Lines = append(res.Lines, Line{Num: lineNo, Text: line, Start: s})
 		return !stop
 	})
+	if err != nil {
+		return FileResult{}, err
+	}
 	if stop || bin < 0 {
 		return res, nil
 	}
@@ -846,7 +876,7 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 		}
 		zapped[i] = c
 	}
-	m.eachSelected(re, lineMatch, zapped, func(s, e int) bool {
+	err = m.eachSelected(ctx, re, lineMatch, zapped, func(s, e int) bool {
 		res.Count++
 		res.BinMatch = true
 		if mode == ModeLines {
@@ -854,25 +884,38 @@ func (m *Matcher) grepFile(data []byte, mode Mode, bufSize int, o scanOpts) (res
 		}
 		return mode == ModeCount && res.Count != o.max
 	})
+	if err != nil {
+		return FileResult{}, err
+	}
 	return res, nil
 }
 
 // eachSelected calls fn(start, end) for every selected line of buf (a
 // matching line, or with -v a non-matching one), in order, until fn
-// returns false. Lines end at '\n'; a final line without one counts.
-func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, buf []byte, fn func(s, e int) bool) {
+// returns false. Lines end at '\n'; a final line without one counts. It
+// returns ctx's error once ctx is done, looking every checkLines lines
+// (or, searching the whole buffer, every chunk of checkBytes).
+func (m *Matcher) eachSelected(ctx context.Context, re *regexp.Regexp, lineMatch func([]byte) bool, buf []byte, fn func(s, e int) bool) error {
+	n := 0
+	canceled := func() bool {
+		n++
+		return n%checkLines == 0 && ctx.Err() != nil
+	}
 	if m.opts.Invert || lineMatch != nil {
 		if lineMatch == nil {
 			lineMatch = re.Match
 		}
 		for s := 0; s < len(buf); {
+			if canceled() {
+				return ctx.Err()
+			}
 			_, e := lineAt(buf, s)
 			if lineMatch(buf[s:e]) != m.opts.Invert && !fn(s, e) {
-				return
+				return nil
 			}
 			s = e + 1
 		}
-		return
+		return nil
 	}
 	if m.lineNeedle != "" {
 		// Every match lies on a line holding the needle (the planner's
@@ -881,38 +924,65 @@ func (m *Matcher) eachSelected(re *regexp.Regexp, lineMatch func([]byte) bool, b
 		// regexp on them only.
 		hay := buf
 		if m.opts.IgnoreCase {
-			hay = asciiLower(make([]byte, 0, len(buf)), buf) // same offsets
+			hay = trigram.ASCIILower(make([]byte, 0, len(buf)), buf) // same offsets
 		}
 		needle := []byte(m.lineNeedle)
 		for pos := 0; pos < len(buf); {
+			if canceled() {
+				return ctx.Err()
+			}
 			i := bytes.Index(hay[pos:], needle)
 			if i < 0 {
-				return
+				return nil
 			}
 			ls, le := lineAt(buf, pos+i)
 			if re.Match(buf[ls:le]) && !fn(ls, le) {
-				return
+				return nil
 			}
 			pos = le + 1
 		}
-		return
+		return nil
 	}
+	// No match crosses a line: the regexp runs over chunks of whole
+	// lines, so ctx is looked at between them.
 	for pos := 0; pos <= len(buf); {
-		loc := re.FindIndex(buf[pos:])
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		end := len(buf)
+		if pos+checkBytes < len(buf) {
+			if nl := bytes.IndexByte(buf[pos+checkBytes:], '\n'); nl >= 0 {
+				end = pos + checkBytes + nl // the chunk ends before a newline
+			}
+		}
+		loc := re.FindIndex(buf[pos:end])
 		if loc == nil {
-			return
+			if end == len(buf) {
+				return nil
+			}
+			pos = end + 1
+			continue
 		}
 		s := pos + loc[0]
 		if s == len(buf) && (len(buf) == 0 || buf[len(buf)-1] == '\n') {
-			return // the empty "line" after the final newline
+			return nil // the empty "line" after the final newline
 		}
 		ls, le := lineAt(buf, s)
 		if !fn(ls, le) {
-			return
+			return nil
 		}
 		pos = le + 1
 	}
+	return nil
 }
+
+// checkLines and checkBytes are how often a scan looks whether it was
+// canceled: often enough for a slow pattern, seldom enough to cost
+// nothing on short lines.
+const (
+	checkLines = 32
+	checkBytes = 16 << 10
+)
 
 // lineAt returns where the line of buf holding offset i starts and ends
 // (at its newline, or the end of buf).

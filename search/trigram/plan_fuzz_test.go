@@ -1,9 +1,12 @@
-package search
+package trigram_test
 
 import (
 	"bytes"
 	"errors"
 	"testing"
+
+	"github.com/padfs/padfs/grep"
+	"github.com/padfs/padfs/search/trigram"
 )
 
 // FuzzPlanNeverHidesAMatch: a pattern given by a user (any bytes, any
@@ -36,21 +39,21 @@ func FuzzPlanNeverHidesAMatch(f *testing.F) {
 		if len(pat) > 256 || len(data) > 8192 {
 			return
 		}
-		o := MatchOptions{Syntax: Syntax(syn % 4), IgnoreCase: flags&1 != 0, Word: flags&2 != 0, Line: flags&4 != 0}
-		m, err := Compile([]string{pat}, o, nil)
+		o := grep.MatchOptions{Syntax: grep.Syntax(syn % 4), IgnoreCase: flags&1 != 0, Word: flags&2 != 0, Line: flags&4 != 0}
+		m, err := grep.Compile([]string{pat}, o, nil)
 		if err != nil {
-			var ue *UnsupportedError
-			var se *SyntaxError
+			var ue *grep.UnsupportedError
+			var se *grep.SyntaxError
 			if !errors.As(err, &ue) && !errors.As(err, &se) {
 				t.Fatalf("Compile(%q, %+v): untyped error %T: %v", pat, o, err, err)
 			}
 			return
 		}
-		res, err := m.Grep(data, ModeCount)
+		res, err := m.Grep(data, grep.ModeCount)
 		if err != nil || res.Count == 0 {
 			return
 		}
-		folded := foldBytes(nil, data)
+		folded := trigram.Fold(nil, data)
 		has := func(tri string) bool { return bytes.Contains(folded, []byte(tri)) }
 		if !m.IndexQuery.Eval(has) {
 			t.Fatalf("pattern %q (%+v) matches %q, but its index query %v rejects the file", pat, o, data, m.IndexQuery)

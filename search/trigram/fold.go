@@ -1,4 +1,4 @@
-package search
+package trigram
 
 import (
 	"encoding/binary"
@@ -7,47 +7,17 @@ import (
 	"unicode/utf8"
 )
 
-// Case folding. Two different notions, each used where it is exact:
+// Case folding for the index. (What GNU grep -i matches for a character
+// is another notion: grep's caseCounterparts.)
 //
-//   - caseCounterparts is what GNU grep -i matches for a character (dfa.c's
-//     case_folded_counterparts: towupper, towlower, and the "lonesome lower"
-//     characters whose uppercase is the same). The matcher spells -i out
-//     with it, so `padfs grep -i` matches what GNU grep -i matches.
-//   - canon maps every rune of a Unicode simple-case-folding orbit (plus
+//   - Canon maps every rune of a Unicode simple-case-folding orbit (plus
 //     its upper and lower mappings) to one representative. The index stores
-//     folded trigrams of canon(content) and the planner asks for
-//     canon(pattern), so a folded trigram query never misses a file that a
+//     folded trigrams of Canon(content) and the planner asks for
+//     Canon(pattern), so a folded trigram query never misses a file that a
 //     case-insensitive match would find.
 
-// lonesomeLower lists the runes whose uppercase maps back to a different
-// lowercase (e.g. U+00B5 MICRO SIGN -> U+039C -> U+03BC).
-var lonesomeLower = []rune{
-	0x00B5, 0x0131, 0x017F, 0x01C5, 0x01C8, 0x01CB, 0x01F2, 0x0345,
-	0x03C2, 0x03D0, 0x03D1, 0x03D5, 0x03D6, 0x03F0, 0x03F1, 0x03F2,
-	0x03F5, 0x1E9B, 0x1FBE,
-}
-
-// caseCounterparts appends the runes other than c that GNU grep -i treats
-// as equal to c.
-func caseCounterparts(c rune, out []rune) []rune {
-	uc := unicode.ToUpper(c)
-	lc := unicode.ToLower(uc)
-	if uc != c {
-		out = append(out, uc)
-	}
-	if lc != uc && lc != c && unicode.ToUpper(lc) == uc {
-		out = append(out, lc)
-	}
-	for _, li := range lonesomeLower {
-		if li != lc && li != uc && li != c && unicode.ToUpper(li) == uc {
-			out = append(out, li)
-		}
-	}
-	return out
-}
-
-// canon returns the representative of r's case class, for the folded index.
-func canon(r rune) rune {
+// Canon returns the representative of r's case class, for the folded index.
+func Canon(r rune) rune {
 	if r < utf8.RuneSelf {
 		if 'A' <= r && r <= 'Z' {
 			return r + 'a' - 'A'
@@ -67,7 +37,7 @@ var canonCache = map[rune]rune{}
 
 func init() {
 	// Precompute the non-ASCII runes whose class reaches ASCII (K, ſ, ...)
-	// and all of Latin/Greek/Cyrillic, the common case, so canon is a map
+	// and all of Latin/Greek/Cyrillic, the common case, so Canon is a map
 	// lookup; the rest is computed on demand.
 	for r := rune(0x80); r < 0x2000; r++ {
 		canonCache[r] = canonSlow(r)
@@ -77,7 +47,7 @@ func init() {
 	}
 }
 
-// canonSlow computes canon by walking r's folding orbit together with the
+// canonSlow computes Canon by walking r's folding orbit together with the
 // upper/lower mappings of each member; the smallest member, lowercased if
 // it is ASCII, is the representative.
 func canonSlow(r rune) rune {
@@ -105,9 +75,9 @@ func canonSlow(r rune) rune {
 	return min
 }
 
-// foldBytes returns canon applied to every rune of b (invalid bytes are
+// Fold returns Canon applied to every rune of b (invalid bytes are
 // kept as they are), appended to dst.
-func foldBytes(dst, b []byte) []byte {
+func Fold(dst, b []byte) []byte {
 	dst = slices.Grow(dst, len(b))
 	for i := 0; i < len(b); {
 		c := b[i]
@@ -117,7 +87,7 @@ func foldBytes(dst, b []byte) []byte {
 			for j < len(b) && b[j] < utf8.RuneSelf {
 				j++
 			}
-			dst = asciiLower(dst, b[i:j])
+			dst = ASCIILower(dst, b[i:j])
 			i = j
 			continue
 		}
@@ -127,16 +97,16 @@ func foldBytes(dst, b []byte) []byte {
 			i++
 			continue
 		}
-		dst = utf8.AppendRune(dst, canon(r))
+		dst = utf8.AppendRune(dst, Canon(r))
 		i += n
 	}
 	return dst
 }
 
-// asciiLower appends b with A-Z lowered (other bytes as they are), so
+// ASCIILower appends b with A-Z lowered (other bytes as they are), so
 // offsets in the result are offsets in b. It works eight bytes at a time:
 // -i greps lower every candidate file.
-func asciiLower(dst, b []byte) []byte {
+func ASCIILower(dst, b []byte) []byte {
 	n := len(dst)
 	dst = append(dst, b...)
 	out := dst[n:]
@@ -160,10 +130,12 @@ func asciiLower(dst, b []byte) []byte {
 	return dst
 }
 
-// asciiOnlyFold lists the ASCII bytes whose case class has no non-ASCII
-// member: a folded trigram made of them is found in the ASCII-lowered
-// bytes of any text whose case-folded form holds it (which is not so for
-// k, s or i: KELVIN SIGN, LONG S and DOTLESS I fold to them).
+// FoldsInASCII reports whether c is an ASCII byte whose case class has no
+// non-ASCII member: a folded trigram made of such bytes is found in the
+// ASCII-lowered bytes of any text whose folded form holds it (which is
+// not so for k, s or i: KELVIN SIGN, LONG S and DOTLESS I fold to them).
+func FoldsInASCII(c byte) bool { return c < utf8.RuneSelf && asciiOnlyFold[c] }
+
 var asciiOnlyFold = func() (t [utf8.RuneSelf]bool) {
 	for c := range t {
 		t[c] = true
@@ -171,7 +143,7 @@ var asciiOnlyFold = func() (t [utf8.RuneSelf]bool) {
 	// Only runes with a case mapping fold to something else.
 	for _, cr := range unicode.CaseRanges {
 		for r := max(rune(cr.Lo), utf8.RuneSelf); r <= rune(cr.Hi); r++ {
-			if c := canon(r); c < utf8.RuneSelf {
+			if c := Canon(r); c < utf8.RuneSelf {
 				t[c] = false
 			}
 		}

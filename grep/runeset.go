@@ -1,4 +1,4 @@
-package search
+package grep
 
 import (
 	"fmt"
@@ -153,4 +153,36 @@ func quoteRune(r rune) string {
 func classSet(name string) (runeSet, bool) {
 	rs, ok := posixClasses[name]
 	return runeSet(rs), ok
+}
+
+// caseCounterparts is what GNU grep -i matches for a character (dfa.c's
+// case_folded_counterparts: towupper, towlower, and the "lonesome lower"
+// characters whose uppercase is the same). The matcher spells -i out with
+// it, so `padfs grep -i` matches what GNU grep -i matches.
+//
+// lonesomeLower lists the runes whose uppercase maps back to a different
+// lowercase (e.g. U+00B5 MICRO SIGN -> U+039C -> U+03BC).
+var lonesomeLower = []rune{
+	0x00B5, 0x0131, 0x017F, 0x01C5, 0x01C8, 0x01CB, 0x01F2, 0x0345,
+	0x03C2, 0x03D0, 0x03D1, 0x03D5, 0x03D6, 0x03F0, 0x03F1, 0x03F2,
+	0x03F5, 0x1E9B, 0x1FBE,
+}
+
+// caseCounterparts appends the runes other than c that GNU grep -i treats
+// as equal to c.
+func caseCounterparts(c rune, out []rune) []rune {
+	uc := unicode.ToUpper(c)
+	lc := unicode.ToLower(uc)
+	if uc != c {
+		out = append(out, uc)
+	}
+	if lc != uc && lc != c && unicode.ToUpper(lc) == uc {
+		out = append(out, lc)
+	}
+	for _, li := range lonesomeLower {
+		if li != lc && li != uc && li != c && unicode.ToUpper(li) == uc {
+			out = append(out, li)
+		}
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package search
+package trigram
 
 import (
 	"sort"
@@ -23,38 +23,38 @@ import (
 // trigram conditions (AND over a string's trigrams, OR over the set) and
 // trimmed, so the analysis stays small while keeping as many trigrams as
 // the pattern's literals give. Strings are UTF-8 bytes; trigrams are byte
-// trigrams. In fold mode (-i) every rune is mapped by canon first, and the
+// trigrams. In fold mode (-i) every rune is mapped by Canon first, and the
 // query is meant for the folded trigrams of the index.
 
-// QueryOp is the kind of a Query node.
-type QueryOp int
+// Op is the kind of a Query node.
+type Op int
 
 const (
-	QAll  QueryOp = iota // every file (no condition)
-	QNone                // no file
-	QAnd                 // every trigram and every sub-query
-	QOr                  // some trigram or some sub-query
+	All  Op = iota // every file (no condition)
+	None           // no file
+	And            // every trigram and every sub-query
+	Or             // some trigram or some sub-query
 )
 
 // Query is a boolean combination of trigrams.
 type Query struct {
-	Op      QueryOp
+	Op      Op
 	Trigram []string
 	Sub     []*Query
 }
 
 var (
-	allQuery  = &Query{Op: QAll}
-	noneQuery = &Query{Op: QNone}
+	allQuery  = &Query{Op: All}
+	noneQuery = &Query{Op: None}
 )
 
 // String renders the query for tests and debugging, e.g. `"abc" "bcd"`
 // for AND and `("abc"|"xyz")` for OR.
 func (q *Query) String() string {
 	switch q.Op {
-	case QAll:
+	case All:
 		return "+"
-	case QNone:
+	case None:
 		return "-"
 	}
 	var parts []string
@@ -64,7 +64,7 @@ func (q *Query) String() string {
 	for _, s := range q.Sub {
 		parts = append(parts, s.String())
 	}
-	if q.Op == QAnd {
+	if q.Op == And {
 		return strings.Join(parts, " ")
 	}
 	return "(" + strings.Join(parts, "|") + ")"
@@ -88,20 +88,20 @@ func strconvQuote(s string) string {
 }
 
 // and returns q AND r, simplified.
-func (q *Query) and(r *Query) *Query { return q.combine(QAnd, r) }
+func (q *Query) and(r *Query) *Query { return q.combine(And, r) }
 
 // or returns q OR r, simplified.
-func (q *Query) or(r *Query) *Query { return q.combine(QOr, r) }
+func (q *Query) or(r *Query) *Query { return q.combine(Or, r) }
 
-func (q *Query) combine(op QueryOp, r *Query) *Query {
+func (q *Query) combine(op Op, r *Query) *Query {
 	// Identity and absorbing elements: All for AND, None for OR.
-	identity, absorb := QAll, QNone
-	if op == QOr {
-		identity, absorb = QNone, QAll
+	identity, absorb := All, None
+	if op == Or {
+		identity, absorb = None, All
 	}
 	switch {
 	case q.Op == absorb || r.Op == absorb:
-		if op == QAnd {
+		if op == And {
 			return noneQuery
 		}
 		return allQuery
@@ -125,10 +125,10 @@ func (q *Query) combine(op QueryOp, r *Query) *Query {
 	out.Sub = uniqQueries(out.Sub)
 	// Keep queries bounded: an AND may drop conditions (it only gets
 	// weaker); an OR that grows too wide says nothing useful.
-	if op == QAnd && len(out.Trigram) > maxAndTrigrams {
+	if op == And && len(out.Trigram) > maxAndTrigrams {
 		out.Trigram = spread(out.Trigram, maxAndTrigrams)
 	}
-	if op == QOr && len(out.Trigram)+len(out.Sub) > maxOrWidth {
+	if op == Or && len(out.Trigram)+len(out.Sub) > maxOrWidth {
 		return allQuery
 	}
 	return out
@@ -187,7 +187,7 @@ func trigramsOf(s string) *Query {
 	if len(s) < 3 {
 		return allQuery
 	}
-	q := &Query{Op: QAnd}
+	q := &Query{Op: And}
 	for i := 0; i+3 <= len(s); i++ {
 		q.Trigram = append(q.Trigram, s[i:i+3])
 	}
@@ -196,7 +196,7 @@ func trigramsOf(s string) *Query {
 		q.Trigram = spread(q.Trigram, maxAndTrigrams)
 	}
 	if len(q.Trigram) == 1 {
-		return &Query{Op: QAnd, Trigram: q.Trigram}
+		return &Query{Op: And, Trigram: q.Trigram}
 	}
 	return q
 }
@@ -225,8 +225,8 @@ func anyChar() info     { return info{prefix: []string{""}, suffix: []string{""}
 func emptyInfo() info   { return info{canEmpty: true, exact: []string{""}, match: allQuery} }
 func noMatchInfo() info { return info{exact: []string{}, match: noneQuery} }
 
-// plan returns the trigram query for a (simplified) syntax tree.
-func plan(re *syntax.Regexp, fold bool) *Query {
+// Plan returns the trigram query for a (simplified) syntax tree.
+func Plan(re *syntax.Regexp, fold bool) *Query {
 	a := analyzer{fold: fold}
 	in := a.analyze(re)
 	in.simplify(true)
@@ -243,7 +243,7 @@ type analyzer struct{ fold bool }
 
 func (a analyzer) runeStr(r rune) string {
 	if a.fold {
-		r = canon(r)
+		r = Canon(r)
 	}
 	return string(r)
 }
@@ -500,11 +500,11 @@ func (x *info) simplifySet(set []string, isSuffix bool) []string {
 // contain this trigram).
 func (q *Query) Eval(has func(string) bool) bool {
 	switch q.Op {
-	case QAll:
+	case All:
 		return true
-	case QNone:
+	case None:
 		return false
-	case QAnd:
+	case And:
 		for _, t := range q.Trigram {
 			if !has(t) {
 				return false

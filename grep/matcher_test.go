@@ -1,45 +1,9 @@
-package search
+package grep
 
 import (
-	"bytes"
-	"math/rand/v2"
+	"strings"
 	"testing"
 )
-
-// TestASCIILower checks the word-at-a-time lowering against a byte loop,
-// for every byte value at every position of a word and on random text.
-func TestASCIILower(t *testing.T) {
-	slow := func(b []byte) []byte {
-		out := bytes.Clone(b)
-		for i, c := range out {
-			if 'A' <= c && c <= 'Z' {
-				out[i] = c + 'a' - 'A'
-			}
-		}
-		return out
-	}
-	var cases [][]byte
-	for c := 0; c < 256; c++ {
-		for pos := 0; pos < 8; pos++ {
-			b := []byte("xYz@[`{Q")
-			b[pos] = byte(c)
-			cases = append(cases, b, append([]byte("pre"), b...))
-		}
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i < 200; i++ {
-		b := make([]byte, r.IntN(100))
-		for j := range b {
-			b[j] = byte(r.IntN(256))
-		}
-		cases = append(cases, b)
-	}
-	for _, b := range cases {
-		if got, want := asciiLower([]byte("keep"), b), append([]byte("keep"), slow(b)...); !bytes.Equal(got, want) {
-			t.Fatalf("asciiLower(%q) = %q, want %q", b, got[4:], want[4:])
-		}
-	}
-}
 
 // TestLineTrigramWithIgnoreCase: with -i the line prefilter only uses a
 // trigram without i, k or s (whose case classes hold KELVIN SIGN, LONG S,
@@ -110,6 +74,31 @@ func TestMustLiteral(t *testing.T) {
 		}
 		if m.lineNeedle != c.want {
 			t.Errorf("%q: line needle %q, want %q", c.pat, m.lineNeedle, c.want)
+		}
+	}
+}
+
+// TestUnsupportedAndInvalid: back-references are refused naming the
+// construct; malformed patterns get GNU's message.
+func TestUnsupportedAndInvalid(t *testing.T) {
+	for _, c := range []struct {
+		pat  string
+		syn  Syntax
+		want string
+	}{
+		{`\(a\)\1`, Basic, "back-reference \\1"},
+		{`(a)\2`, Extended, "back-reference \\2"},
+		{`a{2000}`, Extended, "repetition count"},
+		{`a\{1`, Basic, "Unmatched \\{"},
+		{`[a`, Basic, "Unmatched ["},
+		{`a\`, Basic, "Trailing backslash"},
+		{`(`, Extended, "Unmatched ( or \\("},
+		{`[[:foo:]]`, Basic, "Invalid character class name"},
+		{`[z-a]`, Basic, "Invalid range end"},
+	} {
+		_, err := Compile([]string{c.pat}, MatchOptions{Syntax: c.syn}, nil)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: error %v, want it to name %q", c.pat, err, c.want)
 		}
 	}
 }
