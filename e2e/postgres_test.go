@@ -51,6 +51,63 @@ func TestPostgres(t *testing.T) {
 	t.Run("Lease", func(t *testing.T) { testLease(t, srv.DB(t)) })
 	t.Run("Fenced", func(t *testing.T) { testFenced(t, srv.DB(t)) })
 	t.Run("FurtherMount", func(t *testing.T) { testFurtherMount(t, srv.DB(t)) })
+	t.Run("Restart", func(t *testing.T) { testRestart(t, srv, srv.DB(t)) })
+}
+
+// testRestart: PostgreSQL restarted under a running mount. Operations that
+// begin while the server is down block, retrying, until it is back (up to
+// postgres.DefaultRetryFor), and then succeed; everything acknowledged,
+// before and during the restart, is in the store; the mount goes on
+// without a remount.
+func testRestart(t *testing.T, srv *pgtest.Server, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	sh(t, a.data, a.mnt, "printf 'before\\n' > before.txt; mkdir -p src; printf 'package x\\n' > src/x.go")
+	srv.Halt()
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			srv.Resume()
+		}
+	})
+	// A writer (create, write, close; mkdir) while the server is down.
+	// (It starts outside the mount: Start waits for its chdir.)
+	w := exec.Command("bash", "-c", "cd \"$1\" && printf 'during\\n' > during.txt && mkdir d && printf 'x\\n' > d/x && cat before.txt", "bash", a.mnt)
+	w.Env = env(a.data)
+	var out, errout syncBuffer
+	w.Stdout, w.Stderr = &out, &errout
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- w.Wait() }()
+	time.Sleep(500 * time.Millisecond) // let it run into the outage (no assertion hangs on this)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	select {
+	case err := <-waited:
+		if err != nil || out.String() != "before\n" {
+			t.Fatalf("writer across the restart: %v, stdout %q, stderr %q; want it to wait for the server and succeed", err, out.String(), errout.String())
+		}
+	case <-time.After(2 * time.Minute):
+		w.Process.Kill()
+		t.Fatalf("writer across the restart still blocked two minutes after the server came back")
+	}
+	// The same mount goes on writing and reading.
+	if got := sh(t, a.data, a.mnt, "printf 'after\\n' > after.txt; cat before.txt during.txt d/x after.txt src/x.go"); got != "before\nduring\nx\nafter\npackage x\n" {
+		t.Errorf("the mount after the restart reads %q", got)
+	}
+	// Every acknowledged write is in PostgreSQL: the session, mounted on
+	// another host after this mount ended, has them all.
+	ma.stop()
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", s)
+	if got := sh(t, b.data, b.mnt, "cat before.txt during.txt d/x after.txt src/x.go"); got != "before\nduring\nx\nafter\npackage x\n" {
+		t.Errorf("the session on another host after the restart reads %q", got)
+	}
+	mb.stop()
 }
 
 // testFurtherMount: a further mount served by a running padfs process
