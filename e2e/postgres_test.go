@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/oklog/ulid/v2"
 	"github.com/padfs/padfs/internal/pgtest"
 )
 
@@ -52,6 +55,55 @@ func TestPostgres(t *testing.T) {
 	t.Run("Fenced", func(t *testing.T) { testFenced(t, srv.DB(t)) })
 	t.Run("FurtherMount", func(t *testing.T) { testFurtherMount(t, srv.DB(t)) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, srv, srv.DB(t)) })
+	t.Run("Fsck", func(t *testing.T) { testFsck(t, srv.DB(t)) })
+}
+
+// testFsck: fsck and fsck --repair on a PostgreSQL store: a damaged
+// derived record (a session's counters, deleted by hand) is found and
+// rebuilt; repair refuses, naming the holder, while a host has a session
+// mounted read-write (another host's commits would race with it).
+func testFsck(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	sh(t, a.data, a.mnt, "for i in 1 2 3; do printf '%s\\n' $i > f$i; done")
+	ma.stop()
+	if r := pgPadfs(t, a.data, url, "fsck"); r.code != 0 {
+		t.Fatalf("fsck of an intact store: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	id, err := ulid.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "DELETE FROM padfs_kv WHERE k = $1", append([]byte{'N'}, id[:]...)); err != nil {
+		t.Fatal(err)
+	}
+	if r := pgPadfs(t, a.data, url, "fsck"); r.code != 1 || !strings.Contains(r.out, "counter") {
+		t.Fatalf("fsck without the session's counters: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", mustPgPadfs(t, b.data, url, "session", "new"))
+	r := pgPadfs(t, a.data, url, "fsck", "--repair")
+	if msg := strings.TrimSpace(r.errout); r.code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, "mounted by pid "+strconv.Itoa(mb.cmd.Process.Pid)) {
+		t.Errorf("fsck --repair beside a read-write mount on another host: exit %d, stderr %q; want one line naming it", r.code, msg)
+	}
+	mb.stop()
+	if r := pgPadfs(t, a.data, url, "fsck", "--repair"); r.code != 1 || !strings.Contains(r.out, "counter") {
+		t.Fatalf("fsck --repair: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	if r := pgPadfs(t, a.data, url, "fsck"); r.code != 0 {
+		t.Errorf("fsck after --repair: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	ma = startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	if got := sh(t, a.data, a.mnt, "cat f1 f2 f3; printf '4\\n' > f4; cat f4"); got != "1\n2\n3\n4\n" {
+		t.Errorf("session after the repair: %q", got)
+	}
+	ma.stop()
 }
 
 // testRestart: PostgreSQL restarted under a running mount. Operations that

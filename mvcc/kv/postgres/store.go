@@ -515,7 +515,7 @@ func (p *pager) fetch() error {
 	qend, inf := string(p.end), p.end == nil
 	if r.cached {
 		// Read ahead to the end of the partition: the neighbours come next.
-		if we, ok := widenEnd(p.pos); ok && (inf || we > qend) {
+		if we, ok := widenEnd(p.pos); ok && !inf && we > qend {
 			qend, inf = we, false
 		}
 	}
