@@ -18,6 +18,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/padfs/padfs/internal/pgtest"
 )
 
 // The end-to-end benchmark: the real padfs binary mounted as a user mounts
@@ -37,6 +39,11 @@ import (
 // PADFS_BENCH_ONLY=name,... runs only those workloads (for iterating on
 // one path, e.g. 'write + fsync,read back,fresh 1 MB files');
 // PADFS_BENCH_CPUPROFILE=FILE mounts padfs with --cpuprofile FILE.
+// PADFS_BENCH_STORE=postgres adds a fourth target in the same run: padfs
+// on a PostgreSQL store (--store, a throwaway pgtest server on this
+// machine), with its ratio to padfs on its own bbolt store:
+//
+//	PADFS_BENCH_E2E=1 PADFS_BENCH_STORE=postgres PADFS_BENCH_TREE=go,text go test ./e2e -run 'TestBenchE2E$' -v -timeout 120m
 //
 // TestBenchE2ESmoke runs every workload once at a tiny scale in the normal
 // suite and checks that the three targets produce the same results, so
@@ -53,6 +60,7 @@ type benchConfig struct {
 	report  bool
 	only    map[string]bool // workloads to run (nil: all)
 	cpuProf string          // padfs mount --cpuprofile
+	pg      bool            // also padfs on a PostgreSQL store
 }
 
 // benchWorkload is one row of the table. prep runs untimed before run;
@@ -114,7 +122,8 @@ EOF`,
 type benchTarget struct {
 	name string
 	dir  string
-	pid  int // the FUSE server's process (0: none)
+	pid  int    // the FUSE server's process (0: none)
+	data string // padfs's data directory (the bbolt one for the others)
 }
 
 func TestBenchE2E(t *testing.T) {
@@ -150,6 +159,13 @@ func TestBenchE2E(t *testing.T) {
 		}
 	}
 	c.cpuProf = os.Getenv("PADFS_BENCH_CPUPROFILE")
+	switch v := os.Getenv("PADFS_BENCH_STORE"); v {
+	case "", "bolt":
+	case "postgres":
+		c.pg = true
+	default:
+		t.Fatalf("PADFS_BENCH_STORE=%q: want postgres (or empty)", v)
+	}
 	runBench(t, c)
 }
 
@@ -184,7 +200,18 @@ func runBench(t *testing.T, c benchConfig) {
 		margs = append(margs, "--cpuprofile", c.cpuProf)
 	}
 	m := startMount(t, data, mnt, margs...)
-	targets := []benchTarget{{"plain", plain, 0}, {"loopback", lbMnt, lbPid}, {"padfs", mnt, m.cmd.Process.Pid}}
+	targets := []benchTarget{{"plain", plain, 0, data}, {"loopback", lbMnt, lbPid, data}, {"padfs", mnt, m.cmd.Process.Pid, data}}
+	var pgSid string
+	if c.pg {
+		url := pgtest.StartT(t).DB(t)
+		pgData, pgMnt := filepath.Join(base, "pg-data"), filepath.Join(base, "padfs-pg-mnt")
+		if err := os.Mkdir(pgMnt, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		pgSid = mustPgPadfs(t, pgData, url, "session", "new", "--name", "bench")
+		pm := startMount(t, pgData, pgMnt, "--store", url, "--session", pgSid)
+		targets = append(targets, benchTarget{"padfs-pg", pgMnt, pm.cmd.Process.Pid, pgData})
+	}
 
 	tarball := filepath.Join(base, "src.tar")
 	sh(t, "", goRootSrc, `tar -cf "`+tarball+`" `+strings.Join(c.tree, " "))
@@ -194,7 +221,7 @@ func runBench(t *testing.T, c benchConfig) {
 
 	loadStart := loadAvg()
 	samples := map[string]map[string][]benchSample{}
-	var lags, lagCPU, idxRatio []float64
+	var lags, lagCPU, idxRatio, pgLags []float64
 	var content int64 // bytes of the untarred tree's files
 	var padfsGrep []float64
 	for round := 1; round <= c.rounds; round++ {
@@ -221,11 +248,11 @@ func runBench(t *testing.T, c benchConfig) {
 			outs := map[string]string{}
 			for _, tg := range targets {
 				if w.prep != "" {
-					benchSh(t, data, tg.dir, vars, w.prep)
+					benchSh(t, tg.data, tg.dir, vars, w.prep)
 				}
 				cpu0 := procCPU(tg.pid)
 				start := time.Now()
-				out := benchSh(t, data, tg.dir, vars, w.run)
+				out := benchSh(t, tg.data, tg.dir, vars, w.run)
 				secs := time.Since(start).Seconds()
 				s := benchSample{secs: secs, cpu: procCPU(tg.pid) - cpu0}
 				samples[w.name][tg.name] = append(samples[w.name][tg.name], s)
@@ -238,16 +265,20 @@ func runBench(t *testing.T, c benchConfig) {
 						lags, lagCPU = append(lags, lag), append(lagCPU, cpu)
 						idxRatio = append(idxRatio, float64(treeBytes(t, filepath.Join(data, "index", sid)))/float64(content))
 					}
+					if tg.name == "padfs-pg" {
+						lag, _ := indexLag(t, tg.data, pgSid, start.Add(time.Duration(secs*float64(time.Second))), tg.pid)
+						pgLags = append(pgLags, lag)
+					}
 				}
 				if w.check != "" {
-					out += benchSh(t, data, tg.dir, vars, w.check)
+					out += benchSh(t, tg.data, tg.dir, vars, w.check)
 				}
 				outs[tg.name] = out
 				// Leave no dirty page cache of one target to be written
 				// back during the next target's turn.
 				sh(t, "", base, "sync")
 			}
-			checkBenchOutputs(t, w.name, outs, round)
+			checkBenchOutputs(t, w.name, outs, round, targets)
 			if w.name == "grep -rn" {
 				// padfs's own grep, through the index, from inside the mount.
 				start := time.Now()
@@ -277,12 +308,23 @@ func runBench(t *testing.T, c benchConfig) {
 		}
 	}
 	lbRSS := procStatusKB(lbPid, "VmHWM")
+	var pgRSS int64
+	if c.pg {
+		for _, p := range procTree(targets[3].pid) {
+			pgRSS += procStatusKB(p, "VmHWM")
+		}
+	}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, "machine: %s\nload average (1, 5, 15 min): %s at the start, %s at the end\n\n", machine(base), loadStart, loadAvg())
 	fmt.Fprintf(&b, "tree: %s of %s (%.1f MB, %d rounds, medians)\n\n", strings.Join(c.tree, ","), goRootSrc, float64(content)/1e6, c.rounds)
-	fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s |")
-	fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|")
+	if c.pg {
+		fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s | padfs-pg s | pg/bbolt | padfs-pg CPU s |")
+		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+	} else {
+		fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s |")
+		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|")
+	}
 	med := func(w, tg string, f func(benchSample) float64) float64 {
 		var v []float64
 		for _, s := range samples[w][tg] {
@@ -297,8 +339,13 @@ func runBench(t *testing.T, c benchConfig) {
 			continue
 		}
 		p, l, x := med(w.name, "plain", secs), med(w.name, "loopback", secs), med(w.name, "padfs", secs)
-		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |\n", w.name, p, l, x, x/l,
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |", w.name, p, l, x, x/l,
 			med(w.name, "padfs", cpu), med(w.name, "loopback", cpu))
+		if c.pg {
+			g := med(w.name, "padfs-pg", secs)
+			fmt.Fprintf(&b, " %.3f | %.2f | %.2f |", g, g/x, med(w.name, "padfs-pg", cpu))
+		}
+		fmt.Fprintln(&b)
 	}
 	fmt.Fprintln(&b)
 	mbps := func(w string, mb int) {
@@ -315,6 +362,9 @@ func runBench(t *testing.T, c benchConfig) {
 	fmt.Fprintf(&b, "index lag after untar: %.2f s (padfs CPU during catch-up %.2f s)\n", median(lags), median(lagCPU))
 	fmt.Fprintf(&b, "index size / content size: %.2f\n", median(idxRatio))
 	fmt.Fprintf(&b, "padfs peak RSS: %.0f MB (loopback %.0f MB; %s)\n", float64(rss)/1024, float64(lbRSS)/1024, strings.Join(parts, "; "))
+	if c.pg {
+		fmt.Fprintf(&b, "padfs-pg: index lag after untar %.2f s, peak RSS %.0f MB (padfs only, not the server)\n", median(pgLags), float64(pgRSS)/1024)
+	}
 	if c.report {
 		fmt.Print("\n" + b.String())
 	} else {
@@ -337,14 +387,14 @@ func benchSh(t *testing.T, data, dir string, vars []string, script string) strin
 
 // checkBenchOutputs fails the test unless every target printed the same
 // (non-empty, where the workload prints) result.
-func checkBenchOutputs(t *testing.T, w string, outs map[string]string, round int) {
+func checkBenchOutputs(t *testing.T, w string, outs map[string]string, round int, targets []benchTarget) {
 	t.Helper()
 	if w == "grep -rn" && outs["plain"] == "" {
 		t.Errorf("round %d: %s found nothing on the plain directory", round, w)
 	}
-	for _, tg := range []string{"loopback", "padfs"} {
-		if outs[tg] != outs["plain"] {
-			t.Errorf("round %d: %s: %s printed\n%.2000s\nthe plain directory printed\n%.2000s", round, w, tg, outs[tg], outs["plain"])
+	for _, tg := range targets[1:] {
+		if outs[tg.name] != outs["plain"] {
+			t.Errorf("round %d: %s: %s printed\n%.2000s\nthe plain directory printed\n%.2000s", round, w, tg.name, outs[tg.name], outs["plain"])
 		}
 	}
 }

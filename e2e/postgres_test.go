@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -9,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/oklog/ulid/v2"
 	"github.com/padfs/padfs/internal/pgtest"
 )
 
@@ -51,6 +54,112 @@ func TestPostgres(t *testing.T) {
 	t.Run("Lease", func(t *testing.T) { testLease(t, srv.DB(t)) })
 	t.Run("Fenced", func(t *testing.T) { testFenced(t, srv.DB(t)) })
 	t.Run("FurtherMount", func(t *testing.T) { testFurtherMount(t, srv.DB(t)) })
+	t.Run("Restart", func(t *testing.T) { testRestart(t, srv, srv.DB(t)) })
+	t.Run("Fsck", func(t *testing.T) { testFsck(t, srv.DB(t)) })
+}
+
+// testFsck: fsck and fsck --repair on a PostgreSQL store: a damaged
+// derived record (a session's counters, deleted by hand) is found and
+// rebuilt; repair refuses, naming the holder, while a host has a session
+// mounted read-write (another host's commits would race with it).
+func testFsck(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	sh(t, a.data, a.mnt, "for i in 1 2 3; do printf '%s\\n' $i > f$i; done")
+	ma.stop()
+	if r := pgPadfs(t, a.data, url, "fsck"); r.code != 0 {
+		t.Fatalf("fsck of an intact store: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	id, err := ulid.Parse(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	if _, err := c.Exec(ctx, "DELETE FROM padfs_kv WHERE k = $1", append([]byte{'N'}, id[:]...)); err != nil {
+		t.Fatal(err)
+	}
+	if r := pgPadfs(t, a.data, url, "fsck"); r.code != 1 || !strings.Contains(r.out, "counter") {
+		t.Fatalf("fsck without the session's counters: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", mustPgPadfs(t, b.data, url, "session", "new"))
+	r := pgPadfs(t, a.data, url, "fsck", "--repair")
+	if msg := strings.TrimSpace(r.errout); r.code != 2 || strings.Contains(msg, "\n") || !strings.Contains(msg, "mounted by pid "+strconv.Itoa(mb.cmd.Process.Pid)) {
+		t.Errorf("fsck --repair beside a read-write mount on another host: exit %d, stderr %q; want one line naming it", r.code, msg)
+	}
+	mb.stop()
+	if r := pgPadfs(t, a.data, url, "fsck", "--repair"); r.code != 1 || !strings.Contains(r.out, "counter") {
+		t.Fatalf("fsck --repair: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	if r := pgPadfs(t, a.data, url, "fsck"); r.code != 0 {
+		t.Errorf("fsck after --repair: exit %d: %s%s", r.code, r.out, r.errout)
+	}
+	ma = startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	if got := sh(t, a.data, a.mnt, "cat f1 f2 f3; printf '4\\n' > f4; cat f4"); got != "1\n2\n3\n4\n" {
+		t.Errorf("session after the repair: %q", got)
+	}
+	ma.stop()
+}
+
+// testRestart: PostgreSQL restarted under a running mount. Operations that
+// begin while the server is down block, retrying, until it is back (up to
+// postgres.DefaultRetryFor), and then succeed; everything acknowledged,
+// before and during the restart, is in the store; the mount goes on
+// without a remount.
+func testRestart(t *testing.T, srv *pgtest.Server, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	sh(t, a.data, a.mnt, "printf 'before\\n' > before.txt; mkdir -p src; printf 'package x\\n' > src/x.go")
+	srv.Halt()
+	resumed := false
+	t.Cleanup(func() {
+		if !resumed {
+			srv.Resume()
+		}
+	})
+	// A writer (create, write, close; mkdir) while the server is down.
+	// (It starts outside the mount: Start waits for its chdir.)
+	w := exec.Command("bash", "-c", "cd \"$1\" && printf 'during\\n' > during.txt && mkdir d && printf 'x\\n' > d/x && cat before.txt", "bash", a.mnt)
+	w.Env = env(a.data)
+	var out, errout syncBuffer
+	w.Stdout, w.Stderr = &out, &errout
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- w.Wait() }()
+	time.Sleep(500 * time.Millisecond) // let it run into the outage (no assertion hangs on this)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	resumed = true
+	select {
+	case err := <-waited:
+		if err != nil || out.String() != "before\n" {
+			t.Fatalf("writer across the restart: %v, stdout %q, stderr %q; want it to wait for the server and succeed", err, out.String(), errout.String())
+		}
+	case <-time.After(2 * time.Minute):
+		w.Process.Kill()
+		t.Fatalf("writer across the restart still blocked two minutes after the server came back")
+	}
+	// The same mount goes on writing and reading.
+	if got := sh(t, a.data, a.mnt, "printf 'after\\n' > after.txt; cat before.txt during.txt d/x after.txt src/x.go"); got != "before\nduring\nx\nafter\npackage x\n" {
+		t.Errorf("the mount after the restart reads %q", got)
+	}
+	// Every acknowledged write is in PostgreSQL: the session, mounted on
+	// another host after this mount ended, has them all.
+	ma.stop()
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", s)
+	if got := sh(t, b.data, b.mnt, "cat before.txt during.txt d/x after.txt src/x.go"); got != "before\nduring\nx\nafter\npackage x\n" {
+		t.Errorf("the session on another host after the restart reads %q", got)
+	}
+	mb.stop()
 }
 
 // testFurtherMount: a further mount served by a running padfs process

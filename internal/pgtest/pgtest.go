@@ -45,6 +45,9 @@ type Server struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	dbs    atomic.Int64
+
+	bin, data string // postgres's directory; the cluster
+	cred      *syscall.Credential
 }
 
 var (
@@ -170,7 +173,7 @@ func Start() (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pgtest: %w", err)
 	}
-	s := &Server{dir: dir, sock: dir, user: dbUser, exited: make(chan struct{})}
+	s := &Server{dir: dir, sock: dir, user: dbUser}
 	fail := func(err error) (*Server, error) {
 		os.RemoveAll(dir)
 		return nil, err
@@ -190,13 +193,24 @@ func Start() (*Server, error) {
 	if out, err := initdb.CombinedOutput(); err != nil {
 		return fail(fmt.Errorf("pgtest: initdb %s: %v: %s", data, err, bytes.TrimSpace(out)))
 	}
-	logPath := filepath.Join(dir, "server.log")
+	s.bin, s.data, s.cred = bin, data, cred
+	if err := s.launch(); err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	return s, nil
+}
+
+// launch starts the postmaster on s.data and waits until it answers.
+func (s *Server) launch() error {
+	logPath := filepath.Join(s.dir, "server.log")
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
-		return fail(err)
+		return err
 	}
 	defer logf.Close()
-	s.cmd = exec.Command(filepath.Join(bin, "postgres"), "-D", data,
+	s.exited = make(chan struct{})
+	s.cmd = exec.Command(filepath.Join(s.bin, "postgres"), "-D", s.data,
 		"-k", s.sock, "-c", "listen_addresses=",
 		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
 		"-c", "max_connections=200", "-c", "shared_buffers=32MB",
@@ -206,19 +220,47 @@ func Start() (*Server, error) {
 		"-c", "log_min_messages=warning", "-c", "log_statement=none")
 	// Its own process group (Stop kills the whole group); killed with the
 	// test binary if that dies first.
-	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s.cmd.Dir = dir
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Credential: s.cred, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	s.cmd.Dir = s.dir
 	s.cmd.Stdout, s.cmd.Stderr = logf, logf
 	if err := s.cmd.Start(); err != nil {
-		return fail(fmt.Errorf("pgtest: start postgres: %w", err))
+		return fmt.Errorf("pgtest: start postgres: %w", err)
 	}
-	go func() { s.cmd.Wait(); close(s.exited) }()
+	exited := s.exited
+	cmd := s.cmd
+	go func() { cmd.Wait(); close(exited) }()
 	if err := s.waitReady(60 * time.Second); err != nil {
 		log, _ := os.ReadFile(logPath)
-		s.Stop()
-		return nil, fmt.Errorf("pgtest: server in %s did not start: %v; server log:\n%s", dir, err, bytes.TrimSpace(log))
+		s.halt()
+		return fmt.Errorf("pgtest: server in %s did not start: %v; server log:\n%s", s.dir, err, bytes.TrimSpace(log))
 	}
-	return s, nil
+	return nil
+}
+
+// Halt shuts the server down (fast shutdown: clients are disconnected,
+// what committed is kept) and leaves its directory for Resume.
+func (s *Server) Halt() { s.halt() }
+
+// Resume starts a halted server again on the same data and socket.
+func (s *Server) Resume() error { return s.launch() }
+
+func (s *Server) halt() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	select {
+	case <-s.exited:
+		return
+	default:
+	}
+	pid := s.cmd.Process.Pid
+	syscall.Kill(pid, syscall.SIGINT) // fast shutdown
+	select {
+	case <-s.exited:
+	case <-time.After(20 * time.Second):
+	}
+	syscall.Kill(-pid, syscall.SIGKILL) // backends left behind, if any
+	<-s.exited
 }
 
 // tempBase is where the server's directory goes: $TMPDIR if the server's
@@ -316,16 +358,7 @@ func (s *Server) CreateDB(ctx context.Context) (string, error) {
 // Stop shuts the server down (fast shutdown, then SIGKILL of its process
 // group) and removes its directory.
 func (s *Server) Stop() error {
-	if s.cmd != nil && s.cmd.Process != nil {
-		pid := s.cmd.Process.Pid
-		syscall.Kill(pid, syscall.SIGINT) // fast shutdown
-		select {
-		case <-s.exited:
-		case <-time.After(20 * time.Second):
-		}
-		syscall.Kill(-pid, syscall.SIGKILL) // backends left behind, if any
-		<-s.exited
-	}
+	s.halt()
 	return os.RemoveAll(s.dir)
 }
 

@@ -28,34 +28,46 @@ func BenchmarkStore(b *testing.B) {
 			}
 			defer st.Close()
 			api := session.Wrap(st, nil)
+			trips := func() int64 { return 0 }
+			if pg, ok := storeopen.Postgres(st); ok {
+				trips = pg.RoundTrips
+			}
 			var write, read, list time.Duration
+			var tw, tr, tl int64
 			for i := 0; i < b.N; i++ {
 				pad, err := api.Create(fmt.Sprint("bench", i))
 				if err != nil {
 					b.Fatal(err)
 				}
-				t0 := time.Now()
+				t0, r0 := time.Now(), trips()
 				for f := range 1000 {
 					if err := pad.Write(fmt.Sprintf("d%02d/f%03d.txt", f%20, f), fmt.Sprintf("file %d\n", f)); err != nil {
 						b.Fatal(err)
 					}
 				}
-				t1 := time.Now()
+				t1, r1 := time.Now(), trips()
 				for f := range 1000 {
 					if _, ok, err := pad.Read(fmt.Sprintf("d%02d/f%03d.txt", f%20, f)); err != nil || !ok {
 						b.Fatal(err)
 					}
 				}
-				t2 := time.Now()
+				t2, r2 := time.Now(), trips()
 				if ps, err := pad.Ls(""); err != nil || len(ps) != 1000 {
 					b.Fatalf("Ls: %d paths, %v", len(ps), err)
 				}
 				write, read, list = write+t1.Sub(t0), read+t2.Sub(t1), list+time.Since(t2)
+				tw, tr, tl = tw+r1-r0, tr+r2-r1, tl+trips()-r2
 			}
 			n := float64(b.N)
 			b.ReportMetric(float64(write.Microseconds())/n/1000, "us/write")
 			b.ReportMetric(float64(read.Microseconds())/n/1000, "us/read")
 			b.ReportMetric(float64(list.Milliseconds())/n, "ms/ls")
+			if kind == "postgres" {
+				// Round trips to the server per operation.
+				b.ReportMetric(float64(tw)/n/1000, "trips/write")
+				b.ReportMetric(float64(tr)/n/1000, "trips/read")
+				b.ReportMetric(float64(tl)/n, "trips/ls")
+			}
 		})
 	}
 }

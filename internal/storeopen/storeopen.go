@@ -30,7 +30,8 @@ import (
 const EnvStore = "PADFS_STORE"
 
 // FollowInterval is how often a process on a shared store polls it for
-// other processes' commits (one read of the HLC high-water mark).
+// other processes' commits (one read of the HLC high-water mark) while it
+// cannot LISTEN for their notifications.
 const FollowInterval = time.Second
 
 // IsURL reports whether s names a PostgreSQL store (postgres:// or
@@ -56,7 +57,7 @@ func Open(dir, storeURL string) (*mvcc.Store, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	pg, err := postgres.Open(ctx, storeURL, postgres.Options{})
+	pg, err := postgres.Open(ctx, storeURL, postgres.Options{PollInterval: FollowInterval})
 	if err != nil {
 		return nil, err
 	}
@@ -66,8 +67,12 @@ func Open(dir, storeURL string) (*mvcc.Store, error) {
 		return nil, fmt.Errorf("store %s: %w", Redact(storeURL), err)
 	}
 	// Other hosts commit too: their commits reach this process's watchers
-	// (the search index) within a second.
-	st.Follow(FollowInterval)
+	// (the search index) when they NOTIFY, or within FollowInterval while
+	// the listening connection is down.
+	pg.Follow(func() error {
+		_, err := st.PollOthers()
+		return err
+	})
 	return st, nil
 }
 

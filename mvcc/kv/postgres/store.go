@@ -32,6 +32,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -54,7 +56,22 @@ type Options struct {
 	// MaxBatchBytes the bytes they buffer (default 32 MiB).
 	MaxBatch      int
 	MaxBatchBytes int
+	// CacheBytes bounds the cache of rows read and written (cache.go;
+	// default 64 MiB); negative: no cache.
+	CacheBytes int
+	// PollInterval is how often Follow polls while it cannot listen for
+	// other processes' commits (default 1 s; notify.go).
+	PollInterval time.Duration
+	// RetryFor is how long a transaction that cannot begin, because the
+	// server cannot be reached (restarting, or the network), keeps trying
+	// before it fails (default DefaultRetryFor).
+	RetryFor time.Duration
 }
+
+// DefaultRetryFor is the default Options.RetryFor: as long as a lease
+// outlives its holder, so that a server restart shorter than that costs
+// its clients a wait, not an error.
+const DefaultRetryFor = 15 * time.Second
 
 // Store is a kv.Store in PostgreSQL. It is safe for concurrent use.
 type Store struct {
@@ -70,7 +87,22 @@ type Store struct {
 
 	leaseMu sync.Mutex
 	leases  map[string]*Lease // held by this process, checked at every commit
+
+	trips atomic.Int64 // round trips to the server (RoundTrips)
+	cache *cache       // nil: none
+
+	// Following other processes (notify.go).
+	id        string // this process's, in its notifications
+	connCfg   *pgx.ConnConfig
+	bg        sync.WaitGroup
+	stopBg    chan struct{} // closed by Close
+	wake      chan struct{}
+	listening atomic.Bool
 }
+
+// RoundTrips is the number of round trips to the server so far: each
+// statement, or pipelined batch of statements, the store waited for.
+func (s *Store) RoundTrips() int64 { return s.trips.Load() }
 
 var _ kv.Store = (*Store)(nil)
 
@@ -86,6 +118,15 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if opts.MaxBatchBytes <= 0 {
 		opts.MaxBatchBytes = 32 << 20
 	}
+	if opts.CacheBytes == 0 {
+		opts.CacheBytes = 64 << 20
+	}
+	if opts.PollInterval <= 0 {
+		opts.PollInterval = time.Second
+	}
+	if opts.RetryFor <= 0 {
+		opts.RetryFor = DefaultRetryFor
+	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return nil, fmt.Errorf("postgres store: %w", err)
@@ -97,7 +138,11 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("postgres store %s: %w", desc, err)
 	}
-	s := &Store{pool: pool, opts: opts, desc: desc, leases: map[string]*Lease{}}
+	s := &Store{pool: pool, opts: opts, desc: desc, leases: map[string]*Lease{}, connCfg: cfg.ConnConfig.Copy(),
+		id: fmt.Sprintf("%016x", rand.Uint64()), stopBg: make(chan struct{}), wake: make(chan struct{}, 1)}
+	if opts.CacheBytes > 0 {
+		s.cache = newCache(opts.CacheBytes)
+	}
 	if err := s.createSchema(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres store %s: %w", desc, err)
@@ -115,6 +160,21 @@ CREATE TABLE IF NOT EXISTS padfs_lease (
 	since   timestamptz NOT NULL,
 	expires timestamptz NOT NULL
 );
+CREATE TABLE IF NOT EXISTS padfs_changes (gen bigint PRIMARY KEY, nonce bigint NOT NULL, parts bytea[] NOT NULL);
+CREATE OR REPLACE FUNCTION padfs_kv_changed() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+	IF current_setting('padfs.logged', true) IS DISTINCT FROM 'on' THEN
+		INSERT INTO padfs_changes (gen, nonce, parts)
+			SELECT coalesce(max(gen), 0) + 1, (random() * 9e18)::bigint, ARRAY[''::bytea] FROM padfs_changes;
+	END IF;
+	RETURN NULL;
+END $f$;
+DO $d$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'padfs_kv_changed' AND tgrelid = 'padfs_kv'::regclass) THEN
+		CREATE TRIGGER padfs_kv_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON padfs_kv
+			FOR EACH STATEMENT EXECUTE FUNCTION padfs_kv_changed();
+	END IF;
+END $d$;
 CREATE OR REPLACE FUNCTION padfs_fence(n text, tok bigint) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM padfs_lease WHERE name = n AND token = tok AND expires > clock_timestamp()) THEN
@@ -157,8 +217,19 @@ func (s *Store) wrap(err error) error {
 	if errors.As(err, &pe) && pe.Code == fencedCode {
 		return fmt.Errorf("%w: %s", ErrFenced, pe.Message)
 	}
+	if pe == nil && !errors.Is(err, kv.ErrClosed) {
+		// Not the server's answer: the connection's. Its cause is not
+		// handed on, so that a unix socket that is not there (ENOENT) is
+		// not taken for a file that is not there.
+		return fmt.Errorf("postgres store %s: %w: %s", s.desc, ErrUnavailable, err)
+	}
 	return fmt.Errorf("postgres store %s: %w", s.desc, err)
 }
+
+// ErrUnavailable is wrapped by errors of a server that could not be
+// reached or a connection that broke (the operation failed; a commit's
+// fate is unknown if it broke during COMMIT).
+var ErrUnavailable = errors.New("server unavailable")
 
 // --- reads ---
 
@@ -167,24 +238,133 @@ func (s *Store) View(fn func(kv.Reader) error) error {
 	if s.closed.Load() {
 		return kv.ErrClosed
 	}
-	ctx := context.Background()
-	c, err := s.pool.Acquire(ctx)
+	// The snapshot is taken at the first statement, which reads the
+	// generation: the View sees nothing committed after it began.
+	c, r, err := s.open(context.Background(), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", false)
 	if err != nil {
-		return s.wrap(err)
+		return err
 	}
-	defer c.Release()
-	// The snapshot is taken at the first statement: take it now, so the
-	// View sees nothing committed after it began.
-	if _, err := c.Exec(ctx, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY; SELECT 1"); err != nil {
-		return s.wrap(err)
+	defer func() {
+		r.done = true
+		s.endTx(c)
+	}()
+	return fn(r)
+}
+
+// open acquires a connection and begins a transaction on it (beginTx).
+// While the server cannot be reached it retries for up to
+// Options.RetryFor: a begin that failed changed nothing.
+func (s *Store) open(ctx context.Context, begin string, write bool) (*pgxpool.Conn, *reader, error) {
+	deadline := time.Now().Add(s.opts.RetryFor)
+	pause := 20 * time.Millisecond
+	for {
+		c, err := s.pool.Acquire(ctx)
+		if err == nil {
+			r := &reader{s: s, q: c}
+			if err = s.beginTx(ctx, c, r, begin, write); err == nil {
+				return c, r, nil
+			}
+			c.Exec(ctx, "ROLLBACK") // a broken connection is closed on release
+			c.Release()
+		}
+		if !unreachable(err) || s.closed.Load() || time.Now().Add(pause).After(deadline) {
+			return nil, nil, s.wrap(err)
+		}
+		time.Sleep(pause)
+		pause = min(2*pause, time.Second)
 	}
-	r := &reader{s: s, q: c}
-	ferr := fn(r)
-	if _, err := c.Exec(ctx, "ROLLBACK"); err != nil && ferr == nil {
-		ferr = s.wrap(err)
+}
+
+// unreachable reports whether err means the server could not be talked
+// to (no connection, a connection lost, a server shutting down or
+// starting up) rather than a statement that failed.
+func unreachable(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return strings.HasPrefix(pe.Code, "08") || strings.HasPrefix(pe.Code, "57P")
 	}
-	r.done = true
-	return ferr
+	return err != nil
+}
+
+// endTx rolls back a read-only transaction and returns its connection
+// without waiting for the answer: nothing depends on it (a connection
+// that fails to roll back is closed by the pool).
+func (s *Store) endTx(c *pgxpool.Conn) {
+	go func() {
+		c.Exec(context.Background(), "ROLLBACK")
+		c.Release()
+	}()
+}
+
+// Reading the generation: the newest change, and (with a cache) the
+// changes since the cache's generation.
+const (
+	qNewest  = "SELECT gen, nonce FROM padfs_changes ORDER BY gen DESC LIMIT 1"
+	qChanges = "SELECT gen, nonce, parts FROM padfs_changes WHERE gen >= $1 ORDER BY gen LIMIT 1000"
+)
+
+// beginTx begins a transaction on c in one round trip: begin, then
+// (under the writer lock, for an Update) the generation it sees and the
+// changes the cache has not seen; the cache is brought to that
+// generation, and r reads it if it could be.
+func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin string, write bool) error {
+	pb := &pgx.Batch{}
+	pb.Queue(begin)
+	if write {
+		pb.Queue("SELECT pg_advisory_xact_lock($1)", int64(writerLock))
+	}
+	pb.Queue(qNewest)
+	var from int64
+	if s.cache != nil {
+		s.cache.mu.Lock()
+		from = s.cache.gen
+		s.cache.mu.Unlock()
+		pb.Queue(qChanges, from)
+	}
+	s.trips.Add(1)
+	br := c.SendBatch(ctx, pb)
+	err := s.readBegin(br, r, write)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
+	if _, err := br.Exec(); err != nil {
+		return err
+	}
+	if write {
+		if _, err := br.Exec(); err != nil {
+			return err
+		}
+	}
+	var nonce int64
+	err := br.QueryRow().Scan(&r.gen, &nonce)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if s.cache == nil {
+		return nil
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	var changes []change
+	for rows.Next() {
+		var ch change
+		if err := rows.Scan(&ch.gen, &ch.nonce, &ch.parts); err != nil {
+			rows.Close()
+			return err
+		}
+		changes = append(changes, ch)
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	r.cached = s.cache.advance(r.gen, nonce, changes, write)
+	return nil
 }
 
 // querier is a connection in a transaction.
@@ -193,12 +373,20 @@ type querier interface {
 	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
 }
 
-// reader reads the database inside a transaction.
+// reader reads the database inside a transaction: from the cache while
+// the cache is at the transaction's generation, else by queries.
 type reader struct {
-	s    *Store
-	q    querier
-	done bool
-	err  error // a failed query: the transaction is aborted
+	s      *Store
+	q      querier
+	gen    int64 // the generation the transaction reads
+	cached bool  // the cache was at gen when the transaction began
+	done   bool
+	err    error // a failed query: the transaction is aborted
+
+	// The last page read: a read that goes on where it ended reads a
+	// bigger one.
+	lastHi   string
+	lastSize int
 }
 
 func (r *reader) check() error {
@@ -216,9 +404,21 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 }
 
 func (r *reader) get(key []byte) ([]byte, error) {
+	if r.cached {
+		if v, found, covered := r.s.cache.get(r.gen, key); covered {
+			if !found {
+				return nil, nil
+			}
+			return v, nil
+		}
+	}
 	var v []byte
+	r.s.trips.Add(1)
 	err := r.q.QueryRow(context.Background(), "SELECT v FROM padfs_kv WHERE k = $1", key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
+		if r.cached {
+			r.s.cache.fill(r.gen, string(key), string(key)+"\x00", false, nil)
+		}
 		return nil, nil
 	}
 	if err != nil {
@@ -227,6 +427,9 @@ func (r *reader) get(key []byte) ([]byte, error) {
 	}
 	if v == nil {
 		v = []byte{}
+	}
+	if r.cached {
+		r.s.cache.fill(r.gen, string(key), string(key)+"\x00", false, []row{{bytes.Clone(key), v}})
 	}
 	return v, nil
 }
@@ -247,101 +450,133 @@ func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) err
 	}
 }
 
-// Page sizes: a Scan that stops at its first key (a version-chain seek)
-// costs a small page; one that walks a range grows to big pages.
+// Page sizes: a read that stops at its first key (a version-chain seek)
+// costs a small page; reads that go on where the last page ended grow to
+// big pages.
 const (
-	firstPage = 8
+	firstPage = 16
 	maxPage   = 512
 )
 
-// pager reads rows of [start, end) in key order, a page at a time.
+// pager reads rows of [pos, end) in key order: from the cache where it
+// covers them, else a page at a time (keyset pagination).
 type pager struct {
 	r        *reader
-	end      []byte
-	after    []byte // the last key read; nil before the first page
-	start    []byte
-	size     int
-	rows     []row
+	pos      string // the next key to look at
+	end      []byte // nil: no bound
+	rows     []row  // a page the cache did not take
 	i        int
-	finished bool // the last page was short: no more rows
+	finished bool
 }
 
 type row struct{ k, v []byte }
 
 func (r *reader) pages(start, end []byte) *pager {
-	if start == nil {
-		start = []byte{}
-	}
-	return &pager{r: r, start: bytes.Clone(start), end: bytes.Clone(end), size: firstPage}
+	return &pager{r: r, pos: string(start), end: bytes.Clone(end)}
 }
 
 // next returns the next row (ok false at the end of the range).
 func (p *pager) next() (k, v []byte, ok bool, err error) {
-	if p.i == len(p.rows) {
+	for {
+		if p.i < len(p.rows) {
+			rw := p.rows[p.i]
+			p.i++
+			p.pos = string(rw.k) + "\x00"
+			return rw.k, rw.v, true, nil
+		}
 		if p.finished {
 			return nil, nil, false, nil
 		}
-		if err := p.fill(); err != nil {
+		if p.end != nil && p.pos >= string(p.end) {
+			p.finished = true
+			continue
+		}
+		if p.r.cached {
+			k, v, found, known := p.r.s.cache.next(p.r.gen, &p.pos, p.end)
+			if found {
+				p.pos = string(k) + "\x00"
+				return k, v, true, nil
+			}
+			if known {
+				p.finished = true
+				continue
+			}
+		}
+		if err := p.fetch(); err != nil {
 			return nil, nil, false, err
 		}
-		if len(p.rows) == 0 {
-			return nil, nil, false, nil
-		}
 	}
-	rw := p.rows[p.i]
-	p.i++
-	return rw.k, rw.v, true, nil
 }
 
-func (p *pager) fill() error {
-	if p.end != nil && bytes.Compare(p.start, p.end) >= 0 {
-		p.rows, p.i, p.finished = nil, 0, true
-		return nil
+// fetch reads a page from p.pos: into the cache if it takes it, else
+// into p.rows.
+func (p *pager) fetch() error {
+	r := p.r
+	qend, inf := string(p.end), p.end == nil
+	if r.cached {
+		// Read ahead to the end of the partition: the neighbours come next.
+		if we, ok := widenEnd(p.pos); ok && !inf && we > qend {
+			qend, inf = we, false
+		}
+	}
+	size := firstPage
+	if r.lastSize > 0 && p.pos == r.lastHi {
+		size = min(r.lastSize*4, maxPage)
 	}
 	var sql string
-	args := []any{}
-	lower := "k >= $1"
-	if p.after != nil {
-		lower = "k > $1"
-		args = append(args, p.after)
+	args := []any{[]byte(p.pos)}
+	if inf {
+		sql = "SELECT k, v FROM padfs_kv WHERE k >= $1 ORDER BY k LIMIT $2"
 	} else {
-		args = append(args, p.start)
+		sql = "SELECT k, v FROM padfs_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3"
+		args = append(args, []byte(qend))
 	}
-	if p.end != nil {
-		sql = "SELECT k, v FROM padfs_kv WHERE " + lower + " AND k < $2 ORDER BY k LIMIT $3"
-		args = append(args, p.end)
-	} else {
-		sql = "SELECT k, v FROM padfs_kv WHERE " + lower + " ORDER BY k LIMIT $2"
-	}
-	args = append(args, p.size)
-	rows, err := p.r.q.Query(context.Background(), sql, args...)
+	args = append(args, size)
+	r.s.trips.Add(1)
+	rows, err := r.q.Query(context.Background(), sql, args...)
 	if err != nil {
-		p.r.err = p.r.s.wrap(err)
-		return p.r.err
+		r.err = r.s.wrap(err)
+		return r.err
 	}
-	p.rows, p.i = p.rows[:0], 0
+	var page []row
 	for rows.Next() {
 		var rw row
 		if err := rows.Scan(&rw.k, &rw.v); err != nil {
 			rows.Close()
-			p.r.err = p.r.s.wrap(err)
-			return p.r.err
+			r.err = r.s.wrap(err)
+			return r.err
 		}
 		if rw.v == nil {
 			rw.v = []byte{}
 		}
-		p.rows = append(p.rows, rw)
+		page = append(page, rw)
 	}
 	if err := rows.Err(); err != nil {
-		p.r.err = p.r.s.wrap(err)
-		return p.r.err
+		r.err = r.s.wrap(err)
+		return r.err
 	}
-	if len(p.rows) < p.size {
+	hi := qend
+	if len(page) == size {
+		hi, inf = string(page[len(page)-1].k)+"\x00", false
+	}
+	r.lastHi, r.lastSize = hi, size
+	if r.cached {
+		r.s.cache.fill(r.gen, p.pos, hi, inf, page)
+	}
+	// The rows are served from the page itself, whether the cache took
+	// them or not.
+	p.rows, p.i = page[:0], 0
+	for _, rw := range page {
+		if p.end != nil && string(rw.k) >= string(p.end) {
+			p.finished = true
+			break
+		}
+		p.rows = append(p.rows, rw)
+	}
+	if len(page) < size {
 		p.finished = true
-	} else {
-		p.after = p.rows[len(p.rows)-1].k
-		p.size = min(p.size*4, maxPage)
 	}
+	p.pos = hi
 	return nil
 }
 
@@ -357,6 +592,7 @@ type batch struct {
 	n     int           // Updates that succeeded in it
 	done  chan struct{} // closed after COMMIT (or its failure)
 	err   error         // the COMMIT's outcome
+	nonce int64         // of its generation (b.r.gen+1)
 }
 
 // entry is a buffered write: a value, or a deletion.
@@ -430,21 +666,21 @@ func callFn(fn func(kv.Txn) error, t *txn) (p any, err error) {
 
 // beginLocked starts a batch: a transaction holding the writer lock.
 func (s *Store) beginLocked() (*batch, error) {
-	ctx := context.Background()
-	c, err := s.pool.Acquire(ctx)
+	c, r, err := s.open(context.Background(), "BEGIN", true)
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, err
 	}
-	if _, err := c.Exec(ctx, fmt.Sprintf("BEGIN; SELECT pg_advisory_xact_lock(%d)", writerLock)); err != nil {
-		c.Release()
-		return nil, s.wrap(err)
-	}
-	return &batch{conn: c, r: &reader{s: s, q: c}, ov: btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true}),
-		done: make(chan struct{})}, nil
+	return &batch{conn: c, r: r, ov: btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true}),
+		done: make(chan struct{}), nonce: rand.Int64()}, nil
 }
 
+// changesKept is how many generations padfs_changes keeps: a process
+// whose cache is further behind empties it.
+const changesKept = 10000
+
 // finishLocked commits the batch (or rolls it back if no Update in it
-// succeeded) and wakes its Updates.
+// succeeded) and wakes its Updates. A batch that writes is one
+// generation: its change row names the partitions it touched.
 func (s *Store) finishLocked(b *batch) {
 	defer close(b.done)
 	defer b.conn.Release()
@@ -456,17 +692,31 @@ func (s *Store) finishLocked(b *batch) {
 		}
 		return
 	}
-	var puts, vals, dels [][]byte
+	var puts, vals, dels, parts [][]byte
+	var lastPart []byte
 	b.ov.Scan(func(e entry) bool {
+		k := []byte(e.k)
 		if e.del {
-			dels = append(dels, []byte(e.k))
+			dels = append(dels, k)
 		} else {
-			puts = append(puts, []byte(e.k))
+			puts = append(puts, k)
 			vals = append(vals, e.v)
+		}
+		if p := partOf(k); !bytes.Equal(p, lastPart) {
+			parts, lastPart = append(parts, p), p
 		}
 		return true
 	})
+	gen := b.r.gen + 1
 	pb := &pgx.Batch{}
+	if len(puts)+len(dels) > 0 {
+		// First, so that the trigger on padfs_kv sees it logged.
+		pb.Queue("INSERT INTO padfs_changes (gen, nonce, parts) SELECT $1, $2, $3::bytea[] WHERE set_config('padfs.logged', 'on', true) = 'on'",
+			gen, b.nonce, parts)
+		if gen%1024 == 0 {
+			pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
+		}
+	}
 	if len(puts) > 0 {
 		pb.Queue("INSERT INTO padfs_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", puts, vals)
 	}
@@ -476,7 +726,15 @@ func (s *Store) finishLocked(b *batch) {
 	for _, l := range s.heldLeases() {
 		pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
 	}
+	if len(puts)+len(dels) > 0 {
+		pb.Queue("SELECT pg_notify('"+notifyChannel+"', $1)", s.id)
+	}
 	pb.Queue("COMMIT")
+	logged := len(puts)+len(dels) > 0 && s.cache != nil
+	if logged {
+		s.cache.begin(gen, b)
+	}
+	s.trips.Add(1)
 	err := b.conn.SendBatch(ctx, pb).Close()
 	if err != nil || b.conn.Conn().PgConn().TxStatus() != 'I' {
 		b.conn.Exec(ctx, "ROLLBACK")
@@ -484,6 +742,9 @@ func (s *Store) finishLocked(b *batch) {
 			err = errors.New("transaction did not commit")
 		}
 		b.err = s.wrap(err)
+	}
+	if logged {
+		s.cache.committed(gen, b, b.err == nil)
 	}
 }
 
@@ -660,6 +921,8 @@ func (s *Store) Close() error {
 		s.finishLocked(b)
 	}
 	s.mu.Unlock()
+	close(s.stopBg)
+	s.bg.Wait()
 	var err error
 	for _, l := range s.heldLeases() {
 		err = errors.Join(err, l.Release())

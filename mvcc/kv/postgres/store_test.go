@@ -255,3 +255,42 @@ func TestUpdatePanics(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServerRestart: a transaction that begins while the server is down
+// waits for it (Options.RetryFor) and goes through once it is back; past
+// RetryFor it fails with ErrUnavailable, which does not pass for a file
+// that does not exist (the unix socket's ENOENT), so that the file system
+// says EIO.
+func TestServerRestart(t *testing.T) {
+	srv := pgtest.StartT(t)
+	url := srv.DB(t)
+	s, err := postgres.Open(context.Background(), url, postgres.Options{RetryFor: time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	quick, err := postgres.Open(context.Background(), url, postgres.Options{RetryFor: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close(); quick.Close() })
+	putKV(t, s, "k", "1")
+	srv.Halt()
+	err = quick.View(func(kv.Reader) error { return nil })
+	if !errors.Is(err, postgres.ErrUnavailable) || errors.Is(err, os.ErrNotExist) {
+		t.Errorf("View with the server down = %v; want ErrUnavailable, not ErrNotExist", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- s.Update(func(tx kv.Txn) error { return tx.Put([]byte("k"), []byte("2")) })
+	}()
+	time.Sleep(200 * time.Millisecond) // into the outage (nothing asserts on it)
+	if err := srv.Resume(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Update across the restart: %v", err)
+	}
+	if got := dump(t, quick, "", "", "k"); got != "k=2 | k=2" {
+		t.Errorf("after the restart: %q", got)
+	}
+}
