@@ -17,6 +17,7 @@ package mvcc
 //	"R" sha256[32] sid[16]                     -> "session sid references chunk": count of its inode versions naming it (empty: not counted yet)
 //	"S" sid[16] hlc[8]                         -> keys the commit at hlc superseded or made tombstones (superseded.go; for prune)
 //	"P" sid[16]                                -> prune state: pruned up to, points kept, records since (prune.go)
+//	"W" sid[16] ...                            -> a purge or redaction under way: where it got (job.go)
 //
 // A version chain, e.g. of the entry "main.go" in directory 7 of session S:
 //
@@ -55,6 +56,7 @@ const (
 	pChunkRef   = 'R'
 	pSuperseded = 'S'
 	pPrune      = 'P'
+	pJob        = 'W'
 )
 
 func key(prefix byte, parts ...[]byte) []byte {
@@ -115,6 +117,21 @@ func chunkRefKey(h Hash, sid SessionID) []byte { return key(pChunkRef, h[:], sid
 func supersededKey(sid SessionID, at HLC) []byte { return key(pSuperseded, sid[:], u64(uint64(at))) }
 
 func pruneKey(sid SessionID) []byte { return key(pPrune, sid[:]) }
+
+// purgePrefixes lists every prefix a key of session sid could have: all
+// key kinds but the store-wide ones (meta, chunks, chunk references, jobs),
+// so that a purge also deletes kinds of keys added after it was written.
+func purgePrefixes(sid SessionID) [][]byte {
+	var out [][]byte
+	for b := 0; b < 256; b++ {
+		switch byte(b) {
+		case pMeta, pChunk, pChunkRef, pJob:
+			continue
+		}
+		out = append(out, key(byte(b), sid[:]))
+	}
+	return out
+}
 
 // sessionPrefixes lists the key prefixes that hold a session's own keys.
 func sessionPrefixes(sid SessionID) [][]byte {

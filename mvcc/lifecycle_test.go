@@ -435,12 +435,12 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 		t.Fatalf("receipt %+v", r)
 	}
 	// Wrong token: refused, nothing changed.
-	if _, err := e.st.Purge(sid, "forget-000000000000000000000000", nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Purge(t.Context(), sid, "forget-000000000000000000000000", nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("wrong token: %v", err)
 	}
 	// Stale token: a commit after the receipt.
 	e.write(sid, "notes.txt", []byte("v3\n"))
-	if _, err := e.st.Purge(sid, r.Token, nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Purge(t.Context(), sid, r.Token, nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("stale token: %v", err)
 	}
 	if s := e.mustRead(sid, "notes.txt", Latest); s != "v3\n" {
@@ -451,7 +451,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stages []string
-	done, err := e.st.Purge(sid, r.Token, func(stage string, d, total int64) {
+	done, err := e.st.Purge(t.Context(), sid, r.Token, func(stage string, d, total int64) {
 		if len(stages) == 0 || stages[len(stages)-1] != stage {
 			stages = append(stages, stage)
 		}

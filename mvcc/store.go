@@ -32,6 +32,9 @@ type Store struct {
 	recorded sync.Map   // SessionID -> true: its prune state notes its S records
 	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
 	pruneMu  sync.Mutex // one prune at a time
+
+	// batchHook, if set (tests), is called after each batch of a job.
+	batchHook func(stage string, batches int64)
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
@@ -191,21 +194,17 @@ func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
 	return k, v, err
 }
 
-// Header returns a session's immutable header.
+// Header returns a session's immutable header. A session being purged or
+// redacted is ErrBusy (and ErrNoSession): nothing may read or change it.
 func (t *ReadTx) Header(sid SessionID) (*SessionHeader, error) {
-	k := headerKey(sid)
-	v, err := t.r.Get(k)
+	h, err := t.rawHeader(sid)
 	if err != nil {
 		return nil, err
 	}
-	if v == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNoSession, sid)
+	if h.Busy != "" {
+		return nil, busyError(sid, h.Busy)
 	}
-	var h SessionHeader
-	if err := decode(k, v, &h); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return h, nil
 }
 
 // Forgotten reports whether the session is forgotten as of at, and when.

@@ -284,7 +284,7 @@ func TestXattrsForkAndRedact(t *testing.T) {
 		if err := e.st.SetXattr(f.ID, fa.Ino, "user.k", []byte("fork only"), 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.st.Purge(f.ID, mustPlanPurge(t, e.st, f.ID), nil); err != nil {
+		if _, err := e.st.Purge(t.Context(), f.ID, mustPlanPurge(t, e.st, f.ID), nil); err != nil {
 			t.Fatal(err)
 		}
 	}

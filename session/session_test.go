@@ -231,7 +231,7 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Purge(gone.ID(), r.Token, nil); err != nil {
+	if _, err := st.Purge(t.Context(), gone.ID(), r.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	rr, err := red.PlanRedact(needle, "[gone]")
