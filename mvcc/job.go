@@ -211,20 +211,40 @@ func (s *Store) FinishJob(ctx context.Context, sid SessionID, progress Progress)
 	switch j.Kind {
 	case JobPurge:
 		return s.runPurge(ctx, sid, progress)
+	case JobRedact:
+		return s.runRedact(ctx, sid, progress)
 	}
 	return nil, fmt.Errorf("%w: job %q of session %s", ErrCorrupt, j.Kind, sid)
 }
 
-// jobStep runs one batch of the job on sid: fn gets the job record read in
-// the batch's transaction, changes it (how far it got) and reports whether
-// there is more to do; the record is written back in the same transaction.
-// Between batches it paces and checks ctx.
+// jobStep runs the batches of the job on sid until fn says there is no
+// more to do. fn gets the job record read in the batch's transaction,
+// changes it (how far it got) and the record is written back in the same
+// transaction. prepare, if set, runs before each batch, outside any
+// transaction, with the record as the batch will find it (a redaction
+// stores new content there). Between batches it paces and checks ctx.
 func (s *Store) jobStep(ctx context.Context, sid SessionID, stage string, progress Progress,
-	fn func(tx kv.Txn, j *jobState) (more bool, err error)) error {
+	prepare func(j *jobState) error, fn func(tx kv.Txn, j *jobState) (more bool, err error)) error {
 	for more := true; more; {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("the %s of session %s stopped between two batches (it resumes at the next open of the store): %w",
 				stage, sid, err)
+		}
+		if prepare != nil {
+			var j *jobState
+			if err := s.kv.View(func(r kv.Reader) error {
+				var err error
+				j, err = readJob(r, sid)
+				return err
+			}); err != nil {
+				return err
+			}
+			if j == nil {
+				return fmt.Errorf("%w: the job record of session %s vanished", ErrCorrupt, sid)
+			}
+			if err := prepare(j); err != nil {
+				return err
+			}
 		}
 		t0 := time.Now()
 		var j *jobState

@@ -538,13 +538,13 @@ func TestRedactRewritesHistoryInPlace(t *testing.T) {
 	if r.Files != 4 || r.Versions != 5 || r.Occurrences != 8 || r.Chunks == 0 {
 		t.Fatalf("receipt %+v", r)
 	}
-	if _, err := e.st.Redact(sid, needle, nil, "redact-bogus", nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Redact(t.Context(), sid, needle, nil, "redact-bogus", nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if _, err := e.st.Redact(sid, needle, ptr("[X]"), r.Token, nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Redact(t.Context(), sid, needle, ptr("[X]"), r.Token, nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("token for another replacement: %v", err)
 	}
-	if _, err := e.st.Redact(sid, needle, nil, r.Token, nil); err != nil {
+	if _, err := e.st.Redact(t.Context(), sid, needle, nil, r.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -601,7 +601,7 @@ func TestRedactRewritesHistoryInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.Redact(other, needle, ptr(""), r2.Token, nil); err != nil {
+	if _, err := e.st.Redact(t.Context(), other, needle, ptr(""), r2.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	if hits := rawscan.Hits(t, e.dir, needle); len(hits) != 0 {

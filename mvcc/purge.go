@@ -234,10 +234,12 @@ const (
 
 // runPurge carries out (or resumes) the purge job marked on sid.
 func (s *Store) runPurge(ctx context.Context, sid SessionID, progress Progress) (*PurgeReceipt, error) {
+	s.jobMu.Lock()
+	defer s.jobMu.Unlock()
 	progress, stop := progress.detach()
 	defer stop()
 	var r *PurgeReceipt
-	err := s.jobStep(ctx, sid, "purge", progress, func(tx kv.Txn, j *jobState) (bool, error) {
+	err := s.jobStep(ctx, sid, "purge", progress, nil, func(tx kv.Txn, j *jobState) (bool, error) {
 		r = j.Purge
 		switch j.Phase {
 		case purgeInodes:

@@ -24,11 +24,15 @@ const purgeMarker = "PURGE-MARK-3c9e1f"
 
 // fillSession gives sid n small files (names and inline content carry the
 // marker, each written twice) and two chunked files with the marker in
-// their chunks: enough keys for many batches.
-func fillSession(e *lcEnv, sid SessionID, n int) {
+// their chunks: enough keys for many batches. plainNames leaves the marker
+// out of the names (a redaction refuses names).
+func fillSession(e *lcEnv, sid SessionID, n int, plainNames ...bool) {
 	e.t.Helper()
 	for i := 0; i < n; i++ {
 		p := fmt.Sprintf("d%02d/f-%s-%d", i%16, purgeMarker, i)
+		if len(plainNames) > 0 && plainNames[0] {
+			p = fmt.Sprintf("d%02d/f-%d", i%16, i)
+		}
 		e.write(sid, p, []byte(fmt.Sprintf("v1 %d %s\n", i, purgeMarker)))
 		e.write(sid, p, []byte(fmt.Sprintf("v2 %d %s\n", i, purgeMarker)))
 	}
@@ -68,6 +72,52 @@ func checkPurged(e *lcEnv, sid, keep SessionID, keepPath, keepData string) {
 	}
 }
 
+// commitsDuring commits to session other until run returns, and returns
+// how many batches the job had done (batchHook) after each commit, and
+// the batches in all.
+func commitsDuring(e *lcEnv, other SessionID, run func() error) (seen []int64, total int64) {
+	e.t.Helper()
+	var batches atomic.Int64
+	e.st.batchHook = func(_ string, n int64) { batches.Store(n) }
+	defer func() { e.st.batchHook = nil }()
+	done := make(chan error, 1)
+	go func() { done <- run() }()
+	for finished := false; !finished; {
+		select {
+		case err := <-done:
+			if err != nil {
+				e.t.Fatal(err)
+			}
+			finished = true
+		default:
+		}
+		i := len(seen)
+		e.write(other, fmt.Sprintf("w/%d", i%50), []byte(fmt.Sprintf("commit %d\n", i)))
+		seen = append(seen, batches.Load())
+	}
+	total = batches.Load()
+	between := map[int64]bool{}
+	for _, b := range seen {
+		if b > 0 && b < total {
+			between[b] = true
+		}
+	}
+	e.t.Logf("%d batches; %d commits of the other session, landing between %d different pairs of batches", total, len(seen), len(between))
+	if total < 10 {
+		e.t.Fatalf("the job ran in %d batches: the session is too small to show batching", total)
+	}
+	if len(between) < 3 {
+		e.t.Fatalf("commits of the other session landed between only %d of the job's %d batches (seen %v): they waited for it",
+			len(between), total, seen)
+	}
+	for i := max(0, len(seen)-50); i < len(seen); i++ {
+		if got := e.mustRead(other, fmt.Sprintf("w/%d", i%50), Latest); got != fmt.Sprintf("commit %d\n", i) {
+			e.t.Fatalf("w/%d reads %q after the job", i%50, got)
+		}
+	}
+	return seen, total
+}
+
 func TestPurgeBatchesLetOtherWritersIn(t *testing.T) {
 	e := lcOpen(t)
 	other := e.session("other")
@@ -78,49 +128,10 @@ func TestPurgeBatchesLetOtherWritersIn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var batches atomic.Int64
-	e.st.batchHook = func(_ string, n int64) { batches.Store(n) }
-	done := make(chan error, 1)
-	go func() {
+	commitsDuring(e, other, func() error {
 		_, err := e.st.Purge(t.Context(), sid, r.Token, nil)
-		done <- err
-	}()
-	// Commit to the other session until the purge returns, noting after
-	// each commit how many batches the purge had done.
-	var seen []int64
-	for finished := false; !finished; {
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Fatal(err)
-			}
-			finished = true
-		default:
-		}
-		i := len(seen)
-		e.write(other, fmt.Sprintf("w/%d", i%50), []byte(fmt.Sprintf("commit %d\n", i)))
-		seen = append(seen, batches.Load())
-	}
-	total := batches.Load()
-	between := map[int64]bool{}
-	for _, b := range seen {
-		if b > 0 && b < total {
-			between[b] = true
-		}
-	}
-	t.Logf("%d batches; %d commits of the other session, landing between %d different pairs of batches", total, len(seen), len(between))
-	if total < 10 {
-		t.Fatalf("the purge ran in %d batches: the session is too small to show batching", total)
-	}
-	if len(between) < 3 {
-		t.Fatalf("commits of the other session landed between only %d of the purge's %d batches (seen %v): they waited for the purge",
-			len(between), total, seen)
-	}
-	for i := max(0, len(seen)-50); i < len(seen); i++ {
-		if got := e.mustRead(other, fmt.Sprintf("w/%d", i%50), Latest); got != fmt.Sprintf("commit %d\n", i) {
-			t.Fatalf("w/%d reads %q after the purge", i%50, got)
-		}
-	}
+		return err
+	})
 	checkPurged(e, sid, other, "keep.txt", "kept\n")
 }
 

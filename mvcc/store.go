@@ -33,6 +33,8 @@ type Store struct {
 	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
 	pruneMu  sync.Mutex // one prune at a time
 
+	jobMu sync.Mutex // one purge or redaction runs at a time (job.go)
+
 	// batchHook, if set (tests), is called after each batch of a job.
 	batchHook func(stage string, batches int64)
 }

@@ -213,9 +213,10 @@ func (p *Session) PlanRedact(needle, repl string) (*mvcc.RedactReceipt, error) {
 // Redact rewrites every version of the session containing needle, replacing
 // it with repl, keeping the history's structure; then it re-indexes the
 // session and compacts store and index. token must be the one PlanRedact
-// returned for the same needle, replacement and state.
-func (p *Session) Redact(needle, repl, token string, progress mvcc.Progress) (*mvcc.RedactReceipt, error) {
-	r, err := p.s.st.Redact(p.h.ID, needle, &repl, token, progress)
+// returned for the same needle, replacement and state. Cancelling ctx
+// stops it between two batches; Store.FinishJob finishes it.
+func (p *Session) Redact(ctx context.Context, needle, repl, token string, progress mvcc.Progress) (*mvcc.RedactReceipt, error) {
+	r, err := p.s.st.Redact(ctx, p.h.ID, needle, &repl, token, progress)
 	if err != nil {
 		return r, err
 	}

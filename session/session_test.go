@@ -238,7 +238,7 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := red.Redact(needle, "[gone]", rr.Token, nil); err != nil {
+	if _, err := red.Redact(t.Context(), needle, "[gone]", rr.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{marker, needle} {

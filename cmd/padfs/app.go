@@ -48,6 +48,9 @@ type App struct {
 	// Ctx is the command's context: cancelled when the client of a
 	// forwarded command goes away (long work stops between its steps).
 	Ctx context.Context
+	// Finished lists the jobs finishJobs finished before the command ran,
+	// by session.
+	Finished map[mvcc.SessionID]string
 }
 
 // Context returns a.Ctx, or a background context.
@@ -172,6 +175,7 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 		a := s.app
 		a.In, a.Out, a.Err = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
 		a.Ctx = ctx
+		finishJobs(ctx, &a) // one a client left cut short, say
 		return fn(&a)
 	}
 	cwd, _ := os.Getwd()

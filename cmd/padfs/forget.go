@@ -63,6 +63,10 @@ JSON.`,
 				return errors.New("--confirm goes with --hard")
 			}
 			return withApp(cmd, func(a *App) error {
+				if id, ok := finishedBefore(a, args[0], mvcc.JobPurge); ok && hard {
+					_, err := fmt.Fprintf(a.Out, "purged session %s (the hard forget begun earlier is finished)\n", id)
+					return err
+				}
 				sid, err := sessionByIDOrName(a.Store, args[0]) // a forgotten one by id: it can still be purged
 				if id, perr := mvcc.ParseSessionID(args[0]); perr == nil && hard {
 					if j, ok := busyJob(a, id, err); ok && j.Kind == mvcc.JobPurge {

@@ -26,7 +26,12 @@ func finishJobs(ctx context.Context, a *App) {
 			what, j.Session, j.Done, j.Total, j.Batches)
 		if err := finishJob(ctx, a, j.Session); err != nil {
 			fmt.Fprintf(a.Err, "padfs: warning: the %s of session %s did not finish: %v\n", what, j.Session, oneLine(err.Error()))
+			continue
 		}
+		if a.Finished == nil {
+			a.Finished = map[mvcc.SessionID]string{}
+		}
+		a.Finished[j.Session] = j.Kind
 	}
 }
 
@@ -59,4 +64,15 @@ func busyJob(a *App, sid mvcc.SessionID, err error) (*mvcc.Job, bool) {
 		}
 	}
 	return nil, false
+}
+
+// finishedBefore reports whether the command's session argument arg names
+// a session whose job finishJobs finished just before the command ran
+// (the command then has nothing left to do).
+func finishedBefore(a *App, arg, kind string) (mvcc.SessionID, bool) {
+	id, err := mvcc.ParseSessionID(arg)
+	if err != nil {
+		return id, false
+	}
+	return id, a.Finished[id] == kind
 }
