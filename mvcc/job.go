@@ -270,7 +270,7 @@ func (s *Store) jobStep(ctx context.Context, sid SessionID, stage string, progre
 		}
 		progress.report(stage, j.Done, max(j.Total, j.Done))
 		if s.batchHook != nil {
-			s.batchHook(stage, j.Batches)
+			s.batchHook(stage, j.Batches, time.Since(t0))
 		}
 		pace(t0)
 	}

@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/padfs/padfs/internal/rawscan"
 	"github.com/padfs/padfs/mvcc/kv"
@@ -78,7 +79,7 @@ func checkPurged(e *lcEnv, sid, keep SessionID, keepPath, keepData string) {
 func commitsDuring(e *lcEnv, other SessionID, run func() error) (seen []int64, total int64) {
 	e.t.Helper()
 	var batches atomic.Int64
-	e.st.batchHook = func(_ string, n int64) { batches.Store(n) }
+	e.st.batchHook = func(_ string, n int64, _ time.Duration) { batches.Store(n) }
 	defer func() { e.st.batchHook = nil }()
 	done := make(chan error, 1)
 	go func() { done <- run() }()
@@ -146,7 +147,7 @@ func TestPurgeCancelledResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	e.st.batchHook = func(_ string, n int64) {
+	e.st.batchHook = func(_ string, n int64, _ time.Duration) {
 		if n == 3 {
 			cancel()
 		}
@@ -191,7 +192,7 @@ func TestPurgeCancelledResumes(t *testing.T) {
 	// The same token goes on where it stopped (cancelled again), then
 	// FinishJob finishes it.
 	ctx, cancel = context.WithCancel(t.Context())
-	e.st.batchHook = func(_ string, n int64) {
+	e.st.batchHook = func(_ string, n int64, _ time.Duration) {
 		if n == 6 {
 			cancel()
 		}
@@ -242,7 +243,7 @@ func TestPurgeKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.batchHook = func(stage string, n int64) { fmt.Printf("batch %d\n", n) }
+	st.batchHook = func(_ string, n int64, _ time.Duration) { fmt.Printf("batch %d\n", n) }
 	if _, err := st.Purge(context.Background(), h.ID, r.Token, nil); err != nil {
 		t.Fatal(err)
 	}

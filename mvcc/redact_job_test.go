@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/padfs/padfs/internal/rawscan"
 	"github.com/padfs/padfs/mvcc/kv"
@@ -83,7 +84,7 @@ func TestRedactCancelledResumes(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
-	e.st.batchHook = func(_ string, n int64) {
+	e.st.batchHook = func(_ string, n int64, _ time.Duration) {
 		if n == 2 {
 			cancel()
 		}
@@ -138,7 +139,7 @@ func TestRedactKillChild(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.batchHook = func(stage string, n int64) { fmt.Printf("batch %d\n", n) }
+	st.batchHook = func(_ string, n int64, _ time.Duration) { fmt.Printf("batch %d\n", n) }
 	if _, err := st.Redact(context.Background(), h.ID, purgeMarker, nil, r.Token, nil); err != nil {
 		t.Fatal(err)
 	}

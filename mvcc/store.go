@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -35,8 +36,10 @@ type Store struct {
 
 	jobMu sync.Mutex // one purge or redaction runs at a time (job.go)
 
+	compacting atomic.Bool // a compaction runs (measurements)
+
 	// batchHook, if set (tests), is called after each batch of a job.
-	batchHook func(stage string, batches int64)
+	batchHook func(stage string, batches int64, took time.Duration)
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
