@@ -98,6 +98,21 @@ func writeJob(tx kv.Txn, sid SessionID, j *jobState) error {
 	return tx.Put(jobKey(sid), b)
 }
 
+// checkJobKey checks a "W" key and its value (fsck).
+func checkJobKey(k, v []byte) error {
+	switch {
+	case len(k) == 1+16:
+		var j jobState
+		return decode(k, v, &j)
+	case len(k) == 1+16+1+32 && k[17] == 'h':
+		var h redactedHash
+		return decode(k, v, &h)
+	case len(k) == 1+16+1+32 && k[17] == 'c':
+		return nil
+	}
+	return fmt.Errorf("malformed job key")
+}
+
 // rawHeader is Header without the Busy check (for the jobs themselves).
 func (t *ReadTx) rawHeader(sid SessionID) (*SessionHeader, error) {
 	k := headerKey(sid)
@@ -172,24 +187,34 @@ type Job struct {
 func (s *Store) Jobs() ([]Job, error) {
 	var out []Job
 	err := s.View(func(t *ReadTx) error {
-		prefix := []byte{pJob}
-		return scanKeys(t.r, prefix, func(k, v []byte) error {
+		end := kv.PrefixEnd([]byte{pJob})
+		for pos := []byte{pJob}; ; {
+			var k, v []byte
+			if err := t.r.Scan(pos, end, func(kk, vv []byte) (bool, error) {
+				k, v = append([]byte(nil), kk...), append([]byte(nil), vv...)
+				return false, nil
+			}); err != nil || k == nil {
+				return err
+			}
+			if len(k) < 1+16 {
+				return fmt.Errorf("%w: job key %q", ErrCorrupt, k)
+			}
+			var sid SessionID
+			copy(sid[:], k[1:17])
+			pos = kv.PrefixEnd(k[:17]) // past the session's side records
 			if len(k) != 1+16 {
-				return nil // a redaction's side records
+				continue // side records without their job: the job ended
 			}
 			var j jobState
 			if err := decode(k, v, &j); err != nil {
 				return err
 			}
-			var sid SessionID
-			copy(sid[:], k[1:])
 			jb := Job{Session: sid, Kind: j.Kind, Batches: j.Batches, Done: j.Done, Total: j.Total}
 			if h, err := t.rawHeader(sid); err == nil {
 				jb.Name = h.Name
 			}
 			out = append(out, jb)
-			return nil
-		})
+		}
 	})
 	return out, err
 }

@@ -17,6 +17,10 @@ import (
 // large session run. PADFS_MEASURE_JOB_MB sets the session's size:
 //
 //	PADFS_MEASURE_JOB_MB=1024 go test ./mvcc -run TestMeasureJobStall -v -timeout 60m
+//
+// PADFS_MEASURE_MMAP_GB sets bbolt's initial memory map (default 1 GiB): a
+// store that outgrows its map remaps it, and a remap waits for every open
+// read transaction while new ones wait for it.
 func TestMeasureJobStall(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_JOB_MB"))
 	if mb <= 0 {
@@ -25,6 +29,15 @@ func TestMeasureJobStall(t *testing.T) {
 	for _, kind := range []string{"forget", "redact"} {
 		t.Run(kind, func(t *testing.T) {
 			e := lcOpen(t)
+			if gb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_MMAP_GB")); gb > 0 {
+				e.st.Close()
+				st, err := openDirMmap(e.dir, gb<<30)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				e.st = st
+			}
 			other := e.session("other")
 			sid := e.session("big")
 			const fileSize = 256 << 10
@@ -37,6 +50,13 @@ func TestMeasureJobStall(t *testing.T) {
 				e.write(sid, fmt.Sprintf("d%03d/f%d", i%100, i), buf)
 			}
 			t.Logf("%d MiB written in %v", mb, time.Since(t0).Round(time.Millisecond))
+			// Start from an empty log: the fold of the setup's writes is
+			// not the job's.
+			if f, ok := e.st.kv.(interface{ Flush() error }); ok {
+				if err := f.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
 			var run func() error
 			if kind == "forget" {
 				r, err := e.st.PlanPurge(sid)
@@ -62,14 +82,20 @@ func TestMeasureJobStall(t *testing.T) {
 			}
 			slices.Sort(base)
 			t.Logf("baseline (no job): %d commits; p50 %v p99 %v max %v", len(base), base[len(base)/2], base[len(base)*99/100], base[len(base)-1])
-			var maxBatch atomic.Int64
-			var nBatch atomic.Int64
-			e.st.batchHook = func(_ string, _ int64, took time.Duration) {
-				nBatch.Add(1)
+			var maxBatch, maxAt, nBatch atomic.Int64
+			e.st.batchHook = func(_ string, n int64, took time.Duration) {
+				nBatch.Store(n)
 				if int64(took) > maxBatch.Load() {
 					maxBatch.Store(int64(took))
+					maxAt.Store(n)
 				}
 			}
+			type stall struct {
+				d     time.Duration
+				batch int64
+				stage string
+			}
+			var stalls []stall
 			var mu sync.Mutex
 			lat := map[string][]time.Duration{}
 			done := make(chan error, 1)
@@ -94,22 +120,27 @@ func TestMeasureJobStall(t *testing.T) {
 						t.Logf("%s %d MiB, %s: %d commits of another session; p50 %v p99 %v max %v",
 							kind, mb, st, len(ds), ds[len(ds)/2], ds[len(ds)*99/100], ds[len(ds)-1])
 					}
-					t.Logf("%s %d MiB took %v: %d batches, the longest %v", kind, mb, total.Round(time.Millisecond),
-						nBatch.Load(), time.Duration(maxBatch.Load()))
+					t.Logf("%s %d MiB took %v: %d batches, the longest %v (batch %d)", kind, mb, total.Round(time.Millisecond),
+						nBatch.Load(), time.Duration(maxBatch.Load()), maxAt.Load())
+					slices.SortFunc(stalls, func(a, b stall) int { return int(b.d - a.d) })
+					for _, st := range stalls[:min(5, len(stalls))] {
+						t.Logf("  a long wait: %v, after batch %d (%s)", st.d, st.batch, st.stage)
+					}
 					return
 				default:
 				}
-				c0 := time.Now()
+				c0, b0 := time.Now(), nBatch.Load()
+				st := "batches"
+				if e.st.compacting.Load() {
+					st = "compact"
+				}
 				if _, err := e.st.Create(other, h.Root, fmt.Sprintf("f%d", i), Attr{Mode: sIFREG | 0o644}, ""); err != nil {
 					t.Fatal(err)
 				}
 				d := time.Since(c0)
 				mu.Lock()
-				st := "batches"
-				if e.st.compacting.Load() {
-					st = "compact"
-				}
 				lat[st] = append(lat[st], d)
+				stalls = append(stalls, stall{d, b0, st})
 				mu.Unlock()
 			}
 		})

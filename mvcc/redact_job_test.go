@@ -112,6 +112,16 @@ func TestRedactCancelledResumes(t *testing.T) {
 	if _, err := e.st.Redact(t.Context(), sid, purgeMarker, ptr("[X]"), r.Token, nil); !errors.Is(err, ErrBusy) {
 		t.Fatalf("redaction with another replacement: %v", err)
 	}
+	// fsck knows the job's records (the mark and the side records).
+	rep, err := e.st.Fsck(FsckOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range rep.Problems {
+		if strings.HasPrefix(p.Key, `"W`) || strings.Contains(p.Detail, "prefix") {
+			t.Fatalf("fsck during a redaction: %+v", p)
+		}
+	}
 	// The same command finishes it.
 	if _, err := e.st.Redact(t.Context(), sid, purgeMarker, nil, r.Token, nil); err != nil {
 		t.Fatal(err)
