@@ -54,17 +54,23 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 	if err != nil {
 		return fail(err)
 	}
-	// The swap: no transaction may run on the old file any more.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.usable(); err != nil {
-		return fail(err)
-	}
+	// Views still read the old file through its descriptor; no Update
+	// runs (upMu), so nothing written is missing from the copy.
 	if err := os.Rename(tmp, s.path); err != nil {
 		return fail(err)
 	}
+	// The swap, the only step no transaction may overlap: closing the old
+	// file and the directory's fsync come after it.
+	s.mu.Lock()
 	old := s.db
-	s.db = dst
+	if s.db != nil {
+		s.db = dst
+	}
+	s.mu.Unlock()
+	if old == nil {
+		_ = dst.Close()
+		return kv.ErrClosed
+	}
 	if err := old.Close(); err != nil {
 		return fmt.Errorf("kv/bolt %s: compact: close old file: %w", s.path, err)
 	}
