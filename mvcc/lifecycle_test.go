@@ -423,6 +423,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 	if _, err := e.st.CreateCheckpoint(sid, "cp-"+inline); err != nil {
 		t.Fatal(err)
 	}
+	e.settle()
 	if len(rawscan.Hits(t, e.dir, chunked)) == 0 || len(rawscan.Hits(t, e.dir, inline)) == 0 {
 		t.Fatal("markers not on disk before the purge: the test proves nothing")
 	}
