@@ -219,8 +219,18 @@ func (rd *redactor) prepare(j *jobState) error {
 		}
 		rd.contents[ck] = c
 	}
+	if f, ok := rd.s.kv.(flusher); ok && len(pending) > 0 {
+		// Fold the new content into the base now, in the job's time: left
+		// to the background flush, megabytes of it per batch fill the
+		// log's memtables until other sessions' commits wait for the fold.
+		return f.Flush()
+	}
 	return nil
 }
+
+// flusher is a driver that buffers writes (kv/wal): Flush moves them to
+// its base.
+type flusher interface{ Flush() error }
 
 // errStopScan ends a scanKeys early.
 var errStopScan = errors.New("stop scan")
