@@ -433,7 +433,7 @@ func TestImportChecksRecords(t *testing.T) {
 	if _, err := b.st.ImportSession(bytes.NewReader(rewriteArchive(t, arch, func(k, v []byte) ([]byte, bool) { return v, true }))); err != nil {
 		t.Fatalf("the re-framed archive: %v", err)
 	}
-	if _, err := b.st.Purge(sid, mustToken(t, b.st, sid), nil); err != nil {
+	if _, err := b.st.Purge(t.Context(), sid, mustToken(t, b.st, sid), nil); err != nil {
 		t.Fatal(err)
 	}
 	other := testID()

@@ -344,6 +344,10 @@ func (st *fsckState) check(k, v []byte) {
 		if err != nil {
 			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
 		}
+	case pJob:
+		if err := checkJobKey(k, v); err != nil {
+			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+		}
 	default:
 		bad(ProblemRecord, fmt.Sprintf("unknown key prefix %q", k[0]))
 	}

@@ -19,6 +19,7 @@ package mvcc
 //	"P" sid[16]                                -> prune state: pruned up to, points kept, records since (prune.go)
 //	"L" sid[16]                                -> live-entry index state: complete, or how far its build got (liveidx.go)
 //	"L" sid[16] parent[8] name                 -> live entry: the newest entry version of a live name (ino, type, hlc)
+//	"W" sid[16] ...                            -> a purge or redaction under way: where it got (job.go)
 //
 // How a version chain is read: see the package comment (doc.go).
 
@@ -49,6 +50,7 @@ const (
 	pSuperseded = 'S'
 	pPrune      = 'P'
 	pLive       = 'L'
+	pJob        = 'W'
 )
 
 func key(prefix byte, parts ...[]byte) []byte {
@@ -109,6 +111,21 @@ func chunkRefKey(h Hash, sid SessionID) []byte { return key(pChunkRef, h[:], sid
 func supersededKey(sid SessionID, at HLC) []byte { return key(pSuperseded, sid[:], u64(uint64(at))) }
 
 func pruneKey(sid SessionID) []byte { return key(pPrune, sid[:]) }
+
+// purgePrefixes lists every prefix a key of session sid could have: all
+// key kinds but the store-wide ones (meta, chunks, chunk references, jobs),
+// so that a purge also deletes kinds of keys added after it was written.
+func purgePrefixes(sid SessionID) [][]byte {
+	var out [][]byte
+	for b := 0; b < 256; b++ {
+		switch byte(b) {
+		case pMeta, pChunk, pChunkRef, pJob:
+			continue
+		}
+		out = append(out, key(byte(b), sid[:]))
+	}
+	return out
+}
 
 // sessionPrefixes lists the key prefixes that hold a session's own keys.
 func sessionPrefixes(sid SessionID) [][]byte {

@@ -194,5 +194,7 @@ func (s *Store) compactKV(progress func(done, total int64)) error {
 	if !ok {
 		return fmt.Errorf("storage driver %T cannot compact its files: deleted bytes may remain on disk", s.kv)
 	}
+	s.compacting.Store(true)
+	defer s.compacting.Store(false)
 	return c.Compact(progress)
 }

@@ -424,6 +424,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 	if _, err := e.st.CreateCheckpoint(sid, "cp-"+inline); err != nil {
 		t.Fatal(err)
 	}
+	e.settle()
 	if len(rawscan.Hits(t, e.dir, chunked)) == 0 || len(rawscan.Hits(t, e.dir, inline)) == 0 {
 		t.Fatal("markers not on disk before the purge: the test proves nothing")
 	}
@@ -436,12 +437,12 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 		t.Fatalf("receipt %+v", r)
 	}
 	// Wrong token: refused, nothing changed.
-	if _, err := e.st.Purge(sid, "forget-000000000000000000000000", nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Purge(t.Context(), sid, "forget-000000000000000000000000", nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("wrong token: %v", err)
 	}
 	// Stale token: a commit after the receipt.
 	e.write(sid, "notes.txt", []byte("v3\n"))
-	if _, err := e.st.Purge(sid, r.Token, nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Purge(t.Context(), sid, r.Token, nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("stale token: %v", err)
 	}
 	if s := e.mustRead(sid, "notes.txt", Latest); s != "v3\n" {
@@ -452,7 +453,7 @@ func TestHardForgetLeavesNoByteOnDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stages []string
-	done, err := e.st.Purge(sid, r.Token, func(stage string, d, total int64) {
+	done, err := e.st.Purge(t.Context(), sid, r.Token, func(stage string, d, total int64) {
 		if len(stages) == 0 || stages[len(stages)-1] != stage {
 			stages = append(stages, stage)
 		}
@@ -540,13 +541,13 @@ func TestRedactRewritesHistoryInPlace(t *testing.T) {
 	if r.Files != 4 || r.Versions != 5 || r.Occurrences != 8 || r.Chunks == 0 {
 		t.Fatalf("receipt %+v", r)
 	}
-	if _, err := e.st.Redact(sid, needle, nil, "redact-bogus", nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Redact(t.Context(), sid, needle, nil, "redact-bogus", nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("wrong token: %v", err)
 	}
-	if _, err := e.st.Redact(sid, needle, ptr("[X]"), r.Token, nil); !errors.Is(err, ErrToken) {
+	if _, err := e.st.Redact(t.Context(), sid, needle, ptr("[X]"), r.Token, nil); !errors.Is(err, ErrToken) {
 		t.Fatalf("token for another replacement: %v", err)
 	}
-	if _, err := e.st.Redact(sid, needle, nil, r.Token, nil); err != nil {
+	if _, err := e.st.Redact(t.Context(), sid, needle, nil, r.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 
@@ -603,7 +604,7 @@ func TestRedactRewritesHistoryInPlace(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.Redact(other, needle, ptr(""), r2.Token, nil); err != nil {
+	if _, err := e.st.Redact(t.Context(), other, needle, ptr(""), r2.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	if hits := rawscan.Hits(t, e.dir, needle); len(hits) != 0 {

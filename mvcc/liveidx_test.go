@@ -590,7 +590,7 @@ func TestHardForgetDeletesLiveKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.st.Purge(sid, r.Token, nil); err != nil {
+	if _, err := e.st.Purge(context.Background(), sid, r.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	if n := countKeys(t, e.st, key(pLive, sid[:])); n != 0 {

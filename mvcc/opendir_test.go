@@ -11,11 +11,15 @@ import (
 // OpenDir opens a data directory's store the way internal/storeopen does
 // (bolt behind the WAL), which mvcc's own tests cannot import; storeopen's
 // tests cover its damage checks.
-func OpenDir(dir string) (*Store, error) {
+func OpenDir(dir string) (*Store, error) { return openDirMmap(dir, 0) }
+
+// openDirMmap is OpenDir with bbolt's initial memory map of mmap bytes (0:
+// its default).
+func openDirMmap(dir string, mmap int) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{})
+	b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{MmapSize: mmap})
 	if err != nil {
 		return nil, err
 	}

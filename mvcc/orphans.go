@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
 )
@@ -12,43 +13,81 @@ import (
 // Orphan chunks. PutContent stores a file's chunks before the commit that
 // references them, so a commit that then fails (the file was removed
 // meanwhile, the session was forgotten, the disk filled) leaves chunks no
-// session references. They may hold anyone's bytes, so a hard forget or a
-// redaction deletes them too; a commit racing with that deletion notices
-// the missing chunk inside its serialized write (PutInode) and stores its
-// content again.
+// session references. They may hold anyone's bytes. A hard forget or a
+// redaction looks only at the chunks the versions it removes or rewrites
+// named (its cost is the session's, not the store's), so it does not find
+// these; Compact (padfs compact) sweeps them first, in short batches. A
+// commit racing with that deletion notices the missing chunk inside its
+// serialized write (PutInode) and stores its content again.
 
 // errChunkGone means a chunk was deleted between PutContent and the commit.
 var errChunkGone = errors.New("chunk deleted before its commit")
 
-// deleteOrphanChunks deletes, inside tx, every chunk no session
-// references, and returns how many it deleted.
-func deleteOrphanChunks(tx kv.Txn) (int, error) {
-	var orphans [][]byte
-	prefix := []byte{pChunk}
-	err := tx.Scan(prefix, kv.PrefixEnd(prefix), func(k, _ []byte) (bool, error) {
-		orphans = append(orphans, append([]byte(nil), k...))
-		return true, nil
-	})
-	if err != nil {
-		return 0, err
-	}
+// sweepOrphanChunks deletes every chunk no session references, reading
+// the chunk keys in pages and deleting each page's orphans in a short
+// transaction of its own (paced as a prune's batches); it returns how many
+// it deleted.
+func (s *Store) sweepOrphanChunks() (int, error) {
+	end := kv.PrefixEnd([]byte{pChunk})
+	pos := []byte{pChunk}
 	n := 0
-	for _, k := range orphans {
-		rp := key(pChunkRef, k[1:])
-		used := false
-		if err := tx.Scan(rp, kv.PrefixEnd(rp), func(_, _ []byte) (bool, error) {
-			used = true
-			return false, nil
+	for pos != nil {
+		var cand []Hash
+		err := s.kv.View(func(r kv.Reader) error {
+			var keys [][]byte
+			err := r.Scan(pos, end, func(k, _ []byte) (bool, error) {
+				keys = append(keys, append([]byte(nil), k...))
+				return len(keys) < jobBatch, nil
+			})
+			if err != nil {
+				return err
+			}
+			pos = nil
+			if len(keys) == jobBatch {
+				pos = append(keys[len(keys)-1], 0)
+			}
+			for _, k := range keys {
+				if len(k) != 1+len(Hash{}) {
+					return fmt.Errorf("%w: chunk key %q", ErrCorrupt, k)
+				}
+				rp := key(pChunkRef, k[1:])
+				used := false
+				if err := r.Scan(rp, kv.PrefixEnd(rp), func(_, _ []byte) (bool, error) {
+					used = true
+					return false, nil
+				}); err != nil {
+					return err
+				}
+				if !used {
+					var h Hash
+					copy(h[:], k[1:])
+					cand = append(cand, h)
+				}
+			}
+			return nil
+		})
+		if err != nil || len(cand) == 0 {
+			if err != nil {
+				return n, err
+			}
+			continue
+		}
+		t0 := time.Now()
+		if err := s.kv.Update(func(tx kv.Txn) error {
+			for _, h := range cand {
+				gone, err := deleteChunkIfUnused(tx, h) // again: a commit may have taken it up
+				if err != nil {
+					return err
+				}
+				if gone {
+					n++
+				}
+			}
+			return nil
 		}); err != nil {
 			return n, err
 		}
-		if used {
-			continue
-		}
-		if err := tx.Delete(k); err != nil {
-			return n, err
-		}
-		n++
+		pace(t0)
 	}
 	return n, nil
 }

@@ -2,9 +2,9 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
+	"github.com/padfs/padfs/internal/rawscan"
 	"testing"
-
-	"github.com/padfs/padfs/mvcc/kv"
 )
 
 func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
@@ -16,8 +16,8 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 	}
 	kept := writeFile(t, st, sid, root, "kept", bytes.Repeat([]byte("kept "), 2000))
 	before := countPrefix(t, st, pChunk)
-	var n int
-	if err := st.kv.Update(func(tx kv.Txn) (err error) { n, err = deleteOrphanChunks(tx); return err }); err != nil {
+	n, err := st.sweepOrphanChunks()
+	if err != nil {
 		t.Fatal(err)
 	}
 	if n != 1 || countPrefix(t, st, pChunk) != before-1 {
@@ -40,7 +40,7 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 	err = st.commitContent(r, func(c *Content) error {
 		if !swept {
 			swept = true
-			if err := st.kv.Update(func(tx kv.Txn) error { _, err := deleteOrphanChunks(tx); return err }); err != nil {
+			if _, err := st.sweepOrphanChunks(); err != nil {
 				return err
 			}
 		}
@@ -60,5 +60,29 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 	}
 	if got := readFile(t, st, sid, "late", Latest); got != string(data) {
 		t.Fatal("content committed after a sweep does not read back")
+	}
+}
+
+// TestCompactSweepsOrphans: content stored for a commit that never came is
+// on disk until padfs compact, which deletes it (a purge or a redaction
+// looks only at the chunks its versions named).
+func TestCompactSweepsOrphans(t *testing.T) {
+	e := lcOpen(t)
+	sid := e.session("s")
+	e.write(sid, "kept.bin", bigText(4, 200<<10, "KEPT-MARK-9a1c", 1000))
+	if _, err := e.st.PutContent(context.Background(), bytes.NewReader(bigText(5, 200<<10, "ORPHAN-MARK-77d2", 1000))); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.st.Compact(nil); err != nil {
+		t.Fatal(err)
+	}
+	if hits := rawscan.Hits(t, e.dir, "ORPHAN-MARK-77d2"); len(hits) > 0 {
+		t.Fatalf("orphan content on disk after Compact: %v", hits)
+	}
+	if len(rawscan.Hits(t, e.dir, "KEPT-MARK-9a1c")) == 0 {
+		t.Fatal("referenced content gone after Compact")
 	}
 }

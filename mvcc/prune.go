@@ -757,12 +757,16 @@ func (io *pruneIO) scan(start, end []byte, fn func(k []byte) bool) error {
 	})
 }
 
-// Compact rewrites the store's files so that the space freed by prunes
-// and deletions goes back to the filesystem and no freed page still holds
-// deleted bytes. Every commit waits while it runs (it copies the live keys
-// into a fresh file).
+// Compact deletes the orphan chunks failed commits left (orphans.go), then
+// rewrites the store's files so that the space freed by prunes and
+// deletions goes back to the filesystem and no freed page still holds
+// deleted bytes. It copies the live keys into a fresh file; behind the WAL
+// commits go on meanwhile (kv/wal Compact).
 func (s *Store) Compact(progress Progress) error {
 	progress, stop := progress.detach()
 	defer stop()
+	if _, err := s.sweepOrphanChunks(); err != nil {
+		return err
+	}
 	return s.compactKV(func(done, total int64) { progress.report("compact", done, total) })
 }

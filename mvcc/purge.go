@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -14,17 +15,23 @@ import (
 //
 //  1. PlanPurge changes nothing and returns a receipt: what would go, and
 //     a token bound to it (to the session's last event and to every count).
-//  2. Purge(sid, token) recomputes the receipt inside its write transaction
-//     and refuses (ErrToken) unless the token matches, so a stale receipt
-//     (the session changed, or a fork started sharing its chunks) purges
-//     nothing. Then it deletes every key of the session (header, state,
-//     counters, checkpoints, events, entries, inodes with their inline
-//     content), the session's chunk references, and every chunk no other
-//     session references, in one transaction; and compacts the storage so
-//     that no freed page still holds the bytes.
+//  2. Purge(ctx, sid, token) recomputes the receipt and refuses (ErrToken)
+//     unless the token matches, so a stale receipt (the session changed,
+//     or a fork started sharing its chunks) purges nothing. Then it runs
+//     as a job (job.go): the mark makes the session invisible at once,
+//     and batches of at most jobBatch keys delete, first, the inode
+//     versions with the session's chunk references and every chunk they
+//     name that no other session references (only those chunks are
+//     looked at, never the whole chunk keyspace), then every other key
+//     under the session's prefixes (purgePrefixes: header, state,
+//     counters, checkpoints, events, entries, xattrs, records, and any
+//     kind added later), the header last. Then it compacts the storage
+//     so that no freed page still holds the bytes.
 //
 // Chunks shared with another session (a fork, or equal bytes written
-// there) stay: they are that session's content too. The receipt counts them.
+// there) stay: they are that session's content too. The receipt counts
+// them; each batch decides afresh, so a chunk another session took up
+// after the receipt stays as well.
 
 // PurgeReceipt describes what a hard forget removes.
 type PurgeReceipt struct {
@@ -183,69 +190,238 @@ func (p Progress) detach() (detached Progress, stop func()) {
 }
 
 // Purge irreversibly removes session sid if token matches the receipt
-// PlanPurge returns now (else ErrToken, and nothing changed), then compacts
-// the storage so no byte of it remains in the store's files. It returns
-// the receipt it carried out. Other layers keep their own copies (the
-// search index): the caller purges those too.
-func (s *Store) Purge(sid SessionID, token string, progress Progress) (*PurgeReceipt, error) {
+// PlanPurge returns now (else ErrToken, and nothing changed), in batches,
+// then compacts the storage so no byte of it remains in the store's files.
+// It returns the receipt it carried out. Cancelling ctx stops it between
+// two batches; the session stays marked, and Purge with the same token
+// (or FinishJob) finishes it. Other layers keep their own copies (the search
+// index): the caller purges those too.
+func (s *Store) Purge(ctx context.Context, sid SessionID, token string, progress Progress) (*PurgeReceipt, error) {
+	token = strings.TrimSpace(token)
+	var j *jobState
+	var r *PurgeReceipt
+	err := s.kv.View(func(rd kv.Reader) error {
+		var err error
+		if j, err = readJob(rd, sid); err != nil || j != nil {
+			return err
+		}
+		r, _, err = (&ReadTx{s: s, r: rd}).planPurge(sid)
+		return err
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case j != nil && j.Kind == JobPurge && j.Token == token:
+		return s.runPurge(ctx, sid, progress) // cut short before: finish it
+	case j != nil:
+		return nil, busyError(sid, j.Kind)
+	case token != r.Token:
+		return nil, fmt.Errorf("%w: session %s", ErrToken, sid)
+	}
+	j = &jobState{Kind: JobPurge, Token: r.Token, Total: int64(r.Keys), Purge: r}
+	if err := s.kv.Update(func(tx kv.Txn) error { return s.markJobLocked(tx, sid, r.LastSeq, j) }); err != nil {
+		return nil, err
+	}
+	return s.runPurge(ctx, sid, progress)
+}
+
+// Phases of a purge job.
+const (
+	purgeInodes = iota // inode versions, their chunk references and chunks
+	purgeKeys          // every other key of the session but the header
+	purgeEnd           // check that nothing is left; the header and the job go
+)
+
+// runPurge carries out (or resumes) the purge job marked on sid.
+func (s *Store) runPurge(ctx context.Context, sid SessionID, progress Progress) (*PurgeReceipt, error) {
+	s.jobMu.Lock()
+	defer s.jobMu.Unlock()
 	progress, stop := progress.detach()
 	defer stop()
 	var r *PurgeReceipt
-	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &ReadTx{s: s, r: tx}
-		var del []Hash
-		var err error
-		if r, del, err = t.planPurge(sid); err != nil {
-			return err
+	err := s.jobStep(ctx, sid, "purge", progress, nil, func(tx kv.Txn, j *jobState) (bool, error) {
+		r = j.Purge
+		switch j.Phase {
+		case purgeInodes:
+			return true, purgeInodeBatch(tx, sid, j)
+		case purgeKeys:
+			return true, purgeKeyBatch(tx, sid, j)
 		}
-		if strings.TrimSpace(token) != r.Token {
-			return fmt.Errorf("%w: session %s", ErrToken, sid)
-		}
-		s.paths.drop(sid)
-		s.dropPruneCache(sid)
-		total, done := int64(r.Keys), int64(0)
-		progress.report("purge", 0, total)
-		step := func() {
-			if done++; done%4096 == 0 || done == total {
-				progress.report("purge", done, total)
-			}
-		}
-		// Chunk references first (they are found through the inodes).
-		chunks, err := t.sessionChunks(sid)
-		if err != nil {
-			return err
-		}
-		for _, h := range sortedHashes(chunks) {
-			if err := tx.Delete(chunkRefKey(h, sid)); err != nil {
-				return err
-			}
-			step()
-		}
-		for _, h := range del {
-			if err := tx.Delete(chunkKey(h)); err != nil {
-				return err
-			}
-			step()
-		}
-		for _, p := range sessionPrefixes(sid) {
-			if err := scanKeys(tx, p, func(k, _ []byte) error {
-				step()
-				return tx.Delete(k)
-			}); err != nil {
-				return err
-			}
-		}
-		if _, err := deleteOrphanChunks(tx); err != nil {
-			return err
-		}
-		progress.report("purge", total, total)
-		return nil
+		return purgeFinish(tx, sid, j)
 	})
+	s.paths.drop(sid)
+	s.dropPruneCache(sid)
 	if err != nil {
 		return nil, err
 	}
-	if err := s.compactKV(func(done, total int64) { progress.report("compact", done, total) }); err != nil {
-		return r, fmt.Errorf("session %s was purged from the store, but compacting its files failed (deleted bytes may remain on disk until a compaction succeeds): %w", sid, err)
+	if r == nil {
+		r = &PurgeReceipt{Session: sid}
 	}
-	return r, nil
+	return r, s.compactAfter(sid, "purged from the store", progress)
+}
+
+// purgeInodeBatch deletes up to jobBatch keys' worth of inode versions
+// from j.Cursor on, each with its chunk references and the chunks nobody
+// else references; a version naming more chunks than a batch takes is
+// done over several (j.Pos). At the end of the versions it moves j on to
+// purgeKeys.
+func purgeInodeBatch(tx kv.Txn, sid SessionID, j *jobState) error {
+	prefix := key(pInode, sid[:])
+	start := prefix
+	if j.Cursor != nil {
+		start = j.Cursor
+	}
+	type version struct {
+		k []byte
+		n Inode
+	}
+	var vs []version
+	size, more := 0, false
+	err := tx.Scan(start, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+		if len(vs) == jobBatch || size > 8<<20 {
+			more = true
+			return false, nil
+		}
+		var n Inode
+		if err := decode(k, v, &n); err != nil {
+			return false, err
+		}
+		vs = append(vs, version{append([]byte(nil), k...), n})
+		size += len(v)
+		return true, nil
+	})
+	if err != nil {
+		return err
+	}
+	budget := jobBatch
+	for _, v := range vs {
+		hs := chunkSet(&v.n)
+		for ; j.Pos < len(hs) && budget > 0; j.Pos++ {
+			n, err := dropChunkRef(tx, hs[j.Pos], sid)
+			if err != nil {
+				return err
+			}
+			j.Done += int64(n)
+			budget -= 2
+		}
+		if j.Pos < len(hs) {
+			j.Cursor = v.k // the rest of its chunks in the next batch
+			return nil
+		}
+		if err := tx.Delete(v.k); err != nil {
+			return err
+		}
+		j.Done++
+		j.Pos, j.Cursor = 0, append(v.k, 0)
+		if budget--; budget <= 0 {
+			return nil
+		}
+	}
+	if !more {
+		j.Phase, j.Cursor, j.Pos = purgeKeys, nil, 0
+	}
+	return nil
+}
+
+// dropChunkRef deletes sid's reference to chunk h and then the chunk if no
+// session references it any more; it returns the keys it deleted.
+func dropChunkRef(tx kv.Txn, h Hash, sid SessionID) (int, error) {
+	n := 0
+	rk := chunkRefKey(h, sid)
+	if v, err := tx.Get(rk); err != nil {
+		return n, err
+	} else if v != nil {
+		if err := tx.Delete(rk); err != nil {
+			return n, err
+		}
+		n++
+	}
+	gone, err := deleteChunkIfUnused(tx, h)
+	if gone {
+		n++
+	}
+	return n, err
+}
+
+// deleteChunkIfUnused deletes chunk h if no session references it, and
+// says whether it did.
+func deleteChunkIfUnused(tx kv.Txn, h Hash) (bool, error) {
+	rp := key(pChunkRef, h[:])
+	used := false
+	if err := tx.Scan(rp, kv.PrefixEnd(rp), func(_, _ []byte) (bool, error) {
+		used = true
+		return false, nil
+	}); err != nil || used {
+		return false, err
+	}
+	ck := chunkKey(h)
+	if v, err := tx.Get(ck); err != nil || v == nil {
+		return false, err
+	}
+	return true, tx.Delete(ck)
+}
+
+// purgeKeyBatch deletes up to jobBatch keys under the session's prefixes
+// but the header, from prefix j.Pos, key j.Cursor on; after the last one
+// it moves j on to purgeEnd.
+func purgeKeyBatch(tx kv.Txn, sid SessionID, j *jobState) error {
+	prefixes := purgePrefixes(sid)
+	budget := jobBatch
+	for ; j.Pos < len(prefixes); j.Pos, j.Cursor = j.Pos+1, nil {
+		p := prefixes[j.Pos]
+		if p[0] == pHeader {
+			continue // last: it keeps the session marked
+		}
+		start := p
+		if j.Cursor != nil {
+			start = j.Cursor
+		}
+		var ks [][]byte
+		if err := tx.Scan(start, kv.PrefixEnd(p), func(k, _ []byte) (bool, error) {
+			ks = append(ks, append([]byte(nil), k...))
+			return len(ks) < budget, nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range ks {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		j.Done += int64(len(ks))
+		if budget -= len(ks); budget <= 0 {
+			j.Cursor = append(ks[len(ks)-1], 0)
+			return nil
+		}
+	}
+	j.Phase, j.Cursor, j.Pos = purgeEnd, nil, 0
+	return nil
+}
+
+// purgeFinish deletes the header and the job record if no other key of
+// the session is left (a prune that was running when the purge began may
+// have written one since: then the key phase runs again).
+func purgeFinish(tx kv.Txn, sid SessionID, j *jobState) (bool, error) {
+	for _, p := range purgePrefixes(sid) {
+		if p[0] == pHeader {
+			continue
+		}
+		left := false
+		if err := tx.Scan(p, kv.PrefixEnd(p), func(_, _ []byte) (bool, error) {
+			left = true
+			return false, nil
+		}); err != nil {
+			return false, err
+		}
+		if left {
+			j.Phase, j.Cursor, j.Pos = purgeKeys, nil, 0
+			return true, nil
+		}
+	}
+	if err := tx.Delete(headerKey(sid)); err != nil {
+		return false, err
+	}
+	j.Done++
+	j.Phase = jobDone
+	return false, tx.Delete(jobKey(sid))
 }

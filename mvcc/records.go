@@ -116,6 +116,9 @@ type SessionHeader struct {
 	// Parent and ForkedAt are set when the session was forked from another.
 	Parent   *SessionID `cbor:"5,keyasint,omitempty"`
 	ForkedAt HLC        `cbor:"6,keyasint,omitempty"`
+	// Busy is set while a purge or redaction of the session runs (JobPurge,
+	// JobRedact; job.go): Header then refuses the session.
+	Busy string `cbor:"16,keyasint,omitempty" json:"-"`
 }
 
 // sessionState is one version of a session's lifecycle state.

@@ -2,7 +2,6 @@ package mvcc
 
 import (
 	"bytes"
-	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -14,19 +13,28 @@ import (
 //
 // It is the one deliberate rewrite in place of padfs: every inode version
 // whose content, symlink target or inline xattr values contain the needle,
-// and every xattr version whose value does, is rewritten UNDER ITS OWN KEY, so the history keeps its structure (the same
-// versions, HLCs, paths and event sequence) and only the bytes change.
-// Writing new versions instead would leave the old ones, which is the very
-// thing a leaked secret must not survive; rewriting a version's key would
-// change the history's HLCs, which .asof/ links, checkpoints and the event
-// log refer to. The rewritten versions get new content (new chunks for
-// chunked files; ContentHLC set to the redaction's commit so caches keyed on
-// it drop the old bytes), events that recorded the old content's size and
-// hash (or a symlink target) are updated the same way, and chunks no
-// version of the session uses any more lose its reference and are deleted
-// when no other session references them. One new event, session.redact,
-// records how many versions changed, never the needle. Then the storage is
-// compacted so no freed page keeps the old bytes.
+// and every xattr version whose value does, is rewritten UNDER ITS OWN KEY,
+// so the history keeps its structure (the same versions, HLCs, paths and
+// event sequence) and only the bytes change. Writing new versions instead
+// would leave the old ones, which is the very thing a leaked secret must
+// not survive; rewriting a version's key would change the history's HLCs,
+// which .asof/ links, checkpoints and the event log refer to. The
+// rewritten versions get new content (new chunks for chunked files;
+// ContentHLC set to the HLC of the redaction's mark so caches keyed on it
+// drop the old bytes), events that recorded the old content's size and
+// hash (or a symlink target) are updated the same way, and the chunks the
+// rewritten versions stopped naming (only those are checked) are deleted
+// when no version of any session names them any more. One new event,
+// session.redact, records how many versions changed, never the needle.
+// Then the storage is compacted so no freed page keeps the old bytes.
+//
+// It runs as a job (job.go): the mark (the session is invisible until the
+// end), then batches of at most jobBatch versions, xattr versions, events
+// and chunks, each its own transaction (the new content of a batch is
+// stored before it, outside, as PutContent always is); cut short, it
+// resumes where it stopped (FinishJob, or Redact with the same token). The
+// job record holds the needle until the end, like the content it is
+// erased from.
 //
 // Scope: file content (inline and chunked), symlink targets and xattr
 // values, in every version. Names are keys of the history (file names in
@@ -68,14 +76,34 @@ type RedactReceipt struct {
 	Token        string      `json:"token"`
 }
 
-// redactPlan is a receipt plus what the rewrite needs.
+// redactPlan is a receipt plus what computing it found.
 type redactPlan struct {
-	r        *RedactReceipt
-	versions [][]byte          // inode version keys to rewrite
-	xattrs   [][]byte          // xattr version keys to rewrite
-	contents map[string]*Inode // content key -> a version holding it (content to redact)
-	unref    []Hash            // chunks the session stops using
-	del      map[Hash]bool     // ... of which no other session uses
+	r            *RedactReceipt
+	needle, repl string
+	names        nameHits
+	contents     map[string]*Inode // content key -> a version holding it (content to redact)
+	keep         map[Hash]bool     // chunks the session still uses afterwards
+	old          map[Hash]bool     // chunks of the content being rewritten
+	files        map[Ino]bool
+	keys         int64 // inode and xattr versions and events: the job's progress total
+}
+
+// nameHits collects where the needle was found in a name (a few, for the
+// message).
+type nameHits []string
+
+func (nh *nameHits) add(where string) {
+	if len(*nh) < 5 {
+		*nh = append(*nh, where)
+	}
+}
+
+func (nh nameHits) err() error {
+	if len(nh) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the text occurs in names (%s): redaction rewrites content, symlink targets and xattr values only, since names are the keys of the history; use a hard forget of the session instead",
+		ErrInvalid, strings.Join(nh, "; "))
 }
 
 func checkNeedle(needle, repl string) error {
@@ -128,6 +156,9 @@ func (s *Store) PlanRedact(sid SessionID, needle, repl string) (*RedactReceipt, 
 	return p.r, nil
 }
 
+// planRedact computes the receipt of a redaction (changing nothing): the
+// versions and occurrences, the names that refuse it, the log entries and
+// the chunks concerned, and the token bound to all of that.
 func (t *ReadTx) planRedact(sid SessionID, needle, repl string) (*redactPlan, error) {
 	if err := checkNeedle(needle, repl); err != nil {
 		return nil, err
@@ -140,57 +171,68 @@ func (t *ReadTx) planRedact(sid SessionID, needle, repl string) (*redactPlan, er
 	if r.LastSeq, r.LastHLC, err = t.LastEvent(sid); err != nil {
 		return nil, err
 	}
-	p := &redactPlan{r: r, contents: map[string]*Inode{}, del: map[Hash]bool{}}
-	var names []string // where the needle was found in a name
-	nameHit := func(where string) {
-		if len(names) < 5 {
-			names = append(names, where)
-		}
-	}
+	p := &redactPlan{r: r, needle: needle, repl: repl, contents: map[string]*Inode{},
+		keep: map[Hash]bool{}, old: map[Hash]bool{}, files: map[Ino]bool{}}
 	if strings.Contains(h.Name, needle) {
-		nameHit("the session name")
+		p.names.add("the session name")
 	}
+	if err := t.planInodes(sid, p); err != nil {
+		return nil, err
+	}
+	if err := t.planXattrs(sid, p); err != nil {
+		return nil, err
+	}
+	r.Files = len(p.files)
+	if err := t.planNames(sid, p); err != nil {
+		return nil, err
+	}
+	if err := p.names.err(); err != nil {
+		return nil, err
+	}
+	if err := t.planEvents(sid, p); err != nil {
+		return nil, err
+	}
+	if err := t.planChunks(sid, p); err != nil {
+		return nil, err
+	}
+	needleSum := sha256.Sum256([]byte(needle))
+	replSum := sha256.Sum256([]byte(repl))
+	r.Token = receiptToken("redact", sid.String(), r.LastSeq, uint64(r.LastHLC), hex.EncodeToString(needleSum[:]),
+		hex.EncodeToString(replSum[:]), r.Files, r.Versions, r.Occurrences, r.Events, r.Chunks, r.SharedChunks)
+	return p, nil
+}
 
-	type verdict struct {
-		hit    bool
-		count  int
-		chunks []Hash // of the redacted content
-	}
-	seen := map[string]verdict{}
-	files := map[Ino]bool{}
-	keep := map[Hash]bool{} // chunks the session still uses afterwards
-	old := map[Hash]bool{}  // chunks of the content being rewritten
-	err = scanKeys(t.r, key(pInode, sid[:]), func(k, v []byte) error {
+// contentVerdict is whether one content holds the needle.
+type contentVerdict struct {
+	hit    bool
+	count  int
+	chunks []Hash // of the redacted content
+}
+
+// planInodes looks at every inode version: content (each distinct content
+// read once), symlink target and inline xattrs; file and xattr names.
+func (t *ReadTx) planInodes(sid SessionID, p *redactPlan) error {
+	seen := map[string]contentVerdict{}
+	return scanKeys(t.r, key(pInode, sid[:]), func(k, v []byte) error {
+		p.keys++
 		var n Inode
 		if err := decode(k, v, &n); err != nil {
 			return err
 		}
-		if strings.Contains(n.Name, needle) {
-			nameHit(fmt.Sprintf("file name of inode %d", n.Ino))
+		if strings.Contains(n.Name, p.needle) {
+			p.names.add(fmt.Sprintf("file name of inode %d", n.Ino))
 		}
-		hits := 0
-		for name, val := range n.Xattrs {
-			if strings.Contains(name, needle) {
-				nameHit(fmt.Sprintf("xattr name of inode %d", n.Ino))
-			}
-			hits += strings.Count(string(val), needle)
-		}
-		hits += strings.Count(n.Target, needle)
+		hits := inlineHits(&n, p.needle, &p.names)
 		contentHit := false
 		if n.IsRegular() && n.Size > 0 {
 			ck := contentKey(k, &n)
 			vd, ok := seen[ck]
 			if !ok {
-				data, err := t.Content(&n)
-				if err != nil {
-					return fmt.Errorf("inode %d version %s: %w", n.Ino, hlcFromInv(k), err)
+				var err error
+				if vd, err = t.contentVerdict(k, &n, p.needle, p.repl); err != nil {
+					return err
 				}
-				if bytes.Contains(data, []byte(needle)) {
-					red, c, err := redactBytes(data, needle, repl)
-					if err != nil {
-						return err
-					}
-					vd = verdict{hit: true, count: c, chunks: chunkHashes(red)}
+				if vd.hit {
 					p.contents[ck] = &n
 				}
 				seen[ck] = vd
@@ -199,137 +241,158 @@ func (t *ReadTx) planRedact(sid SessionID, needle, repl string) (*redactPlan, er
 				contentHit = true
 				hits += vd.count
 				for _, h := range vd.chunks {
-					keep[h] = true
+					p.keep[h] = true
 				}
 			}
 		}
-		for _, e := range n.Extents {
-			if e.Chunk == nil {
-				continue
-			}
-			var h Hash
-			copy(h[:], e.Chunk)
+		for _, h := range chunkSet(&n) {
 			if contentHit {
-				old[h] = true
+				p.old[h] = true
 			} else {
-				keep[h] = true
+				p.keep[h] = true
 			}
 		}
 		if hits > 0 {
-			p.versions = append(p.versions, append([]byte(nil), k...))
-			files[n.Ino] = true
-			r.Occurrences += hits
+			p.files[n.Ino] = true
+			p.r.Occurrences += hits
+			p.r.Versions++
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
+}
+
+// inlineHits counts the needles in a version's symlink target and inline
+// xattr values, and notes xattr names holding it.
+func inlineHits(n *Inode, needle string, names *nameHits) int {
+	hits := strings.Count(n.Target, needle)
+	for name, val := range n.Xattrs {
+		if strings.Contains(name, needle) {
+			names.add(fmt.Sprintf("xattr name of inode %d", n.Ino))
+		}
+		hits += strings.Count(string(val), needle)
 	}
-	// Keyed xattrs: their versions are rewritten under their own keys too.
-	err = scanKeys(t.r, key(pXattr, sid[:]), func(k, v []byte) error {
+	return hits
+}
+
+// contentVerdict reads the content of version k and says whether, and how
+// often, it holds the needle, and which chunks its redaction will have.
+func (t *ReadTx) contentVerdict(k []byte, n *Inode, needle, repl string) (contentVerdict, error) {
+	data, err := t.Content(n)
+	if err != nil {
+		return contentVerdict{}, fmt.Errorf("inode %d version %s: %w", n.Ino, hlcFromInv(k), err)
+	}
+	if !bytes.Contains(data, []byte(needle)) {
+		return contentVerdict{}, nil
+	}
+	red, c, err := redactBytes(data, needle, repl)
+	if err != nil {
+		return contentVerdict{}, err
+	}
+	return contentVerdict{hit: true, count: c, chunks: chunkHashes(red)}, nil
+}
+
+// planXattrs looks at the keyed xattr versions (rewritten under their own
+// keys too) and their names.
+func (t *ReadTx) planXattrs(sid SessionID, p *redactPlan) error {
+	return scanKeys(t.r, key(pXattr, sid[:]), func(k, v []byte) error {
+		p.keys++
 		ino, name, err := splitXattrKey(k)
 		if err != nil {
 			return err
 		}
-		if strings.Contains(name, needle) {
-			nameHit(fmt.Sprintf("xattr name of inode %d", ino))
+		if strings.Contains(name, p.needle) {
+			p.names.add(fmt.Sprintf("xattr name of inode %d", ino))
 		}
 		var x xattrVersion
 		if err := decode(k, v, &x); err != nil {
 			return err
 		}
-		if c := bytes.Count(x.Value, []byte(needle)); c > 0 {
-			p.xattrs = append(p.xattrs, append([]byte(nil), k...))
-			files[ino] = true
-			r.Occurrences += c
+		if c := bytes.Count(x.Value, []byte(p.needle)); c > 0 {
+			p.r.Versions++
+			p.files[ino] = true
+			p.r.Occurrences += c
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	r.Files, r.Versions = len(files), len(p.versions)+len(p.xattrs)
+}
 
-	// Names: directory entries, the log, checkpoints.
+// planNames looks for the needle in the names the history is keyed by:
+// directory entries, the log's paths and details, checkpoints. It counts
+// the symlink events whose target it rewrites.
+func (t *ReadTx) planNames(sid SessionID, p *redactPlan) error {
+	needle := []byte(p.needle)
 	dp := key(pDentry, sid[:])
 	if err := scanKeys(t.r, dp, func(k, _ []byte) error {
-		if len(k) >= len(dp)+8+9 && bytes.Contains(k[len(dp)+8:len(k)-9], []byte(needle)) {
-			nameHit("a file name")
+		if len(k) >= len(dp)+8+9 && bytes.Contains(k[len(dp)+8:len(k)-9], needle) {
+			p.names.add("a file name")
 		}
 		return nil
 	}); err != nil {
-		return nil, err
+		return err
 	}
 	if err := t.Events(sid, 0, func(ev Event) bool {
-		if strings.Contains(ev.Path, needle) || strings.Contains(ev.Detail, needle) ||
-			ev.Op != OpSymlink && strings.Contains(ev.Path2, needle) {
-			nameHit(fmt.Sprintf("the path or detail of event %d (%s)", ev.Seq, ev.Op))
+		p.keys++
+		if strings.Contains(ev.Path, p.needle) || strings.Contains(ev.Detail, p.needle) ||
+			ev.Op != OpSymlink && strings.Contains(ev.Path2, p.needle) {
+			p.names.add(fmt.Sprintf("the path or detail of event %d (%s)", ev.Seq, ev.Op))
 		}
-		if ev.Op == OpSymlink && strings.Contains(ev.Path2, needle) {
-			r.Events++
-		}
-		return true
-	}); err != nil {
-		return nil, err
-	}
-	if err := t.Checkpoints(sid, func(name string, _ HLC) bool {
-		if strings.Contains(name, needle) {
-			nameHit("a checkpoint name")
+		if ev.Op == OpSymlink && strings.Contains(ev.Path2, p.needle) {
+			p.r.Events++
 		}
 		return true
 	}); err != nil {
-		return nil, err
+		return err
 	}
-	if len(names) > 0 {
-		return nil, fmt.Errorf("%w: the text occurs in names (%s): redaction rewrites content, symlink targets and xattr values only, since names are the keys of the history; use a hard forget of the session instead",
-			ErrInvalid, strings.Join(names, "; "))
-	}
+	return t.Checkpoints(sid, func(name string, _ HLC) bool {
+		if strings.Contains(name, p.needle) {
+			p.names.add("a checkpoint name")
+		}
+		return true
+	})
+}
 
-	// Events recording the content being replaced.
+// planEvents counts the events that recorded the content being replaced.
+func (t *ReadTx) planEvents(sid SessionID, p *redactPlan) error {
 	oldHashes := map[string]bool{}
 	for _, n := range p.contents {
 		oldHashes[n.HashHex()] = true
 	}
-	if len(oldHashes) > 0 {
-		if err := t.Events(sid, 0, func(ev Event) bool {
-			if ev.Hash != "" && oldHashes[ev.Hash] {
-				r.Events++
-			}
-			return true
-		}); err != nil {
-			return nil, err
-		}
+	if len(oldHashes) == 0 {
+		return nil
 	}
+	return t.Events(sid, 0, func(ev Event) bool {
+		if ev.Hash != "" && oldHashes[ev.Hash] {
+			p.r.Events++
+		}
+		return true
+	})
+}
 
-	// Chunks the session stops using.
+// planChunks sorts the chunks the session stops using into those deleted
+// and those other sessions keep.
+func (t *ReadTx) planChunks(sid SessionID, p *redactPlan) error {
 	others := map[SessionID]bool{}
-	for _, h := range sortedHashSet(old) {
-		if keep[h] {
+	for _, h := range sortedHashSet(p.old) {
+		if p.keep[h] {
 			continue
 		}
-		p.unref = append(p.unref, h)
 		users, err := t.chunkUsers(h, sid)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(users) == 0 {
-			p.del[h] = true
-			r.Chunks++
+			p.r.Chunks++
 			continue
 		}
-		r.SharedChunks++
+		p.r.SharedChunks++
 		for _, u := range users {
 			if !others[u] {
 				others[u] = true
-				r.Others = append(r.Others, u)
+				p.r.Others = append(p.r.Others, u)
 			}
 		}
 	}
-	needleSum := sha256.Sum256([]byte(needle))
-	replSum := sha256.Sum256([]byte(repl))
-	r.Token = receiptToken("redact", sid.String(), r.LastSeq, uint64(r.LastHLC), hex.EncodeToString(needleSum[:]),
-		hex.EncodeToString(replSum[:]), r.Files, r.Versions, r.Occurrences, r.Events, r.Chunks, r.SharedChunks)
-	return p, nil
+	return nil
 }
 
 func sortedHashSet(m map[Hash]bool) []Hash {
@@ -354,202 +417,4 @@ func chunkHashes(data []byte) []Hash {
 		return nil
 	})
 	return out
-}
-
-// Redact replaces needle by repl (DefaultRedaction if repl is nil) in
-// every version of session sid, if token matches the receipt PlanRedact
-// returns now (else ErrToken, and nothing changed); then it compacts the
-// storage. It returns the receipt it carried out. The search index keeps its
-// own copy: the caller re-indexes the session.
-func (s *Store) Redact(sid SessionID, needle string, repl *string, token string, progress Progress) (*RedactReceipt, error) {
-	progress, stop := progress.detach()
-	defer stop()
-	rp := DefaultRedaction
-	if repl != nil {
-		rp = *repl
-	}
-	var plan *redactPlan
-	if err := s.View(func(t *ReadTx) error {
-		var err error
-		plan, err = t.planRedact(sid, needle, rp)
-		return err
-	}); err != nil {
-		return nil, err
-	}
-	if strings.TrimSpace(token) != plan.r.Token {
-		return nil, fmt.Errorf("%w: session %s", ErrToken, sid)
-	}
-	if plan.r.Versions == 0 {
-		return plan.r, nil // nothing to rewrite: no commit, no event
-	}
-
-	// New content first, outside the commit (as PutContent always is).
-	total := int64(len(plan.contents) + len(plan.versions) + len(plan.xattrs))
-	var done int64
-	progress.report("redact", 0, total)
-	repl2 := map[string]*Content{}
-	for ck, n := range plan.contents {
-		var data []byte
-		if err := s.View(func(t *ReadTx) error {
-			var err error
-			data, err = t.Content(n)
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		red, _, err := redactBytes(data, needle, rp)
-		if err != nil {
-			return nil, err
-		}
-		c, err := s.PutContent(context.Background(), bytes.NewReader(red))
-		if err != nil {
-			return nil, err
-		}
-		repl2[ck] = c
-		done++
-		progress.report("redact", done, total)
-	}
-
-	var r *RedactReceipt
-	_, err := s.commit(sid, commitAny, func(t *WriteTx) error {
-		p, err := t.planRedact(sid, needle, rp)
-		if err != nil {
-			return err
-		}
-		if p.r.Token != plan.r.Token {
-			return fmt.Errorf("%w: session %s changed while its new content was being written", ErrToken, sid)
-		}
-		r = p.r
-		// Every new chunk must still be there (a concurrent purge of another
-		// session could have deleted a chunk PutContent found present).
-		for _, c := range repl2 {
-			for _, e := range c.Extents {
-				if e.Chunk == nil {
-					continue
-				}
-				if v, err := t.w.Get(key(pChunk, e.Chunk)); err != nil {
-					return err
-				} else if v == nil {
-					return fmt.Errorf("mvcc: chunk %x vanished during the redaction; run it again", e.Chunk)
-				}
-			}
-		}
-		newHash := map[string]*Content{} // old content hash (hex) -> new content
-		for _, k := range p.versions {
-			v, err := t.w.Get(k)
-			if err != nil {
-				return err
-			}
-			if v == nil {
-				return fmt.Errorf("%w: version %q vanished", ErrCorrupt, k)
-			}
-			var n Inode
-			if err := decode(k, v, &n); err != nil {
-				return err
-			}
-			if n.IsRegular() && n.Size > 0 {
-				if c, ok := repl2[contentKey(k, &n)]; ok {
-					newHash[n.HashHex()] = c
-					c.Apply(&n)
-					n.ContentHLC = t.hlc
-				}
-			}
-			if strings.Contains(n.Target, needle) {
-				red, _, err := redactBytes([]byte(n.Target), needle, rp)
-				if err != nil {
-					return err
-				}
-				n.Target, n.Size = string(red), uint64(len(red))
-			}
-			for name, val := range n.Xattrs {
-				if bytes.Contains(val, []byte(needle)) {
-					red, _, err := redactBytes(append([]byte(nil), val...), needle, rp)
-					if err != nil {
-						return err
-					}
-					n.Xattrs[name] = red
-				}
-			}
-			if err := t.putChunkRefs(&n); err != nil {
-				return err
-			}
-			if err := t.put(k, &n); err != nil {
-				return err
-			}
-			done++
-			progress.report("redact", done, total)
-		}
-		for _, k := range p.xattrs {
-			v, err := t.w.Get(k)
-			if err != nil {
-				return err
-			}
-			var x xattrVersion
-			if err := decode(k, v, &x); err != nil {
-				return err
-			}
-			if x.Value, _, err = redactBytes(x.Value, needle, rp); err != nil {
-				return err
-			}
-			if err := t.put(k, &x); err != nil {
-				return err
-			}
-			done++
-			progress.report("redact", done, total)
-		}
-		// The log: content hashes and sizes, symlink targets.
-		var evKeys [][]byte
-		var evs []Event
-		if err := t.Events(sid, 0, func(ev Event) bool {
-			changed := false
-			if c, ok := newHash[ev.Hash]; ok && ev.Hash != "" {
-				ev.Hash, ev.Size, changed = hex.EncodeToString(c.Hash), int64(c.Size), true
-			}
-			if ev.Op == OpSymlink && strings.Contains(ev.Path2, needle) {
-				if red, _, err := redactBytes([]byte(ev.Path2), needle, rp); err == nil {
-					ev.Path2, changed = string(red), true
-				}
-			}
-			if changed {
-				evKeys = append(evKeys, eventKey(sid, ev.Seq))
-				evs = append(evs, ev)
-			}
-			return true
-		}); err != nil {
-			return err
-		}
-		for i := range evs {
-			if err := t.put(evKeys[i], &evs[i]); err != nil {
-				return err
-			}
-		}
-		// Chunks the session no longer uses.
-		for _, h := range p.unref {
-			if err := t.w.Delete(chunkRefKey(h, sid)); err != nil {
-				return err
-			}
-			if p.del[h] {
-				if err := t.w.Delete(chunkKey(h)); err != nil {
-					return err
-				}
-			}
-		}
-		// Versions were rewritten in place: count the references afresh.
-		if err := recountChunkRefsLocked(t.w, sid, nil); err != nil {
-			return err
-		}
-		if _, err := deleteOrphanChunks(t.w); err != nil {
-			return err
-		}
-		t.SetEvent(Event{Op: OpRedact, Path: ".",
-			Detail: fmt.Sprintf("%d versions of %d files rewritten (%d occurrences)", r.Versions, r.Files, r.Occurrences)})
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := s.compactKV(func(done, total int64) { progress.report("compact", done, total) }); err != nil {
-		return r, fmt.Errorf("session %s was redacted, but compacting the store failed (old bytes may remain on disk until a compaction succeeds): %w", sid, err)
-	}
-	return r, nil
 }

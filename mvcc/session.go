@@ -94,6 +94,9 @@ func (s *Store) Sessions() ([]SessionInfo, error) {
 			if err := decode(k, v, &si.SessionHeader); err != nil {
 				return false, err
 			}
+			if si.Busy != "" {
+				return true, nil // being purged or redacted: invisible (Jobs lists it)
+			}
 			var err error
 			if si.Forgotten, si.ForgottenAt, err = t.Forgotten(si.ID, Latest); err != nil {
 				return false, err
@@ -180,7 +183,7 @@ func (t *ReadTx) checkNameFree(name string, self SessionID) error {
 		if err := decode(k, v, &h); err != nil {
 			return false, err
 		}
-		if h.Name != name || h.ID == self {
+		if h.Name != name || h.ID == self || h.Busy == JobPurge {
 			return true, nil
 		}
 		gone, _, err := t.Forgotten(h.ID, Latest)

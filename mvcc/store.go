@@ -8,6 +8,7 @@ import (
 	"math"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -35,6 +36,13 @@ type Store struct {
 	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
 	pruneMu  sync.Mutex // one prune at a time
 	liveDone sync.Map   // SessionID -> true: its live-entry index is complete (liveidx.go)
+
+	jobMu sync.Mutex // one purge or redaction runs at a time (job.go)
+
+	compacting atomic.Bool // a compaction runs (measurements)
+
+	// batchHook, if set (tests), is called after each batch of a job.
+	batchHook func(stage string, batches int64, took time.Duration)
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
@@ -216,21 +224,17 @@ func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
 	return k, v, err
 }
 
-// Header returns a session's immutable header.
+// Header returns a session's immutable header. A session being purged or
+// redacted is ErrBusy (and ErrNoSession): nothing may read or change it.
 func (t *ReadTx) Header(sid SessionID) (*SessionHeader, error) {
-	k := headerKey(sid)
-	v, err := t.r.Get(k)
+	h, err := t.rawHeader(sid)
 	if err != nil {
 		return nil, err
 	}
-	if v == nil {
-		return nil, fmt.Errorf("%w: %s", ErrNoSession, sid)
+	if h.Busy != "" {
+		return nil, busyError(sid, h.Busy)
 	}
-	var h SessionHeader
-	if err := decode(k, v, &h); err != nil {
-		return nil, err
-	}
-	return &h, nil
+	return h, nil
 }
 
 // Forgotten reports whether the session is forgotten as of at, and when.

@@ -45,6 +45,7 @@ const (
 	commitLive commitKind = iota // exists and is not forgotten: tree operations
 	commitAny                    // exists, forgotten or not: forget, redaction
 	commitNew                    // does not exist yet: create, fork
+	commitJob                    // marked by a job (job.go): its last commit
 )
 
 // commit is the one write path: it runs fn as one commit to sid, stamped
@@ -107,6 +108,13 @@ func (t *WriteTx) checkSessionLocked(kind commitKind) error {
 			return fmt.Errorf("%w: session %s already exists", ErrExist, t.sid)
 		}
 		return nil
+	}
+	if kind == commitJob {
+		h, err := t.rawHeader(t.sid)
+		if err == nil && h.Busy == "" {
+			err = fmt.Errorf("%w: session %s is not marked for a job", ErrCorrupt, t.sid)
+		}
+		return err
 	}
 	if _, err := t.Header(t.sid); err != nil {
 		return err

@@ -296,7 +296,7 @@ func TestXattrsForkAndRedact(t *testing.T) {
 		if err := e.st.SetXattr(f.ID, fa.Ino, "user.k", []byte("fork only"), 0); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := e.st.Purge(f.ID, mustPlanPurge(t, e.st, f.ID), nil); err != nil {
+		if _, err := e.st.Purge(t.Context(), f.ID, mustPlanPurge(t, e.st, f.ID), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -310,7 +310,7 @@ func TestXattrsForkAndRedact(t *testing.T) {
 	if r.Files != 2 || r.Versions != 2 || r.Occurrences != 2 {
 		t.Fatalf("receipt %+v", r)
 	}
-	if _, err := e.st.Redact(src, needle, nil, r.Token, nil); err != nil {
+	if _, err := e.st.Redact(t.Context(), src, needle, nil, r.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	wantXattrs(t, "redacted as of t1", mustXattrs(t, e.st, src, a.Ino, t1), "user.k", "v1 "+DefaultRedaction)

@@ -1,6 +1,7 @@
 package session_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log"
@@ -160,10 +161,10 @@ func ExampleStore_Purge() {
 
 	r, _ := st.PlanPurge(pad.ID())
 	fmt.Println(r.Files, "file,", r.Versions, "versions")
-	if _, err := st.Purge(pad.ID(), "forget-wrong", nil); errors.Is(err, mvcc.ErrToken) {
+	if _, err := st.Purge(context.Background(), pad.ID(), "forget-wrong", nil); errors.Is(err, mvcc.ErrToken) {
 		fmt.Println("wrong token refused")
 	}
-	if _, err := st.Purge(pad.ID(), r.Token, nil); err != nil {
+	if _, err := st.Purge(context.Background(), pad.ID(), r.Token, nil); err != nil {
 		log.Fatal(err)
 	}
 	_, err := st.Lookup(pad.ID())

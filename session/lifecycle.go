@@ -159,24 +159,51 @@ func (s *Store) PlanPurge(id string) (*mvcc.PurgeReceipt, error) {
 // and its index entries, then compacts the store and the index so that no
 // byte of it remains in the data directory. token must be the one PlanPurge
 // returned for the session's current state (else mvcc.ErrToken and nothing
-// is purged).
-func (s *Store) Purge(id, token string, progress mvcc.Progress) (*mvcc.PurgeReceipt, error) {
+// is purged). Cancelling ctx stops it between two batches; FinishJob (or
+// Purge with the same token) finishes it.
+func (s *Store) Purge(ctx context.Context, id, token string, progress mvcc.Progress) (*mvcc.PurgeReceipt, error) {
 	sid, err := mvcc.ParseSessionID(id)
 	if err != nil {
 		return nil, err
 	}
-	r, err := s.st.Purge(sid, token, progress)
+	r, err := s.st.Purge(ctx, sid, token, progress)
 	if err != nil {
 		return r, err
 	}
+	return r, s.dropIndex(sid)
+}
+
+// dropIndex removes a purged session's search index.
+func (s *Store) dropIndex(sid mvcc.SessionID) error {
 	if s.ix != nil {
 		// The session's index is one directory: removing it removes
 		// every byte of it.
 		if err := s.ix.DropSession(sid); err != nil {
-			return r, fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
+			return fmt.Errorf("session %s purged from the store, but not from the search index: %w", sid, err)
 		}
 	}
-	return r, nil
+	return nil
+}
+
+// FinishJob finishes a purge or redaction of session sid that was cut short
+// (mvcc.Store.Jobs lists them), in the store and then in the index, and
+// returns its receipt (*mvcc.PurgeReceipt or *mvcc.RedactReceipt).
+func (s *Store) FinishJob(ctx context.Context, sid mvcc.SessionID, progress mvcc.Progress) (any, error) {
+	r, err := s.st.FinishJob(ctx, sid, progress)
+	if err != nil {
+		return r, err
+	}
+	switch r.(type) {
+	case *mvcc.PurgeReceipt:
+		err = s.dropIndex(sid)
+	case *mvcc.RedactReceipt:
+		if s.ix != nil {
+			if err = s.ix.Rebuild(ctx, sid, nil); err != nil {
+				err = fmt.Errorf("session %s redacted in the store, but re-indexing it failed: %w", sid, err)
+			}
+		}
+	}
+	return r, err
 }
 
 // PlanRedact returns the receipt of redacting needle (replaced by repl) in
@@ -188,9 +215,10 @@ func (p *Session) PlanRedact(needle, repl string) (*mvcc.RedactReceipt, error) {
 // Redact rewrites every version of the session containing needle, replacing
 // it with repl, keeping the history's structure; then it re-indexes the
 // session and compacts store and index. token must be the one PlanRedact
-// returned for the same needle, replacement and state.
-func (p *Session) Redact(needle, repl, token string, progress mvcc.Progress) (*mvcc.RedactReceipt, error) {
-	r, err := p.s.st.Redact(p.h.ID, needle, &repl, token, progress)
+// returned for the same needle, replacement and state. Cancelling ctx
+// stops it between two batches; Store.FinishJob finishes it.
+func (p *Session) Redact(ctx context.Context, needle, repl, token string, progress mvcc.Progress) (*mvcc.RedactReceipt, error) {
+	r, err := p.s.st.Redact(ctx, p.h.ID, needle, &repl, token, progress)
 	if err != nil {
 		return r, err
 	}

@@ -231,14 +231,14 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Purge(gone.ID(), r.Token, nil); err != nil {
+	if _, err := st.Purge(t.Context(), gone.ID(), r.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	rr, err := red.PlanRedact(needle, "[gone]")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := red.Redact(needle, "[gone]", rr.Token, nil); err != nil {
+	if _, err := red.Redact(t.Context(), needle, "[gone]", rr.Token, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range []string{marker, needle} {

@@ -52,6 +52,20 @@ type App struct {
 	// Log is the process's logger (a mount's honours --debug); nil:
 	// slog.Default().
 	Log *slog.Logger
+	// Ctx is the command's context: cancelled when the client of a
+	// forwarded command goes away (long work stops between its steps).
+	Ctx context.Context
+	// Finished lists the jobs finishJobs finished before the command ran,
+	// by session.
+	Finished map[mvcc.SessionID]string
+}
+
+// Context returns a.Ctx, or a background context.
+func (a *App) Context() context.Context {
+	if a.Ctx == nil {
+		return context.Background()
+	}
+	return a.Ctx
 }
 
 // FlushMount commits the dirty buffers of the running mount, if any, so that
@@ -167,6 +181,8 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 	if s, ok := ctx.Value(servedKey).(*served); ok {
 		a := s.app
 		a.In, a.Out, a.Err = cmd.InOrStdin(), cmd.OutOrStdout(), cmd.ErrOrStderr()
+		a.Ctx = ctx
+		finishJobs(ctx, &a) // one a client left cut short, say
 		return fn(&a)
 	}
 	cwd, _ := os.Getwd()
@@ -204,8 +220,10 @@ func withApp(cmd *cobra.Command, fn func(a *App) error) error {
 		return err
 	}
 	defer st.Close()
-	return fn(&App{Dir: dir, URL: url, Store: st, In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
-		Cwd: cwd, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid())})
+	a := &App{Dir: dir, URL: url, Store: st, In: cmd.InOrStdin(), Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
+		Cwd: cwd, Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Ctx: ctx}
+	finishJobs(ctx, a)
+	return fn(a)
 }
 
 // openStore opens the store of data directory dir (the PostgreSQL one at

@@ -32,7 +32,13 @@ confirmation token bound to that receipt. padfs session forget --hard ID
 log, checkpoints, every version of every file), every content chunk no other
 session still references, and the session's search index entries; then it
 compacts the store (and the index) so that no byte of the purged content
-remains in any file of the data directory. Progress goes to stderr. A wrong or
+remains in any file of the data directory. It runs in short batches (at most
+512 keys each), so writers of other sessions wait at most a few milliseconds
+at a time; the session is marked first and is invisible from then on.
+Progress (keys done of total, then the compaction) goes to stderr. A purge
+cut short (the client went away, kill -9, power loss) resumes where it
+stopped when padfs next opens the store, or with padfs session forget --hard
+ID (no token needed: it was confirmed). A wrong or
 stale token (the session changed since the receipt, or a fork now shares its
 chunks) is refused and nothing is purged. Content shared with other sessions
 (e.g. forks of this one) stays: it is theirs too.
@@ -58,7 +64,19 @@ JSON.`,
 				return errors.New("--confirm goes with --hard")
 			}
 			return withApp(cmd, func(a *App) error {
+				if id, ok := finishedBefore(a, args[0], mvcc.JobPurge); ok && hard {
+					_, err := fmt.Fprintf(a.Out, "purged session %s (the hard forget begun earlier is finished)\n", id)
+					return err
+				}
 				sid, err := sessionByIDOrName(a.Store, args[0]) // a forgotten one by id: it can still be purged
+				if id, perr := mvcc.ParseSessionID(args[0]); perr == nil && hard {
+					if j, ok := busyJob(a, id, err); ok && j.Kind == mvcc.JobPurge {
+						// Cut short (client gone, kill -9): finish it; it
+						// was confirmed when it began.
+						fmt.Fprintf(a.Err, "padfs: finishing the hard forget of session %s begun earlier (%d of %d keys done)\n", id, j.Done, j.Total)
+						return purge(a, id, "", asJSON)
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -143,7 +161,12 @@ func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
 	defer restoreReserve(a.Dir)
 	flushBeforeFreeing(a)
 	r, err := lifecycle(a, sid, func(st *session.Store, progress mvcc.Progress) (*mvcc.PurgeReceipt, error) {
-		return st.Purge(sid.String(), token, progress)
+		if token == "" {
+			r, err := st.FinishJob(a.Context(), sid, progress)
+			pr, _ := r.(*mvcc.PurgeReceipt)
+			return pr, err
+		}
+		return st.Purge(a.Context(), sid.String(), token, progress)
 	})
 	if errors.Is(err, mvcc.ErrToken) {
 		return fmt.Errorf("%w; nothing was purged: run padfs session forget --hard %s for a fresh receipt", err, sid)

@@ -157,6 +157,8 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
+	finishJobs(cmd.Context(), &App{Dir: dir, URL: storeURL(cmd), Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
+		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Ctx: cmd.Context()})
 	return serveStore(cmd, log, st, dir, req)
 }
 

@@ -32,6 +32,12 @@ chunked), symlink targets and xattr values are rewritten; the log's sizes and
 hashes of that content are updated; chunks no version uses any more are
 deleted; the search index is rebuilt for the session; then the store and the
 index are compacted, so the needle is nowhere in the data directory's bytes.
+It runs in short batches (at most 512 versions, keys or chunks each), so
+writers of other sessions wait at most a few milliseconds at a time; the
+session is marked first and cannot be read or mounted until the end.
+Progress goes to stderr. A redaction cut short (the client went away, kill
+-9) resumes where it stopped when padfs next opens the store, or when the
+command is run again (--session ID).
 The log records that a redaction happened and how many versions changed,
 never the needle.
 
@@ -74,7 +80,19 @@ stays out of shell history and process listings.`,
 					}
 					needle = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
 				}
+				if id, ok := finishedBefore(a, sess, mvcc.JobRedact); ok {
+					_, err := fmt.Fprintf(a.Out, "redacted session %s (the redaction begun earlier is finished)\n", id)
+					return err
+				}
 				sid, err := pickSession(a, sess)
+				if id, perr := mvcc.ParseSessionID(sess); perr == nil {
+					if j, ok := busyJob(a, id, err); ok && j.Kind == mvcc.JobRedact {
+						// Cut short (client gone, kill -9): finish it; it
+						// was confirmed when it began.
+						fmt.Fprintf(a.Err, "padfs: finishing the redaction of session %s begun earlier (%d of %d keys done)\n", id, j.Done, j.Total)
+						return finishJob(a.Context(), a, id)
+					}
+				}
 				if err != nil {
 					return err
 				}
@@ -89,7 +107,7 @@ stays out of shell history and process listings.`,
 					if err != nil {
 						return nil, err
 					}
-					return p.Redact(needle, repl, token, progress)
+					return p.Redact(a.Context(), needle, repl, token, progress)
 				})
 				if errors.Is(err, mvcc.ErrToken) {
 					return fmt.Errorf("%w; nothing was changed: run the command without --confirm for a fresh receipt", err)

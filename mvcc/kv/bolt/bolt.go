@@ -82,10 +82,13 @@ type Store struct {
 	path string
 	opts Options
 
-	// mu is held shared by every transaction and exclusively by Compact
-	// and Close, which swap or drop db.
+	// mu is held shared by every transaction and exclusively by Close and
+	// by Compact's swap of the files, which drop or swap db.
 	mu sync.RWMutex
 	db *bbolt.DB // nil once closed
+	// upMu is held by every Update and by Compact while it copies, so the
+	// copy misses no write while Views go on.
+	upMu sync.Mutex
 
 	faulted atomic.Pointer[error] // set once bbolt panicked: see broke
 }
@@ -211,6 +214,8 @@ func (s *Store) View(fn func(kv.Reader) error) (err error) {
 func (s *Store) Update(fn func(kv.Txn) error) (err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() { s.faultRecover(old, &err, recover()) }()
+	s.upMu.Lock()
+	defer s.upMu.Unlock()
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.db == nil {

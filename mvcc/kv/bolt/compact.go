@@ -19,26 +19,29 @@ func compactPath(path string) string { return path + ".compact" }
 // puts it in place of the old one, so that no page of the file still holds
 // deleted bytes (bbolt only reuses freed pages, it never wipes them).
 // progress, if not nil, is called with the number of keys copied so far and
-// the total. Transactions wait while it runs.
+// the total. Updates wait while it copies; Views go on, and wait only for
+// the swap of the files at the end. (Behind the WAL, whose writes collect
+// in its memtable meanwhile, no writer waits for the copy.)
 //
 // The copy is committed (fsync'ed) by bbolt, renamed over the original and
 // the directory fsync'ed. The copy stays open throughout, so its lock moves
 // with it and no other process can open the store in between.
 func (s *Store) Compact(progress func(done, total int64)) (err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.db == nil {
-		return kv.ErrClosed
-	}
-	if f := s.faulted.Load(); f != nil {
-		return *f
+	s.upMu.Lock()
+	defer s.upMu.Unlock()
+	s.mu.RLock()
+	if err := s.usable(); err != nil {
+		s.mu.RUnlock()
+		return err
 	}
 	tmp := compactPath(s.path)
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		s.mu.RUnlock()
 		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
 	}
 	dst, err := openDB(tmp, s.opts)
 	if err != nil {
+		s.mu.RUnlock()
 		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
 	}
 	fail := func(err error) error {
@@ -46,14 +49,28 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 		_ = os.Remove(tmp)
 		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
 	}
-	if err := s.copyTo(dst, progress); err != nil {
+	err = s.copyTo(dst, progress)
+	s.mu.RUnlock()
+	if err != nil {
 		return fail(err)
 	}
+	// Views still read the old file through its descriptor; no Update
+	// runs (upMu), so nothing written is missing from the copy.
 	if err := os.Rename(tmp, s.path); err != nil {
 		return fail(err)
 	}
+	// The swap, the only step no transaction may overlap: closing the old
+	// file and the directory's fsync come after it.
+	s.mu.Lock()
 	old := s.db
-	s.db = dst
+	if s.db != nil {
+		s.db = dst
+	}
+	s.mu.Unlock()
+	if old == nil {
+		_ = dst.Close()
+		return kv.ErrClosed
+	}
 	if err := old.Close(); err != nil {
 		return fmt.Errorf("kv/bolt %s: compact: close old file: %w", s.path, err)
 	}
@@ -119,6 +136,18 @@ func syncDir(dir string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("fsync directory %s: %w", dir, err)
+	}
+	return nil
+}
+
+// usable returns why the store cannot be used (closed, or faulted), if so.
+// The caller holds mu.
+func (s *Store) usable() error {
+	if s.db == nil {
+		return kv.ErrClosed
+	}
+	if f := s.faulted.Load(); f != nil {
+		return *f
 	}
 	return nil
 }

@@ -199,7 +199,9 @@ func (s *Store) swapActive(frozen func(act *memtable) *memtable) *memtable {
 }
 
 // Compact flushes every buffered write, so that deleted data leaves the
-// log, then compacts the base.
+// log, then compacts the base. No flush runs meanwhile: Updates collect in
+// the active memtable (past MemtableSize, if need be) instead of waiting
+// for the copy, and the fold record cannot interleave with a flush's.
 func (s *Store) Compact(progress func(done, total int64)) error {
 	c, ok := s.base.(kv.Compactor)
 	if !ok {
@@ -208,6 +210,8 @@ func (s *Store) Compact(progress func(done, total int64)) error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
+	s.flushMu.Lock()
+	defer s.flushMu.Unlock()
 	// The copy is a new file: its transaction ids start again.
 	err := c.Compact(progress)
 	s.noteFold(0)

@@ -1,0 +1,148 @@
+package mvcc
+
+import (
+	"fmt"
+	"math/rand"
+	"os"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestMeasureJobStall reports (it asserts nothing about time) the stall a
+// writer of another session sees while a hard forget and a redaction of a
+// large session run. PADFS_MEASURE_JOB_MB sets the session's size:
+//
+//	PADFS_MEASURE_JOB_MB=1024 go test ./mvcc -run TestMeasureJobStall -v -timeout 60m
+//
+// PADFS_MEASURE_MMAP_GB sets bbolt's initial memory map (default 1 GiB): a
+// store that outgrows its map remaps it, and a remap waits for every open
+// read transaction while new ones wait for it.
+func TestMeasureJobStall(t *testing.T) {
+	mb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_JOB_MB"))
+	if mb <= 0 {
+		t.Skip("set PADFS_MEASURE_JOB_MB")
+	}
+	for _, kind := range []string{"forget", "redact"} {
+		t.Run(kind, func(t *testing.T) {
+			e := lcOpen(t)
+			if gb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_MMAP_GB")); gb > 0 {
+				e.st.Close()
+				st, err := openDirMmap(e.dir, gb<<30)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { st.Close() })
+				e.st = st
+			}
+			other := e.session("other")
+			sid := e.session("big")
+			const fileSize = 256 << 10
+			rng := rand.New(rand.NewSource(1))
+			buf := make([]byte, fileSize)
+			t0 := time.Now()
+			for i := 0; i < mb*4; i++ {
+				rng.Read(buf)
+				copy(buf[1000:], purgeMarker)
+				e.write(sid, fmt.Sprintf("d%03d/f%d", i%100, i), buf)
+			}
+			t.Logf("%d MiB written in %v", mb, time.Since(t0).Round(time.Millisecond))
+			// Start from an empty log: the fold of the setup's writes is
+			// not the job's.
+			if f, ok := e.st.kv.(interface{ Flush() error }); ok {
+				if err := f.Flush(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var run func() error
+			if kind == "forget" {
+				r, err := e.st.PlanPurge(sid)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run = func() error { _, err := e.st.Purge(t.Context(), sid, r.Token, nil); return err }
+			} else {
+				r, err := e.st.PlanRedact(sid, purgeMarker, DefaultRedaction)
+				if err != nil {
+					t.Fatal(err)
+				}
+				run = func() error { _, err := e.st.Redact(t.Context(), sid, purgeMarker, nil, r.Token, nil); return err }
+			}
+			h, _ := e.st.Header(other)
+			var base []time.Duration
+			for i := 0; i < 20000; i++ {
+				c0 := time.Now()
+				if _, err := e.st.Create(other, h.Root, fmt.Sprintf("b%d", i), Attr{Mode: sIFREG | 0o644}, ""); err != nil {
+					t.Fatal(err)
+				}
+				base = append(base, time.Since(c0))
+			}
+			slices.Sort(base)
+			t.Logf("baseline (no job): %d commits; p50 %v p99 %v max %v", len(base), base[len(base)/2], base[len(base)*99/100], base[len(base)-1])
+			var maxBatch, maxAt, nBatch atomic.Int64
+			e.st.batchHook = func(_ string, n int64, took time.Duration) {
+				nBatch.Store(n)
+				if int64(took) > maxBatch.Load() {
+					maxBatch.Store(int64(took))
+					maxAt.Store(n)
+				}
+			}
+			type stall struct {
+				d     time.Duration
+				batch int64
+				stage string
+			}
+			var stalls []stall
+			var mu sync.Mutex
+			lat := map[string][]time.Duration{}
+			done := make(chan error, 1)
+			start := time.Now()
+			go func() {
+				err := run()
+				done <- err
+			}()
+			for i := 0; ; i++ {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+					total := time.Since(start)
+					for _, st := range []string{"batches", "compact"} {
+						ds := lat[st]
+						if len(ds) == 0 {
+							continue
+						}
+						slices.Sort(ds)
+						t.Logf("%s %d MiB, %s: %d commits of another session; p50 %v p99 %v max %v",
+							kind, mb, st, len(ds), ds[len(ds)/2], ds[len(ds)*99/100], ds[len(ds)-1])
+					}
+					t.Logf("%s %d MiB took %v: %d batches, the longest %v (batch %d)", kind, mb, total.Round(time.Millisecond),
+						nBatch.Load(), time.Duration(maxBatch.Load()), maxAt.Load())
+					slices.SortFunc(stalls, func(a, b stall) int { return int(b.d - a.d) })
+					for _, st := range stalls[:min(5, len(stalls))] {
+						t.Logf("  a long wait: %v, after batch %d (%s)", st.d, st.batch, st.stage)
+					}
+					return
+				default:
+				}
+				c0, b0 := time.Now(), nBatch.Load()
+				st := "batches"
+				if e.st.compacting.Load() {
+					st = "compact"
+				}
+				if _, err := e.st.Create(other, h.Root, fmt.Sprintf("f%d", i), Attr{Mode: sIFREG | 0o644}, ""); err != nil {
+					t.Fatal(err)
+				}
+				d := time.Since(c0)
+				mu.Lock()
+				lat[st] = append(lat[st], d)
+				stalls = append(stalls, stall{d, b0, st})
+				mu.Unlock()
+			}
+		})
+	}
+}
