@@ -36,8 +36,9 @@ type backend interface {
 	ids(sid mvcc.SessionID, q idQuery) ([]string, error)
 	// grow is the "grow" field of every document that has one.
 	grow(sid mvcc.SessionID) (map[string]int, error)
-	// search ranks documents by BM25 relevance of their text to q.
-	search(sid mvcc.SessionID, q string, size int) ([]scored, error)
+	// search runs the index's rankers for q: up to q.Size documents of
+	// each, with every ranker's score of each document listed.
+	search(sid mvcc.SessionID, q rankQuery) ([]scored, error)
 
 	// begin starts a run of writes to sid's index (creating it),
 	// discarding what an earlier run left unfinished, and returns the
@@ -112,10 +113,59 @@ func (q idQuery) bleve() query.Query {
 	return termQ(q.Field, q.Term)
 }
 
-// scored is a ranked-search hit.
+// The index's rankers, in the order of scored.scores: BM25 of the text
+// field, of the declared names and of the path's words.
+const (
+	rankText = iota
+	rankDecl
+	rankPathw
+	numIndexRankers
+)
+
+var indexRankerFields = [numIndexRankers]string{"text", "decl", "pathw"}
+
+// rankQuery is a ranked search the index answers: the query's words, an
+// optional path (file or directory) to stay within, and how many
+// documents each ranker returns.
+type rankQuery struct {
+	Text   string
+	Prefix string
+	Size   int
+}
+
+// scored is a ranked-search candidate with the score of each index
+// ranker (0: not among that ranker's results).
 type scored struct {
-	id    string
-	score float64
+	id     string
+	scores [numIndexRankers]float64
+}
+
+// bleveQueries are the rankers' queries for q.
+func (q rankQuery) bleveQueries() []query.Query {
+	var filter query.Query
+	if q.Prefix != "" {
+		dir := query.NewPrefixQuery(q.Prefix + "/")
+		dir.SetField("path")
+		file := query.NewTermQuery(q.Prefix)
+		file.SetField("path")
+		filter = query.NewDisjunctionQuery([]query.Query{file, dir})
+	}
+	qs := make([]query.Query, numIndexRankers)
+	for i, f := range indexRankerFields {
+		mq := query.NewMatchQuery(q.Text)
+		mq.SetField(f)
+		mq.Analyzer = codeAnalyzer
+		if f != "text" {
+			mq.Analyzer = wholeAnalyzer
+		}
+		qs[i] = mq
+		if filter != nil {
+			b := query.NewBooleanQuery([]query.Query{mq}, nil, nil)
+			b.AddFilter(filter)
+			qs[i] = b
+		}
+	}
+	return qs
 }
 
 // panicError is a panic of bleve (or bbolt below it) caught where padfs
@@ -358,21 +408,27 @@ func (lb *localBackend) grow(sid mvcc.SessionID) (out map[string]int, err error)
 	return out, err
 }
 
-func (lb *localBackend) search(sid mvcc.SessionID, q string, size int) (hits []scored, err error) {
+func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, err error) {
 	si, err := lb.session(sid, false)
 	if err != nil || si == nil {
 		return nil, err
 	}
 	err = lb.guard(sid, "search", func() error {
-		mq := query.NewMatchQuery(q)
-		mq.SetField("text")
-		mq.Analyzer = "standard"
-		res, err := si.bl.Search(bleve.NewSearchRequestOptions(mq, size, 0, false))
-		if err != nil {
-			return err
-		}
-		for _, h := range res.Hits {
-			hits = append(hits, scored{h.ID, h.Score})
+		at := map[string]int{}
+		for r, bq := range q.bleveQueries() {
+			res, err := si.bl.Search(bleve.NewSearchRequestOptions(bq, q.Size, 0, false))
+			if err != nil {
+				return err
+			}
+			for _, h := range res.Hits {
+				i, ok := at[h.ID]
+				if !ok {
+					i = len(hits)
+					at[h.ID] = i
+					hits = append(hits, scored{id: h.ID})
+				}
+				hits[i].scores[r] = h.Score
+			}
 		}
 		return nil
 	})
