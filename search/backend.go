@@ -114,15 +114,21 @@ func (q idQuery) bleve() query.Query {
 }
 
 // The index's rankers, in the order of scored.scores: BM25 of the text
-// field, of the declared names and of the path's words.
+// field, of the declared names, of the path's words and of their
+// trigrams.
 const (
 	rankText = iota
 	rankDecl
 	rankPathw
+	rankPathg
+	// rankDeclExact: the query's identifiers, as typed, among the declared
+	// names (no parts): the files that declare what the query names.
+	rankDeclExact
 	numIndexRankers
 )
 
-var indexRankerFields = [numIndexRankers]string{"text", "decl", "pathw"}
+var indexRankerFields = [numIndexRankers]string{"text", "decl", "pathw", "pathg", "decl"}
+var indexRankerAnalyzers = [numIndexRankers]string{codeAnalyzer, wholeAnalyzer, wholeAnalyzer, pathGramQueryAnalyzer, ""}
 
 // rankQuery is a ranked search the index answers: the query's words, an
 // optional path (file or directory) to stay within, and how many
@@ -152,11 +158,23 @@ func (q rankQuery) bleveQueries() []query.Query {
 	}
 	qs := make([]query.Query, numIndexRankers)
 	for i, f := range indexRankerFields {
-		mq := query.NewMatchQuery(q.Text)
-		mq.SetField(f)
-		mq.Analyzer = codeAnalyzer
-		if f != "text" {
-			mq.Analyzer = wholeAnalyzer
+		var mq query.Query
+		if i == rankDeclExact {
+			var terms []query.Query
+			for _, t := range identTerms(q.Text) {
+				tq := query.NewTermQuery(t)
+				tq.SetField(f)
+				terms = append(terms, tq)
+			}
+			mq = query.NewDisjunctionQuery(terms)
+			if len(terms) == 0 {
+				mq = query.NewMatchNoneQuery()
+			}
+		} else {
+			m := query.NewMatchQuery(q.Text)
+			m.SetField(f)
+			m.Analyzer = indexRankerAnalyzers[i]
+			mq = m
 		}
 		qs[i] = mq
 		if filter != nil {
@@ -414,13 +432,14 @@ func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, 
 		return nil, err
 	}
 	err = lb.guard(sid, "search", func() error {
+		qs := q.bleveQueries()
+		res, err := searchAll(si.bl, qs, func(int) int { return q.Size })
+		if err != nil {
+			return lb.damaged(sid, err)
+		}
 		at := map[string]int{}
-		for r, bq := range q.bleveQueries() {
-			res, err := si.bl.Search(bleve.NewSearchRequestOptions(bq, q.Size, 0, false))
-			if err != nil {
-				return err
-			}
-			for _, h := range res.Hits {
+		for r := range res {
+			for _, h := range res[r].Hits {
 				i, ok := at[h.ID]
 				if !ok {
 					i = len(hits)
@@ -430,9 +449,67 @@ func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, 
 				hits[i].scores[r] = h.Score
 			}
 		}
+		// Second round: every candidate's score by every ranker, not only
+		// by those that listed it (a file found by what it declares has a
+		// text score too).
+		ids := make([]string, len(hits))
+		for i, h := range hits {
+			ids[i] = h.id
+		}
+		only := query.NewDocIDQuery(ids)
+		for r := range qs {
+			b := query.NewBooleanQuery([]query.Query{qs[r]}, nil, nil)
+			b.AddFilter(only)
+			qs[r] = b
+		}
+		res, err = searchAll(si.bl, qs, func(r int) int {
+			if res[r].Total <= uint64(q.Size) {
+				return 0 // the first round had them all
+			}
+			return len(ids)
+		})
+		if err != nil {
+			return lb.damaged(sid, err)
+		}
+		for r := range res {
+			if res[r] == nil {
+				continue
+			}
+			for _, h := range res[r].Hits {
+				if i, ok := at[h.ID]; ok {
+					hits[i].scores[r] = h.Score
+				}
+			}
+		}
 		return nil
 	})
 	return hits, err
+}
+
+// searchAll runs the queries at once (a query's latency is the slowest
+// ranker's, not their sum), size(r) hits of query r (0: not run).
+func searchAll(bl bleve.Index, qs []query.Query, size func(int) int) ([]*bleve.SearchResult, error) {
+	res := make([]*bleve.SearchResult, len(qs))
+	errs := make([]error, len(qs))
+	var wg sync.WaitGroup
+	for r, bq := range qs {
+		n := size(r)
+		if n == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					errs[r] = &panicError{what: "search", v: v}
+				}
+			}()
+			res[r], errs[r] = bl.Search(bleve.NewSearchRequestOptions(bq, n, 0, false))
+		}()
+	}
+	wg.Wait()
+	return res, errors.Join(errs...)
 }
 
 // run returns sid's batcher of the current run.

@@ -15,6 +15,7 @@
 //	decl       declared names (codetok.Decls), whole     padfs search (declaration ranker)
 //	           and split
 //	pathw      the path's words, whole and split         padfs search (candidates by name)
+//	pathg      trigrams of the path's words              padfs search (candidates by part of a name)
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
 //	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
 //	           than maxDocTrigrams distinct trigrams
@@ -65,7 +66,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-8"
+	formatVersion = "padfs-search-9"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.
@@ -473,6 +474,7 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	doc.AddField(document.NewTextFieldCustom("path", nil, []byte(path), keywordOpts, nil))
 	doc.AddField(document.NewTextFieldCustom("ino", nil, []byte(strconv.FormatUint(uint64(ino), 10)), keywordOpts, nil))
 	doc.AddField(&analyzedField{name: "pathw", data: []byte(path), an: wholeAn})
+	doc.AddField(&analyzedField{name: "pathg", data: []byte(path), an: pathGramAn})
 	if data == nil {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 		return doc

@@ -16,21 +16,30 @@ import (
 )
 
 // Ranked search is hybrid: several rankers score the candidates, their
-// scores are fused by a weighted sum (each normalized to [0,1] by the
-// best candidate's), then the best candidates are re-ranked by reading
-// their content.
+// scores are fused by a weighted sum, then the best candidates are
+// re-ranked by reading their content.
 //
-//	ranker  what it scores                                     weight
-//	text    BM25 of the content's words (identifiers split,    1.0
+//	ranker  what it scores                                      weight  scale
+//	text    BM25 of the content's words (identifiers split,     0.8     / best
 //	        stemmed; the index's text field)
-//	decl    BM25 of the names the file declares (decl field)   0.6
-//	path    the query's words in the path: file name first,    1.0
+//	decl    BM25 of the names the file declares (decl field)    0.3     / best
+//	path    the query's words in the path: file name first,     1.5     0..1
 //	        then its directory; exact, stem, prefix (an
 //	        abbreviation: reg for register) and infix (alloc in
-//	        regalloc) matches
-//	prox    re-rank: the query's words near one another (the   0.5
-//	        most of them in one 400-byte window) and the
-//	        query as a phrase
+//	        regalloc) matches; to the power 1.5, so that one
+//	        word of four in a file name counts little
+//	prox    re-rank: the most of the query's words in one       0.5     0..1
+//	        400-byte window (squared), and the query as a
+//	        phrase (as typed, or its words as text or as an
+//	        identifier)
+//	def     re-rank: the share of the query's words one name    1.2     0..1
+//	        the file declares holds (its declarations read
+//	        from its content), squared; a name the query
+//	        spells exactly, case included, adds 0.2
+//
+// BM25 scores are normalized by the best candidate's; the others are
+// absolute. A test file's (or test data's) sum counts 0.9: a query means
+// the code more often than its tests.
 //
 // Candidates are the union of each index ranker's best (the path's words
 // are an index ranker too, for recall by name). A file the index has
@@ -43,13 +52,17 @@ const (
 	// candidatesPerRanker is how many documents each index ranker returns.
 	candidatesPerRanker = 100
 	// rerankDepth is how many fused candidates (beyond k) are read and
-	// re-ranked.
-	rerankDepth = 40
+	// re-ranked, and poolPerRanker how many of each first-pass ranker's
+	// best are, wherever the fusion put them.
+	rerankDepth   = 50
+	poolPerRanker = 10
 	// proxWindow is the window of the proximity ranker, in bytes.
 	proxWindow = 400
 	// maxOccurrences bounds the occurrences of a word the proximity ranker
 	// looks at in one file.
 	maxOccurrences = 2000
+	// testPrior scales the score of test files.
+	testPrior = 0.9
 )
 
 // Rankers, in the order of Hit.Explain.
@@ -58,11 +71,18 @@ const (
 	rDecl
 	rPath
 	rProx
+	rDef
 	numRankers
+	// numFirstPass rankers need no content: they pick what is re-ranked.
+	numFirstPass = rPath + 1
 )
 
-var rankerNames = [numRankers]string{"text", "decl", "path", "prox"}
-var rankerWeights = [numRankers]float64{1.0, 0.6, 1.0, 0.5}
+var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def"}
+var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2}
+
+// rankerNormalized: scores divided by the best candidate's (BM25 has no
+// scale of its own).
+var rankerNormalized = [numRankers]bool{true, true, false, false, false}
 
 // Hit is one result of a ranked search.
 type Hit struct {
@@ -118,11 +138,16 @@ type rq struct {
 	// phrases are the query's words as a phrase, as text and as
 	// identifiers (snake_case, concatenated).
 	phrases [][]byte
-	prefix  string
+	// idents are the query's identifiers as typed.
+	idents map[string]bool
+	prefix string
 }
 
 func parseQuery(q, prefix string) (*rq, error) {
-	r := &rq{text: q, prefix: strings.Trim(path.Clean("/"+prefix), "/")}
+	r := &rq{text: q, prefix: strings.Trim(path.Clean("/"+prefix), "/"), idents: map[string]bool{}}
+	for _, f := range strings.FieldsFunc(q, func(c rune) bool { return !isWordRune(c) }) {
+		r.idents[f] = true
+	}
 	seen := map[string]bool{}
 	for _, t := range codeAn.Analyze([]byte(q)) {
 		if seen[string(t.Term)] {
@@ -142,8 +167,13 @@ func parseQuery(q, prefix string) (*rq, error) {
 		return nil, errors.New("empty query (no words but stop words)")
 	}
 	if len(r.words) > 1 {
+		// As typed (a declaration pasted whole), then its words as text,
+		// snake_case and one identifier, stop words included.
+		raw := strings.Join(strings.Fields(strings.ToLower(q)), " ")
+		r.phrases = append(r.phrases, []byte(raw))
+		words := strings.FieldsFunc(raw, func(c rune) bool { return !isWordRune(c) })
 		for _, sep := range []string{" ", "_", ""} {
-			r.phrases = append(r.phrases, []byte(strings.Join(r.words, sep)))
+			r.phrases = append(r.phrases, []byte(strings.Join(words, sep)))
 		}
 	}
 	return r, nil
@@ -159,12 +189,16 @@ type cand struct {
 	path  string
 	raw   [numRankers]float64
 	pathw float64 // the index's path-word score: candidates only
-	n     *mvcc.Inode
-	data  []byte
-	read  bool // data holds the content
-	score float64
-	part  [numRankers]float64
-	rank  [numRankers]int
+	// declares: the file declares one of the query's identifiers whole
+	// (re-ranked, wherever the fusion put it; the best few).
+	declares float64
+	force    bool
+	n        *mvcc.Inode
+	data     []byte
+	read     bool // data holds the content
+	score    float64
+	part     [numRankers]float64
+	rank     [numRankers]int
 }
 
 // SearchWith is Search with options.
@@ -227,7 +261,7 @@ func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions
 				changed[h.id] = true
 				continue
 			}
-			c := &cand{path: h.id, pathw: h.scores[rankPathw]}
+			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact]}
 			c.raw[rText], c.raw[rDecl] = h.scores[rankText], h.scores[rankDecl]
 			settled = append(settled, c)
 		}
@@ -306,11 +340,12 @@ func (ix *Index) rankIndexed(sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand,
 	for _, c := range cs {
 		c.raw[rPath] = pathScore(c.path, r)
 	}
-	fuse(cs, rPath+1)
+	forceDeclarers(cs)
+	fuse(cs, numFirstPass)
 	var top []*cand
-	for _, c := range cs {
-		if len(top) >= k+rerankDepth {
-			break
+	for i, c := range cs {
+		if !inPool(c, i, k) {
+			continue
 		}
 		n, err := ix.st.Walk(sid, c.path, at)
 		if err != nil || !n.IsRegular() {
@@ -346,6 +381,10 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 	}
 	want := map[string]bool{}
 	for _, s := range r.stems {
+		want[s] = true
+	}
+	idents := identTerms(r.text)
+	for _, s := range idents {
 		want[s] = true
 	}
 	count := func(toks analysis.TokenStream) (map[string]int, int) {
@@ -433,16 +472,20 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 		c.raw[rDecl] = bm25(rankDecl, d.tf[rankDecl], d.len[rankDecl])
 		c.pathw = bm25(rankPathw, d.tf[rankPathw], d.len[rankPathw])
 		c.raw[rPath] = pathScore(c.path, r)
+		for _, t := range idents {
+			c.declares += float64(d.tf[rankDecl][t])
+		}
 		if c.raw[rText] == 0 && c.raw[rPath] == 0 && c.pathw == 0 {
 			continue
 		}
 		cs = append(cs, c)
 	}
-	fuse(cs, rPath+1)
+	forceDeclarers(cs)
+	fuse(cs, numFirstPass)
 	var top []*cand
-	for _, c := range cs {
-		if len(top) >= k+rerankDepth {
-			break
+	for i, c := range cs {
+		if !inPool(c, i, k) {
+			continue
 		}
 		if !c.read {
 			if c.n.Size > MaxTextSize {
@@ -459,13 +502,48 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 	return rerank(r, top, k, degraded), nil
 }
 
-// fuse normalizes the first nr rankers' raw scores by their best among
-// cs, sums them by weight and sorts cs by the sum (ties by path).
+// forceDeclarers marks the poolPerRanker best declarers of the query's
+// identifiers for the re-rank.
+func forceDeclarers(cs []*cand) {
+	var ds []*cand
+	for _, c := range cs {
+		if c.declares > 0 {
+			ds = append(ds, c)
+		}
+	}
+	sort.SliceStable(ds, func(a, b int) bool { return ds[a].declares > ds[b].declares })
+	for i, c := range ds {
+		c.force = i < poolPerRanker
+	}
+}
+
+// inPool reports whether c, i-th after the first fusion, is re-ranked.
+func inPool(c *cand, i, k int) bool {
+	if c.score == 0 && !c.force {
+		return false // only a candidate of the trigrams of names, and no match
+	}
+	if i < k+rerankDepth || c.force {
+		return true
+	}
+	for r := range numFirstPass {
+		if c.rank[r] > 0 && c.rank[r] <= poolPerRanker {
+			return true
+		}
+	}
+	return false
+}
+
+// fuse scales the first nr rankers' raw scores (normalized by their
+// best among cs, or as they are), sums them by weight and sorts cs by the
+// sum (ties by path).
 func fuse(cs []*cand, nr int) {
 	for i := range nr {
-		var best float64
-		for _, c := range cs {
-			best = max(best, c.raw[i])
+		best := 1.0
+		if rankerNormalized[i] {
+			best = 0
+			for _, c := range cs {
+				best = max(best, c.raw[i])
+			}
 		}
 		for _, c := range cs {
 			c.part[i] = 0
@@ -495,6 +573,14 @@ func fuse(cs []*cand, nr int) {
 		for i := range nr {
 			c.score += c.part[i]
 		}
+		if isTestPath(c.path) {
+			// Scaled part by part, so that the parts still add up.
+			c.score = 0
+			for i := range nr {
+				c.part[i] *= testPrior
+				c.score += c.part[i]
+			}
+		}
 	}
 	sort.SliceStable(cs, func(a, b int) bool {
 		if cs[a].score != cs[b].score {
@@ -513,6 +599,7 @@ func rerank(r *rq, cs []*cand, k int, degraded bool) []Hit {
 	for _, c := range cs {
 		if !isBinary(c.data) {
 			c.raw[rProx] = proxScore(bytes.ToLower(c.data), r)
+			c.raw[rDef] = defScore(c.path, c.data, r)
 		}
 	}
 	fuse(cs, numRankers)
@@ -536,9 +623,9 @@ func rerank(r *rq, cs []*cand, k int, degraded bool) []Hit {
 // pathScore is the path ranker: for each query word, its best match
 // among the path's components (the file name, without extension, counts
 // fully, its directory 0.7, directories above 0.4), averaged over the
-// query's words; test files count 0.8.
+// query's words, to the power 1.5.
 func pathScore(p string, r *rq) float64 {
-	comps := strings.Split(strings.ToLower(p), "/")
+	comps := strings.Split(p, "/")
 	base := comps[len(comps)-1]
 	if i := strings.IndexByte(base, '.'); i > 0 {
 		comps[len(comps)-1] = base[:i]
@@ -557,7 +644,10 @@ func pathScore(p string, r *rq) float64 {
 		case 1:
 			w = 0.7
 		}
-		c := comp{s: comps[i], weight: w, words: codetok.Words(comps[i], true)}
+		c := comp{s: strings.ToLower(comps[i]), weight: w}
+		for _, w := range codetok.Words(comps[i], true) {
+			c.words = append(c.words, strings.ToLower(w))
+		}
 		for _, t := range wholeAn.Analyze([]byte(comps[i])) {
 			c.words = append(c.words, string(t.Term))
 		}
@@ -590,10 +680,7 @@ func pathScore(p string, r *rq) float64 {
 		total += best
 	}
 	s := total / float64(len(r.words))
-	if isTestPath(p) {
-		s *= 0.8
-	}
-	return s
+	return s * math.Sqrt(s)
 }
 
 func commonPrefix(a, b string) int {
@@ -662,6 +749,47 @@ func proxScore(low []byte, r *rq) float64 {
 		s = 1 // one word: found
 	}
 	return s
+}
+
+// defScore is the declaration re-ranker: the largest share of the
+// query's words that one name declared in data holds (its words, or
+// their stems' prefixes: Alloc for allocation), squared, and 0.2 more
+// for a name the query spells exactly.
+func defScore(p string, data []byte, r *rq) float64 {
+	var best float64
+	exact := false
+	for _, name := range codetok.Decls(p, data) {
+		if !exact && len(name) >= 3 && r.idents[name] {
+			exact = true
+		}
+		words := codetok.Words(name, false)
+		if len(words) == 0 {
+			continue
+		}
+		for i, w := range words {
+			words[i] = strings.ToLower(w)
+		}
+		hit := 0
+		for qi, w := range r.words {
+			s := r.stems[qi]
+			for _, nw := range words {
+				if nw == w || nw == s || len(s) >= 3 && strings.HasPrefix(nw, s) || len(nw) >= 3 && strings.HasPrefix(w, nw) {
+					hit++
+					break
+				}
+			}
+		}
+		best = max(best, float64(hit)/float64(len(r.words)))
+	}
+	s := 0.8 * best * best
+	if exact {
+		s += 0.2
+	}
+	return s
+}
+
+func isWordRune(c rune) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= utf8.RuneSelf
 }
 
 // snippet picks the line with the most distinct query words (then the

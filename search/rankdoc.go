@@ -6,8 +6,10 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/custom"
 	"github.com/blevesearch/bleve/v2/analysis/lang/en"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
+	"github.com/blevesearch/bleve/v2/analysis/token/ngram"
 	"github.com/blevesearch/bleve/v2/analysis/token/porter"
 	"github.com/blevesearch/bleve/v2/mapping"
+	bsearch "github.com/blevesearch/bleve/v2/search"
 	index "github.com/blevesearch/bleve_index_api"
 	"github.com/padfs/padfs/search/codetok"
 )
@@ -23,29 +25,54 @@ const (
 	codeAnalyzer = "padfs_code"
 	// wholeAnalyzer: parts and compound identifiers whole (decl, pathw).
 	wholeAnalyzer = "padfs_code_whole"
+	// pathGramAnalyzer: the trigrams of the path's words (pathg), so that
+	// a word inside a compound name is found: alloc in regalloc.
+	// pathGramQueryAnalyzer: the trigrams of the query's stems.
+	pathGramAnalyzer      = "padfs_path_grams"
+	pathGramQueryAnalyzer = "padfs_path_grams_query"
+	trigramFilter         = "padfs_trigrams"
+	// bm25B is BM25's length normalization for every field (bleve's
+	// default is 0.75): source files that matter are often long, and a
+	// long file that uses a word as often as a short one per line is not
+	// less about it.
+	bm25B = 0.4
 )
 
 // addCodeAnalyzers registers the code analyzers in im (they are stored
 // with the index's mapping; queries name them).
 func addCodeAnalyzers(im *mapping.IndexMappingImpl) {
-	for name, tok := range map[string]string{codeAnalyzer: codetok.TokenizerName, wholeAnalyzer: codetok.WholeTokenizerName} {
+	if err := im.AddCustomTokenFilter(trigramFilter, map[string]interface{}{"type": ngram.Name, "min": 3.0, "max": 3.0}); err != nil {
+		panic(err) // a static configuration: fails every test if wrong
+	}
+	for name, c := range map[string]struct {
+		tok     string
+		filters []string
+	}{
+		codeAnalyzer:          {codetok.TokenizerName, []string{lowercase.Name, en.StopName, porter.Name}},
+		wholeAnalyzer:         {codetok.WholeTokenizerName, []string{lowercase.Name, en.StopName, porter.Name}},
+		pathGramAnalyzer:      {codetok.WholeTokenizerName, []string{lowercase.Name, trigramFilter}},
+		pathGramQueryAnalyzer: {codetok.TokenizerName, []string{lowercase.Name, en.StopName, porter.Name, trigramFilter}},
+	} {
 		if err := im.AddCustomAnalyzer(name, map[string]interface{}{
 			"type":          custom.Name,
-			"tokenizer":     tok,
-			"token_filters": []string{lowercase.Name, en.StopName, porter.Name},
+			"tokenizer":     c.tok,
+			"token_filters": c.filters,
 		}); err != nil {
-			panic(err) // a static configuration: fails every test if wrong
+			panic(err)
 		}
 	}
 }
 
-var codeAn, wholeAn analysis.Analyzer
+var codeAn, wholeAn, pathGramAn analysis.Analyzer
 
 func init() {
 	im := bleve.NewIndexMapping()
 	addCodeAnalyzers(im)
 	codeAn = im.AnalyzerNamed(codeAnalyzer)
 	wholeAn = im.AnalyzerNamed(wholeAnalyzer)
+	pathGramAn = im.AnalyzerNamed(pathGramAnalyzer)
+	// Process-wide in bleve; padfs's indexes are the only ones.
+	bsearch.BM25_b = bm25B
 }
 
 // analyzedField is a text field analyzed by one of the code analyzers,
@@ -114,4 +141,21 @@ func rankFields(path string, data []byte) []*analyzedField {
 		fs = append(fs, &analyzedField{name: "decl", data: d, an: wholeAn})
 	}
 	return fs
+}
+
+// identTerms are the decl field's terms of the query's identifiers as
+// typed, whole (readFull -> readful, not read and full).
+func identTerms(q string) []string {
+	b := []byte(q)
+	runs := map[[2]int]bool{}
+	codetok.Split(b, func(start, end, _ int) { runs[[2]int{start, end}] = true }, func(int, int) {})
+	var out []string
+	seen := map[string]bool{}
+	for _, t := range wholeAn.Analyze([]byte(q)) {
+		if runs[[2]int{t.Start, t.End}] && !seen[string(t.Term)] {
+			seen[string(t.Term)] = true
+			out = append(out, string(t.Term))
+		}
+	}
+	return out
 }
