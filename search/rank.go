@@ -23,6 +23,8 @@ import (
 //	text    BM25 of the content's words (identifiers split,     0.8     / best
 //	        stemmed; the index's text field)
 //	decl    BM25 of the names the file declares (decl field)    0.3     / best
+//	doc     BM25 of its comments (doc field): prose that says   0.5     / best
+//	        what the code is for
 //	path    the query's words in the path: file name first,     1.5     0..1
 //	        then its directory; exact, stem, prefix (an
 //	        abbreviation: reg for register) and infix (alloc in
@@ -69,6 +71,7 @@ const (
 const (
 	rText = iota
 	rDecl
+	rDoc
 	rPath
 	rProx
 	rDef
@@ -77,12 +80,12 @@ const (
 	numFirstPass = rPath + 1
 )
 
-var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def"}
-var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2}
+var rankerNames = [numRankers]string{"text", "decl", "doc", "path", "prox", "def"}
+var rankerWeights = [numRankers]float64{0.8, 0.3, 0.5, 1.5, 0.5, 1.2}
 
 // rankerNormalized: scores divided by the best candidate's (BM25 has no
 // scale of its own).
-var rankerNormalized = [numRankers]bool{true, true, false, false, false}
+var rankerNormalized = [numRankers]bool{true, true, true, false, false, false}
 
 // Hit is one result of a ranked search.
 type Hit struct {
@@ -140,11 +143,13 @@ type rq struct {
 	phrases [][]byte
 	// idents are the query's identifiers as typed.
 	idents map[string]bool
+	// comps caches the path components pathScore analyzed.
+	comps  map[string]pathComp
 	prefix string
 }
 
 func parseQuery(q, prefix string) (*rq, error) {
-	r := &rq{text: q, prefix: strings.Trim(path.Clean("/"+prefix), "/"), idents: map[string]bool{}}
+	r := &rq{text: q, prefix: strings.Trim(path.Clean("/"+prefix), "/"), idents: map[string]bool{}, comps: map[string]pathComp{}}
 	for _, f := range strings.FieldsFunc(q, func(c rune) bool { return !isWordRune(c) }) {
 		r.idents[f] = true
 	}
@@ -262,7 +267,7 @@ func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions
 				continue
 			}
 			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact]}
-			c.raw[rText], c.raw[rDecl] = h.scores[rankText], h.scores[rankDecl]
+			c.raw[rText], c.raw[rDecl], c.raw[rDoc] = h.scores[rankText], h.scores[rankDecl], h.scores[rankDoc]
 			settled = append(settled, c)
 		}
 	}
@@ -419,6 +424,7 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 				if hit {
 					d.c.data, d.c.read = data, true
 					d.tf[rankDecl], d.len[rankDecl] = count(wholeAn.Analyze(declText(f.path, data)))
+					d.tf[rankDoc], d.len[rankDoc] = count(codeAn.Analyze(codetok.Comments(f.path, data)))
 					d.tf[rankText], d.len[rankText] = count(codeAn.Analyze(low)) // low is a copy: analysis may lowercase it in place
 					textBytes += float64(len(data))
 					textTokens += float64(d.len[rankText])
@@ -470,6 +476,7 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 		c := d.c
 		c.raw[rText] = bm25(rankText, d.tf[rankText], d.len[rankText])
 		c.raw[rDecl] = bm25(rankDecl, d.tf[rankDecl], d.len[rankDecl])
+		c.raw[rDoc] = bm25(rankDoc, d.tf[rankDoc], d.len[rankDoc])
 		c.pathw = bm25(rankPathw, d.tf[rankPathw], d.len[rankPathw])
 		c.raw[rPath] = pathScore(c.path, r)
 		for _, t := range idents {
@@ -620,6 +627,14 @@ func rerank(r *rq, cs []*cand, k int, degraded bool) []Hit {
 	return hits
 }
 
+// pathComp is a component of a path: lowercased, its words and their
+// stems, and its weight in the path.
+type pathComp struct {
+	s      string
+	words  []string
+	weight float64
+}
+
 // pathScore is the path ranker: for each query word, its best match
 // among the path's components (the file name, without extension, counts
 // fully, its directory 0.7, directories above 0.4), averaged over the
@@ -630,12 +645,7 @@ func pathScore(p string, r *rq) float64 {
 	if i := strings.IndexByte(base, '.'); i > 0 {
 		comps[len(comps)-1] = base[:i]
 	}
-	type comp struct {
-		s      string
-		words  []string // words and their stems
-		weight float64
-	}
-	cs := make([]comp, 0, len(comps))
+	cs := make([]pathComp, 0, len(comps))
 	for i := len(comps) - 1; i >= 0; i-- {
 		w := 0.4
 		switch len(comps) - 1 - i {
@@ -644,13 +654,18 @@ func pathScore(p string, r *rq) float64 {
 		case 1:
 			w = 0.7
 		}
-		c := comp{s: strings.ToLower(comps[i]), weight: w}
-		for _, w := range codetok.Words(comps[i], true) {
-			c.words = append(c.words, strings.ToLower(w))
+		c, ok := r.comps[comps[i]]
+		if !ok {
+			c = pathComp{s: strings.ToLower(comps[i])}
+			for _, w := range codetok.Words(comps[i], true) {
+				c.words = append(c.words, strings.ToLower(w))
+			}
+			for _, t := range wholeAn.Analyze([]byte(comps[i])) {
+				c.words = append(c.words, string(t.Term))
+			}
+			r.comps[comps[i]] = c
 		}
-		for _, t := range wholeAn.Analyze([]byte(comps[i])) {
-			c.words = append(c.words, string(t.Term))
-		}
+		c.weight = w
 		cs = append(cs, c)
 	}
 	var total float64

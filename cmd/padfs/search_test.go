@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -35,14 +36,14 @@ func TestSearchExplainPathAsOf(t *testing.T) {
 		t.Errorf("first hit %q, want the declaration in src/util.go", lines[0])
 	}
 	for _, l := range []string{lines[1], lines[3]} {
-		for _, r := range []string{"text ", "decl ", "path ", "prox "} {
+		for _, r := range []string{"text ", "decl ", "doc ", "path ", "prox ", "def "} {
 			if !strings.HasPrefix(l, "         ") || !strings.Contains(l, r) {
 				t.Errorf("explain line %q lacks %q", l, r)
 			}
 		}
 	}
-	if !strings.Contains(lines[1], "decl 0.600 (raw") {
-		t.Errorf("the declaring file's explanation %q: want the whole decl weight", lines[1])
+	if !regexp.MustCompile(`def [0-9.]+ \(raw 1\.000 #1,`).MatchString(lines[1]) {
+		t.Errorf("the declaring file's explanation %q: want def's full raw score, first", lines[1])
 	}
 
 	out, _, code = search("--json", "retry")
@@ -70,7 +71,7 @@ func TestSearchExplainPathAsOf(t *testing.T) {
 		sum += c.Score
 		names = append(names, c.Ranker)
 	}
-	if h.Path != "src/util.go" || strings.Join(names, ",") != "text,decl,path,prox" || sum < h.Score-1e-6 || sum > h.Score+1e-6 {
+	if h.Path != "src/util.go" || strings.Join(names, ",") != "text,decl,doc,path,prox,def" || sum < h.Score-1e-6 || sum > h.Score+1e-6 {
 		t.Errorf("search --json: %+v", h)
 	}
 

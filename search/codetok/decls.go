@@ -290,3 +290,69 @@ func lastIdent(b []byte) []byte {
 	}
 	return bytes.TrimLeft(b[i:], ":")
 }
+
+// MaxComments bounds the comment text taken from one file.
+const MaxComments = 256 << 10
+
+// Comments returns the text of the comments of file name (line comments,
+// block comments, Python docstrings), one line of output per comment
+// line, by lexical rules per language (a "//" inside a string counts as
+// a comment). Markdown and unknown languages have none: their text is
+// all prose already. The result is at most MaxComments bytes.
+func Comments(name string, data []byte) []byte {
+	lang := LangOf(name)
+	var line, block0, block1 string
+	switch lang {
+	case LangGo, LangGoAsm, LangJS, LangRust, LangC, LangJava:
+		line, block0, block1 = "//", "/*", "*/"
+	case LangPython:
+		line, block0, block1 = "#", `"""`, `"""`
+	case LangShell:
+		line = "#"
+	default:
+		return nil
+	}
+	var out []byte
+	add := func(b []byte) {
+		b = bytes.TrimSpace(b)
+		if len(b) > 0 && len(out)+len(b)+1 <= MaxComments {
+			out = append(append(out, b...), '\n')
+		}
+	}
+	inBlock := false
+	for len(data) > 0 && len(out) < MaxComments {
+		var l []byte
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			l, data = data[:i], data[i+1:]
+		} else {
+			l, data = data, nil
+		}
+		for len(l) > 0 {
+			if inBlock {
+				j := bytes.Index(l, []byte(block1))
+				if j < 0 {
+					add(bytes.TrimLeft(bytes.TrimSpace(l), "*"))
+					break
+				}
+				add(bytes.TrimLeft(bytes.TrimSpace(l[:j]), "*"))
+				l, inBlock = l[j+len(block1):], false
+				continue
+			}
+			li := bytes.Index(l, []byte(line))
+			bi := -1
+			if block0 != "" {
+				bi = bytes.Index(l, []byte(block0))
+			}
+			switch {
+			case li >= 0 && (bi < 0 || li < bi):
+				add(l[li+len(line):])
+				l = nil
+			case bi >= 0:
+				l, inBlock = l[bi+len(block0):], true
+			default:
+				l = nil
+			}
+		}
+	}
+	return out
+}
