@@ -114,12 +114,11 @@ func (q idQuery) bleve() query.Query {
 }
 
 // The index's rankers, in the order of scored.scores: BM25 of the text
-// field, of the declared names, of the comments, of the path's words and
-// of their trigrams.
+// field, of the declared names, of the path's words and of their
+// trigrams.
 const (
 	rankText = iota
 	rankDecl
-	rankDoc
 	rankPathw
 	rankPathg
 	// rankDeclExact: the query's identifiers, as typed, among the declared
@@ -128,8 +127,8 @@ const (
 	numIndexRankers
 )
 
-var indexRankerFields = [numIndexRankers]string{"text", "decl", "doc", "pathw", "pathg", "decl"}
-var indexRankerAnalyzers = [numIndexRankers]string{codeAnalyzer, wholeAnalyzer, codeAnalyzer, wholeAnalyzer, pathGramQueryAnalyzer, ""}
+var indexRankerFields = [numIndexRankers]string{"text", "decl", "pathw", "pathg", "decl"}
+var indexRankerAnalyzers = [numIndexRankers]string{codeAnalyzer, wholeAnalyzer, wholeAnalyzer, pathGramQueryAnalyzer, ""}
 
 // rankQuery is a ranked search the index answers: the query's words, an
 // optional path (file or directory) to stay within, and how many
@@ -464,7 +463,7 @@ func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, 
 			qs[r] = b
 		}
 		res, err = searchAll(si.bl, qs, func(r int) int {
-			if r != rankText && r != rankDecl && r != rankDoc || res[r].Total <= uint64(q.Size) {
+			if r != rankText && r != rankDecl || res[r].Total <= uint64(q.Size) {
 				// Only the fused rankers (the others pick candidates),
 				// and only if the first round did not have them all.
 				return 0

@@ -14,8 +14,6 @@
 //	text       code analyzer: identifiers split, stemmed padfs search (BM25 body ranker)
 //	decl       declared names (codetok.Decls), whole     padfs search (declaration ranker)
 //	           and split
-//	doc        comments (codetok.Comments), code         padfs search (comment ranker)
-//	           analyzer
 //	pathw      the path's words, whole and split         padfs search (candidates by name)
 //	pathg      trigrams of the path's words              padfs search (candidates by part of a name)
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
@@ -68,7 +66,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-10"
+	formatVersion = "padfs-search-11"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.

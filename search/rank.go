@@ -23,8 +23,6 @@ import (
 //	text    BM25 of the content's words (identifiers split,     0.8     / best
 //	        stemmed; the index's text field)
 //	decl    BM25 of the names the file declares (decl field)    0.3     / best
-//	doc     BM25 of its comments (doc field): prose that says   0.5     / best
-//	        what the code is for
 //	path    the query's words in the path: file name first,     1.5     0..1
 //	        then its directory; exact, stem, prefix (an
 //	        abbreviation: reg for register) and infix (alloc in
@@ -71,7 +69,6 @@ const (
 const (
 	rText = iota
 	rDecl
-	rDoc
 	rPath
 	rProx
 	rDef
@@ -80,12 +77,12 @@ const (
 	numFirstPass = rPath + 1
 )
 
-var rankerNames = [numRankers]string{"text", "decl", "doc", "path", "prox", "def"}
-var rankerWeights = [numRankers]float64{0.8, 0.3, 0.5, 1.5, 0.5, 1.2}
+var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def"}
+var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2}
 
 // rankerNormalized: scores divided by the best candidate's (BM25 has no
 // scale of its own).
-var rankerNormalized = [numRankers]bool{true, true, true, false, false, false}
+var rankerNormalized = [numRankers]bool{true, true, false, false, false}
 
 // Hit is one result of a ranked search.
 type Hit struct {
@@ -267,7 +264,7 @@ func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions
 				continue
 			}
 			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact]}
-			c.raw[rText], c.raw[rDecl], c.raw[rDoc] = h.scores[rankText], h.scores[rankDecl], h.scores[rankDoc]
+			c.raw[rText], c.raw[rDecl] = h.scores[rankText], h.scores[rankDecl]
 			settled = append(settled, c)
 		}
 	}
@@ -424,7 +421,6 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 				if hit {
 					d.c.data, d.c.read = data, true
 					d.tf[rankDecl], d.len[rankDecl] = count(wholeAn.Analyze(declText(f.path, data)))
-					d.tf[rankDoc], d.len[rankDoc] = count(codeAn.Analyze(codetok.Comments(f.path, data)))
 					d.tf[rankText], d.len[rankText] = count(codeAn.Analyze(low)) // low is a copy: analysis may lowercase it in place
 					textBytes += float64(len(data))
 					textTokens += float64(d.len[rankText])
@@ -476,7 +472,6 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 		c := d.c
 		c.raw[rText] = bm25(rankText, d.tf[rankText], d.len[rankText])
 		c.raw[rDecl] = bm25(rankDecl, d.tf[rankDecl], d.len[rankDecl])
-		c.raw[rDoc] = bm25(rankDoc, d.tf[rankDoc], d.len[rankDoc])
 		c.pathw = bm25(rankPathw, d.tf[rankPathw], d.len[rankPathw])
 		c.raw[rPath] = pathScore(c.path, r)
 		for _, t := range idents {

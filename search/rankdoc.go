@@ -140,9 +140,6 @@ func rankFields(path string, data []byte) []*analyzedField {
 	if d := declText(path, data); len(d) > 0 {
 		fs = append(fs, &analyzedField{name: "decl", data: d, an: wholeAn})
 	}
-	if c := codetok.Comments(path, data); len(c) > 0 {
-		fs = append(fs, &analyzedField{name: "doc", data: c, an: codeAn})
-	}
 	return fs
 }
 

@@ -112,28 +112,3 @@ func FuzzDecls(f *testing.F) {
 		}
 	})
 }
-
-func TestComments(t *testing.T) {
-	for _, c := range []struct{ name, src, want string }{
-		{"a.go", "// Package a does x.\npackage a\n\n/* block\n * more */ var x = 1 // trailing\n", "Package a does x.\nblock\nmore\ntrailing\n"},
-		{"a.py", "# hash\ndef f():\n    \"\"\"Docstring\n    two\"\"\"\n", "hash\nDocstring\ntwo\n"},
-		{"a.sh", "#!/bin/sh\necho # note\n", "!/bin/sh\nnote\n"},
-		{"a.md", "# heading\n", ""},
-	} {
-		if got := string(Comments(c.name, []byte(c.src))); got != c.want {
-			t.Errorf("Comments(%s) = %q, want %q", c.name, got, c.want)
-		}
-	}
-}
-
-func FuzzComments(f *testing.F) {
-	f.Add("a.go", []byte("/* a */ // b\n/*\n*/*/"))
-	f.Add("a.py", []byte("\"\"\"\"\"\"#\n\"\"\""))
-	f.Add("a.sh", []byte("##\n#"))
-	f.Fuzz(func(t *testing.T, name string, data []byte) {
-		out := Comments(name, data)
-		if len(out) > MaxComments || len(out) > 2*len(data)+1 {
-			t.Fatalf("%d bytes of comments from %d bytes", len(out), len(data))
-		}
-	})
-}
