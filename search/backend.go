@@ -35,8 +35,9 @@ type backend interface {
 	// ids lists the documents matching q (none without an index); with
 	// q.Gen set, only from that generation of the index.
 	ids(sid mvcc.SessionID, q idQuery) ([]string, error)
-	// search ranks documents by BM25 relevance of their text to q.
-	search(sid mvcc.SessionID, q string, size int) ([]scored, error)
+	// search runs the index's rankers for q: up to q.Size documents of
+	// each, with every ranker's score of each document listed.
+	search(sid mvcc.SessionID, q rankQuery) ([]scored, error)
 
 	// begin starts a run of writes to sid's index (creating it),
 	// discarding what an earlier run left unfinished, and returns the
@@ -112,10 +113,77 @@ func (q idQuery) bleve() query.Query {
 	return termQ(q.Field, q.Term)
 }
 
-// scored is a ranked-search hit.
+// The index's rankers, in the order of scored.scores: BM25 of the text
+// field, of the declared names, of the path's words and of their
+// trigrams.
+const (
+	rankText = iota
+	rankDecl
+	rankPathw
+	rankPathg
+	// rankDeclExact: the query's identifiers, as typed, among the declared
+	// names (no parts): the files that declare what the query names.
+	rankDeclExact
+	numIndexRankers
+)
+
+var indexRankerFields = [numIndexRankers]string{"text", "decl", "pathw", "pathg", "decl"}
+var indexRankerAnalyzers = [numIndexRankers]string{codeAnalyzer, wholeAnalyzer, wholeAnalyzer, pathGramQueryAnalyzer, ""}
+
+// rankQuery is a ranked search the index answers: the query's words, an
+// optional path (file or directory) to stay within, and how many
+// documents each ranker returns.
+type rankQuery struct {
+	Text   string
+	Prefix string
+	Size   int
+}
+
+// scored is a ranked-search candidate with the score of each index
+// ranker (0: not among that ranker's results).
 type scored struct {
-	id    string
-	score float64
+	id     string
+	scores [numIndexRankers]float64
+}
+
+// bleveQueries are the rankers' queries for q.
+func (q rankQuery) bleveQueries() []query.Query {
+	var filter query.Query
+	if q.Prefix != "" {
+		dir := query.NewPrefixQuery(q.Prefix + "/")
+		dir.SetField("path")
+		file := query.NewTermQuery(q.Prefix)
+		file.SetField("path")
+		filter = query.NewDisjunctionQuery([]query.Query{file, dir})
+	}
+	qs := make([]query.Query, numIndexRankers)
+	for i, f := range indexRankerFields {
+		var mq query.Query
+		if i == rankDeclExact {
+			var terms []query.Query
+			for _, t := range identTerms(q.Text) {
+				tq := query.NewTermQuery(t)
+				tq.SetField(f)
+				terms = append(terms, tq)
+			}
+			mq = query.NewDisjunctionQuery(terms)
+			if len(terms) == 0 {
+				mq = query.NewMatchNoneQuery()
+			}
+		} else {
+			m := query.NewMatchQuery(q.Text)
+			m.SetField(f)
+			m.Analyzer = indexRankerAnalyzers[i]
+			mq = m
+		}
+		qs[i] = mq
+		if filter != nil {
+			b := query.NewBooleanQuery([]query.Query{mq}, nil, nil)
+			b.AddFilter(filter)
+			qs[i] = b
+		}
+	}
+	return qs
 }
 
 // panicError is a panic of bleve (or bbolt below it) caught where padfs
@@ -330,25 +398,92 @@ func (lb *localBackend) ids(sid mvcc.SessionID, q idQuery) (ids []string, err er
 	return ids, err
 }
 
-func (lb *localBackend) search(sid mvcc.SessionID, q string, size int) (hits []scored, err error) {
+func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, err error) {
 	si, err := lb.session(sid, false)
 	if err != nil || si == nil {
 		return nil, err
 	}
 	err = lb.guard(sid, "search", func() error {
-		mq := query.NewMatchQuery(q)
-		mq.SetField("text")
-		mq.Analyzer = "standard"
-		res, err := si.bl.Search(bleve.NewSearchRequestOptions(mq, size, 0, false))
+		qs := q.bleveQueries()
+		res, err := searchAll(si.bl, qs, func(int) int { return q.Size })
 		if err != nil {
-			return err
+			return lb.damaged(sid, err)
 		}
-		for _, h := range res.Hits {
-			hits = append(hits, scored{h.ID, h.Score})
+		at := map[string]int{}
+		for r := range res {
+			for _, h := range res[r].Hits {
+				i, ok := at[h.ID]
+				if !ok {
+					i = len(hits)
+					at[h.ID] = i
+					hits = append(hits, scored{id: h.ID})
+				}
+				hits[i].scores[r] = h.Score
+			}
+		}
+		// Second round: every candidate's score by every ranker, not only
+		// by those that listed it (a file found by what it declares has a
+		// text score too).
+		ids := make([]string, len(hits))
+		for i, h := range hits {
+			ids[i] = h.id
+		}
+		only := query.NewDocIDQuery(ids)
+		for r := range qs {
+			b := query.NewBooleanQuery([]query.Query{qs[r]}, nil, nil)
+			b.AddFilter(only)
+			qs[r] = b
+		}
+		res, err = searchAll(si.bl, qs, func(r int) int {
+			if r != rankText && r != rankDecl || res[r].Total <= uint64(q.Size) {
+				// Only the fused rankers (the others pick candidates),
+				// and only if the first round did not have them all.
+				return 0
+			}
+			return len(ids)
+		})
+		if err != nil {
+			return lb.damaged(sid, err)
+		}
+		for r := range res {
+			if res[r] == nil {
+				continue
+			}
+			for _, h := range res[r].Hits {
+				if i, ok := at[h.ID]; ok {
+					hits[i].scores[r] = h.Score
+				}
+			}
 		}
 		return nil
 	})
 	return hits, err
+}
+
+// searchAll runs the queries at once (a query's latency is the slowest
+// ranker's, not their sum), size(r) hits of query r (0: not run).
+func searchAll(bl bleve.Index, qs []query.Query, size func(int) int) ([]*bleve.SearchResult, error) {
+	res := make([]*bleve.SearchResult, len(qs))
+	errs := make([]error, len(qs))
+	var wg sync.WaitGroup
+	for r, bq := range qs {
+		n := size(r)
+		if n == 0 {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					errs[r] = &panicError{what: "search", v: v}
+				}
+			}()
+			res[r], errs[r] = bl.Search(bleve.NewSearchRequestOptions(bq, n, 0, false))
+		}()
+	}
+	wg.Wait()
+	return res, errors.Join(errs...)
 }
 
 // run returns sid's batcher of the current run.

@@ -11,7 +11,11 @@
 //	tri        distinct trigrams of the folded content   grep (and grep -i)
 //	btri       the same, of a binary file, hashed to     grep
 //	           16-bit buckets (see bucketBits)
-//	text       standard analyzer (BM25)                  padfs search
+//	text       code analyzer: identifiers split, stemmed padfs search (BM25 body ranker)
+//	decl       declared names (codetok.Decls), whole     padfs search (declaration ranker)
+//	           and split
+//	pathw      the path's words, whole and split         padfs search (candidates by name)
+//	pathg      trigrams of the path's words              padfs search (candidates by part of a name)
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
 //	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
 //	           than maxDocTrigrams distinct trigrams
@@ -61,7 +65,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-8"
+	formatVersion = "padfs-search-12"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.
@@ -370,9 +374,11 @@ func (ix *Index) Close() error {
 }
 
 // indexMapping is the bleve mapping: documents are built by hand
-// (IndexAdvanced), so it only sets BM25 and the default analyzer.
+// (IndexAdvanced), so it only sets BM25, the default analyzer and the
+// code analyzers ranked queries name.
 func indexMapping() mapping.IndexMapping {
 	im := bleve.NewIndexMapping()
+	addCodeAnalyzers(im)
 	im.ScoringModel = index.BM25Scoring
 	im.DefaultAnalyzer = standard.Name
 	im.StoreDynamic = false
@@ -471,6 +477,8 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	doc := document.NewDocument(path)
 	doc.AddField(document.NewTextFieldCustom("path", nil, []byte(path), keywordOpts, nil))
 	doc.AddField(document.NewTextFieldCustom("ino", nil, []byte(strconv.FormatUint(uint64(ino), 10)), keywordOpts, nil))
+	doc.AddField(&analyzedField{name: "pathw", data: []byte(path), an: wholeAn})
+	doc.AddField(&analyzedField{name: "pathg", data: []byte(path), an: pathGramAn})
 	if data == nil {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 		return doc
@@ -488,7 +496,9 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	// Binary files get trigrams (grep must still find their matches, and
 	// the trigram argument holds for any bytes) but no words to rank.
 	if !binary && len(data) <= MaxTextSize {
-		doc.AddField(&textField{data: data})
+		for _, f := range rankFields(path, data) {
+			doc.AddField(f)
+		}
 	}
 	return doc
 }

@@ -3,13 +3,86 @@ package search
 import (
 	"bytes"
 	"errors"
+	"fmt"
+	"math"
+	"path"
 	"sort"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/codetok"
 )
+
+// Ranked search is hybrid: several rankers score the candidates, their
+// scores are fused by a weighted sum, then the best candidates are
+// re-ranked by reading their content.
+//
+//	ranker  what it scores                                      weight  scale
+//	text    BM25 of the content's words (identifiers split,     0.8     / best
+//	        stemmed; the index's text field)
+//	decl    BM25 of the names the file declares (decl field)    0.3     / best
+//	path    the query's words in the path: file name first,     1.5     0..1
+//	        then its directory; exact, stem, prefix (an
+//	        abbreviation: reg for register) and infix (alloc in
+//	        regalloc) matches; to the power 1.5, so that one
+//	        word of four in a file name counts little
+//	prox    re-rank: the most of the query's words in one       0.5     0..1
+//	        400-byte window (squared), and the query as a
+//	        phrase (as typed, or its words as text or as an
+//	        identifier)
+//	def     re-rank: the share of the query's words one name    1.2     0..1
+//	        the file declares holds (its declarations read
+//	        from its content), squared; a name the query
+//	        spells exactly, case included, adds 0.2
+//
+// BM25 scores are normalized by the best candidate's; the others are
+// absolute. A test file's (or test data's) sum counts 0.9: a query means
+// the code more often than its tests.
+//
+// Candidates are the union of each index ranker's best (the path's words
+// are an index ranker too, for recall by name). A file the index has
+// not caught up with is scored by reading it, with statistics from the
+// files read, and marked Degraded: degraded hits always come after the
+// settled ones, whatever their scores, since those are not comparable.
+// As of a past time (SearchOptions.AsOf) every file is read and scored
+// that way, exactly, without the index.
+const (
+	// candidatesPerRanker is how many documents each index ranker returns.
+	candidatesPerRanker = 100
+	// rerankDepth is how many fused candidates (beyond k) are read and
+	// re-ranked, and poolPerRanker how many of each first-pass ranker's
+	// best are, wherever the fusion put them.
+	rerankDepth   = 50
+	poolPerRanker = 10
+	// proxWindow is the window of the proximity ranker, in bytes.
+	proxWindow = 400
+	// maxOccurrences bounds the occurrences of a word the proximity ranker
+	// looks at in one file.
+	maxOccurrences = 2000
+	// testPrior scales the score of test files.
+	testPrior = 0.9
+)
+
+// Rankers, in the order of Hit.Explain.
+const (
+	rText = iota
+	rDecl
+	rPath
+	rProx
+	rDef
+	numRankers
+	// numFirstPass rankers need no content: they pick what is re-ranked.
+	numFirstPass = rPath + 1
+)
+
+var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def"}
+var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2}
+
+// rankerNormalized: scores divided by the best candidate's (BM25 has no
+// scale of its own).
+var rankerNormalized = [numRankers]bool{true, true, false, false, false}
 
 // Hit is one result of a ranked search.
 type Hit struct {
@@ -17,22 +90,127 @@ type Hit struct {
 	Score   float64 `json:"score"`
 	Line    int     `json:"line,omitempty"`
 	Snippet string  `json:"snippet"`
-	// Degraded: the file changed after the index last saw it; its score is
-	// the index's older view (or an estimate for a file it has not seen).
+	// Degraded: the file changed after the index last saw it (or it has
+	// not seen it); it was scored by reading it, on another scale than the
+	// settled hits, and is listed after them.
 	Degraded bool `json:"degraded"`
+	// Explain is each ranker's part of Score.
+	Explain []Contribution `json:"explain"`
 }
 
-// Search returns up to k files of session sid ranked by BM25 relevance to
-// the words of q, each with a snippet from its current content. Files the
-// index has not caught up with are still found (by reading them) and
-// marked Degraded.
+// Contribution is one ranker's part of a hit's score.
+type Contribution struct {
+	Ranker string `json:"ranker"`
+	// Raw is the ranker's own score (BM25 for text and decl; 0..1 for path
+	// and prox).
+	Raw float64 `json:"raw"`
+	// Rank is the hit's place among the candidates by this ranker alone
+	// (1 is best; 0: the ranker did not score it).
+	Rank int `json:"rank"`
+	// Weight times Raw normalized by the best candidate's is Score.
+	Weight float64 `json:"weight"`
+	Score  float64 `json:"score"`
+}
+
+// SearchOptions refine SearchWith.
+type SearchOptions struct {
+	// Path restricts the search to this file or directory (relative to the
+	// session's root; "" or "/": everything).
+	Path string
+	// AsOf, if not 0, ranks the files as they were at this HLC, reading
+	// them all (exact, slower: no index).
+	AsOf mvcc.HLC
+}
+
+// Search returns up to k files of session sid ranked by relevance to the
+// words of q, each with a snippet from its current content.
 func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
+	return ix.SearchWith(sid, q, k, SearchOptions{})
+}
+
+// rq is a parsed query.
+type rq struct {
+	text string
+	// words are the query's words lowercased, stems their analyzed
+	// forms (distinct, in order); needles are what a word looks like as a
+	// substring of content (the stem, less a Porter "i" for "y").
+	words, stems, needles []string
+	// phrases are the query's words as a phrase, as text and as
+	// identifiers (snake_case, concatenated).
+	phrases [][]byte
+	// idents are the query's identifiers as typed.
+	idents map[string]bool
+	// comps caches the path components pathScore analyzed.
+	comps  map[string]pathComp
+	prefix string
+}
+
+func parseQuery(q, prefix string) (*rq, error) {
+	r := &rq{text: q, prefix: strings.Trim(path.Clean("/"+prefix), "/"), idents: map[string]bool{}, comps: map[string]pathComp{}}
+	for _, f := range strings.FieldsFunc(q, func(c rune) bool { return !isWordRune(c) }) {
+		r.idents[f] = true
+	}
+	seen := map[string]bool{}
+	for _, t := range codeAn.Analyze([]byte(q)) {
+		if seen[string(t.Term)] {
+			continue
+		}
+		seen[string(t.Term)] = true
+		s := string(t.Term)
+		r.stems = append(r.stems, s)
+		r.words = append(r.words, strings.ToLower(q[t.Start:t.End]))
+		n := s
+		if len(n) > 4 && strings.HasSuffix(n, "i") {
+			n = n[:len(n)-1]
+		}
+		r.needles = append(r.needles, n)
+	}
+	if len(r.stems) == 0 {
+		return nil, errors.New("empty query (no words but stop words)")
+	}
+	if len(r.words) > 1 {
+		// As typed (a declaration pasted whole), then its words as text,
+		// snake_case and one identifier, stop words included.
+		raw := strings.Join(strings.Fields(strings.ToLower(q)), " ")
+		r.phrases = append(r.phrases, []byte(raw))
+		words := strings.FieldsFunc(raw, func(c rune) bool { return !isWordRune(c) })
+		for _, sep := range []string{" ", "_", ""} {
+			r.phrases = append(r.phrases, []byte(strings.Join(words, sep)))
+		}
+	}
+	return r, nil
+}
+
+// within reports whether p is in the query's path restriction.
+func (r *rq) within(p string) bool {
+	return r.prefix == "" || p == r.prefix || strings.HasPrefix(p, r.prefix+"/")
+}
+
+// cand is a candidate being ranked.
+type cand struct {
+	path  string
+	raw   [numRankers]float64
+	pathw float64 // the index's path-word score: candidates only
+	// declares: the file declares one of the query's identifiers whole
+	// (re-ranked, wherever the fusion put it; the best few).
+	declares float64
+	force    bool
+	n        *mvcc.Inode
+	data     []byte
+	read     bool // data holds the content
+	score    float64
+	part     [numRankers]float64
+	rank     [numRankers]int
+}
+
+// SearchWith is Search with options.
+func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions) ([]Hit, error) {
 	if k <= 0 {
 		k = 10
 	}
-	terms := queryTerms(q)
-	if len(terms) == 0 {
-		return nil, errors.New("empty query")
+	r, err := parseQuery(q, o.Path)
+	if err != nil {
+		return nil, err
 	}
 	var lastSeq uint64
 	var at mvcc.HLC
@@ -46,8 +224,15 @@ func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
 	}); err != nil {
 		return nil, err
 	}
+	if o.AsOf != 0 {
+		var files []fileRef
+		if err := ix.walkWithin(sid, r, o.AsOf, func(f fileRef) { files = append(files, f) }); err != nil {
+			return nil, err
+		}
+		return ix.rankByReading(r, files, k, false)
+	}
 	// Without a usable index (worker down, damaged index) every file is
-	// read and scored roughly: degraded, not failed.
+	// read and scored: degraded, not failed.
 	pos, err := ix.be.position(sid)
 	seq := pos.Seq
 	if err != nil {
@@ -64,89 +249,557 @@ func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
 			return nil, err
 		}
 	}
-	var hits []Hit
-	seen := map[string]bool{}
-	if seq > 0 {
-		res, err := ix.be.search(sid, q, 4*k+16)
+	var settled []*cand
+	changed := map[string]bool{} // found by the index, changed since
+	if seq > 0 && !ch.full {
+		res, err := ix.be.search(sid, rankQuery{Text: q, Prefix: r.prefix, Size: candidatesPerRanker})
 		if err != nil {
 			ix.log.Warn("search: index unusable; scoring by reading files", "session", sid.String(), "err", err)
 			ch.full = true
 			res = nil
 		}
 		for _, h := range res {
-			n, err := ix.st.Walk(sid, h.id, at)
-			if err != nil || !n.IsRegular() {
-				continue // gone since
+			if ch.affects(h.id) {
+				changed[h.id] = true
+				continue
 			}
-			data, err := ix.st.ReadAll(n)
-			if err != nil {
-				return nil, err
-			}
-			line, snip := snippet(data, terms)
-			hits = append(hits, Hit{Path: h.id, Score: h.score, Line: line, Snippet: snip, Degraded: ch.affects(h.id)})
-			seen[h.id] = true
+			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact]}
+			c.raw[rText], c.raw[rDecl] = h.scores[rankText], h.scores[rankDecl]
+			settled = append(settled, c)
 		}
 	}
-	// Files the index has not seen yet: read them, keep those with a query
-	// word, score them by term frequency (marked degraded).
-	if ch.full || len(ch.paths) > 0 || len(ch.subtrees) > 0 || len(ch.inos) > 0 {
-		var files []fileRef
-		if ch.full {
-			if err := ix.walk(sid, "", at, func(f fileRef) { files = append(files, f) }); err != nil {
-				return nil, err
+	hits, err := ix.rankIndexed(sid, at, r, settled, k)
+	if err != nil {
+		return nil, err
+	}
+	// Files the index has not seen as they are now: read and scored,
+	// listed after the settled ones.
+	var files []fileRef
+	if ch.full {
+		if err := ix.walkWithin(sid, r, at, func(f fileRef) { files = append(files, f) }); err != nil {
+			return nil, err
+		}
+	} else {
+		paths := map[string]bool{}
+		for p := range changed {
+			paths[p] = true
+		}
+		for p := range ch.paths {
+			paths[p] = true
+		}
+		for _, p := range ch.inos {
+			paths[p] = true
+		}
+		for p := range paths {
+			if n, err := ix.st.Walk(sid, p, at); err == nil && n.IsRegular() && r.within(p) {
+				files = append(files, fileRef{p, n})
 			}
-		} else {
-			for p := range ch.paths {
-				if n, err := ix.st.Walk(sid, p, at); err == nil && n.IsRegular() {
-					files = append(files, fileRef{p, n})
+		}
+		for p := range ch.subtrees {
+			_ = ix.walk(sid, p, at, func(f fileRef) {
+				if !paths[f.path] && r.within(f.path) {
+					paths[f.path] = true
+					files = append(files, f)
 				}
-			}
-			for p := range ch.subtrees {
-				_ = ix.walk(sid, p, at, func(f fileRef) { files = append(files, f) })
-			}
-		}
-		for _, f := range files {
-			if seen[f.path] || f.n.Size > MaxTextSize {
-				continue
-			}
-			seen[f.path] = true
-			data, err := ix.st.ReadAll(f.n)
-			if err != nil {
-				return nil, err
-			}
-			if isBinary(data) {
-				continue
-			}
-			score := roughScore(data, terms)
-			if score == 0 {
-				continue
-			}
-			line, snip := snippet(data, terms)
-			hits = append(hits, Hit{Path: f.path, Score: score, Line: line, Snippet: snip, Degraded: true})
+			})
 		}
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].Score > hits[j].Score })
+	if len(files) > 0 {
+		inHits := map[string]bool{}
+		for _, h := range hits {
+			inHits[h.Path] = true
+		}
+		rest := files[:0]
+		for _, f := range files {
+			if !inHits[f.path] {
+				rest = append(rest, f)
+			}
+		}
+		deg, err := ix.rankByReading(r, rest, k, true)
+		if err != nil {
+			return nil, err
+		}
+		hits = append(hits, deg...)
+	}
 	if len(hits) > k {
 		hits = hits[:k]
 	}
 	return hits, nil
 }
 
-// queryTerms lowercases the words of q (letters and digits), as the
-// standard analyzer sees them.
-func queryTerms(q string) []string {
-	return strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+// walkWithin walks the files of the query's path restriction as of at.
+func (ix *Index) walkWithin(sid mvcc.SessionID, r *rq, at mvcc.HLC, fn func(fileRef)) error {
+	err := ix.walk(sid, r.prefix, at, fn)
+	if r.prefix != "" && errors.Is(err, mvcc.ErrNotFound) {
+		return nil // nothing there: no hits
+	}
+	return err
 }
 
-func roughScore(data []byte, terms []string) float64 {
-	low := bytes.ToLower(data)
-	var s float64
-	for _, t := range terms {
-		if c := bytes.Count(low, []byte(t)); c > 0 {
-			s += 1 + float64(c)/(float64(c)+1.2)
+// rankIndexed fuses the index's candidates, reads the best and re-ranks
+// them.
+func (ix *Index) rankIndexed(sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand, k int) ([]Hit, error) {
+	for _, c := range cs {
+		c.raw[rPath] = pathScore(c.path, r)
+	}
+	forceDeclarers(cs)
+	fuse(cs, numFirstPass)
+	var top []*cand
+	for i, c := range cs {
+		if !inPool(c, i, k) {
+			continue
+		}
+		n, err := ix.st.Walk(sid, c.path, at)
+		if err != nil || !n.IsRegular() {
+			continue // gone since
+		}
+		data, err := ix.st.ReadAll(n)
+		if err != nil {
+			return nil, fmt.Errorf("search: read %s: %w", c.path, err)
+		}
+		c.n, c.data, c.read = n, data, true
+		top = append(top, c)
+	}
+	return rerank(r, top, k, false), nil
+}
+
+// rankByReading scores files by reading them all: BM25 over the fields
+// the index would hold, with statistics of these files, then the same
+// fusion and re-rank.
+func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]Hit, error) {
+	type fieldStats struct {
+		df     map[string]int
+		length float64 // total analyzed length
+		docs   int
+	}
+	var st [numIndexRankers]fieldStats
+	for i := range st {
+		st[i].df = map[string]int{}
+	}
+	type memDoc struct {
+		c   *cand
+		tf  [numIndexRankers]map[string]int
+		len [numIndexRankers]int
+	}
+	want := map[string]bool{}
+	for _, s := range r.stems {
+		want[s] = true
+	}
+	idents := identTerms(r.text)
+	for _, s := range idents {
+		want[s] = true
+	}
+	count := func(toks analysis.TokenStream) (map[string]int, int) {
+		m := map[string]int{}
+		for _, t := range toks {
+			if want[string(t.Term)] {
+				m[string(t.Term)]++
+			}
+		}
+		return m, len(toks)
+	}
+	var docs []*memDoc
+	var textBytes, textTokens, allTextBytes float64
+	for _, f := range files {
+		d := &memDoc{c: &cand{path: f.path, n: f.n}}
+		d.tf[rankPathw], d.len[rankPathw] = count(wholeAn.Analyze([]byte(f.path)))
+		if f.n.Size <= MaxTextSize {
+			data, err := ix.st.ReadAll(f.n)
+			if err != nil {
+				return nil, fmt.Errorf("search: read %s: %w", f.path, err)
+			}
+			if !isBinary(data) {
+				allTextBytes += float64(len(data))
+				low := bytes.ToLower(data)
+				hit := false
+				for _, nd := range r.needles {
+					if bytes.Contains(low, []byte(nd)) {
+						hit = true
+						break
+					}
+				}
+				if hit {
+					d.c.data, d.c.read = data, true
+					d.tf[rankDecl], d.len[rankDecl] = count(wholeAn.Analyze(declText(f.path, data)))
+					d.tf[rankText], d.len[rankText] = count(codeAn.Analyze(low)) // low is a copy: analysis may lowercase it in place
+					textBytes += float64(len(data))
+					textTokens += float64(d.len[rankText])
+				}
+			}
+		}
+		for i := range st {
+			if i == rankText && !d.c.read {
+				continue // estimated below
+			}
+			st[i].docs++
+			st[i].length += float64(d.len[i])
+			for t := range d.tf[i] {
+				st[i].df[t]++
+			}
+		}
+		if len(d.tf[rankPathw]) > 0 || d.c.read {
+			docs = append(docs, d)
 		}
 	}
+	n := float64(len(files))
+	// Files without a query word count for the text field's average
+	// length by their size.
+	avg := [numIndexRankers]float64{}
+	for i := range st {
+		if st[i].docs > 0 {
+			avg[i] = st[i].length / float64(st[i].docs)
+		}
+	}
+	if textBytes > 0 && allTextBytes > 0 && n > 0 {
+		avg[rankText] = allTextBytes * (textTokens / textBytes) / n
+	}
+	bm25 := func(i int, tf map[string]int, dl int) float64 {
+		const k1, b = 1.2, 0.75
+		var s float64
+		for t, f := range tf {
+			df := float64(st[i].df[t])
+			idf := math.Log(1 + (n-df+0.5)/(df+0.5))
+			norm := 1.0
+			if avg[i] > 0 {
+				norm = 1 - b + b*float64(dl)/avg[i]
+			}
+			s += idf * float64(f) * (k1 + 1) / (float64(f) + k1*norm)
+		}
+		return s
+	}
+	var cs []*cand
+	for _, d := range docs {
+		c := d.c
+		c.raw[rText] = bm25(rankText, d.tf[rankText], d.len[rankText])
+		c.raw[rDecl] = bm25(rankDecl, d.tf[rankDecl], d.len[rankDecl])
+		c.pathw = bm25(rankPathw, d.tf[rankPathw], d.len[rankPathw])
+		c.raw[rPath] = pathScore(c.path, r)
+		for _, t := range idents {
+			c.declares += float64(d.tf[rankDecl][t])
+		}
+		if c.raw[rText] == 0 && c.raw[rPath] == 0 && c.pathw == 0 {
+			continue
+		}
+		cs = append(cs, c)
+	}
+	forceDeclarers(cs)
+	fuse(cs, numFirstPass)
+	var top []*cand
+	for i, c := range cs {
+		if !inPool(c, i, k) {
+			continue
+		}
+		if !c.read {
+			if c.n.Size > MaxTextSize {
+				continue // found by name, too large to snippet; still a hit
+			}
+			data, err := ix.st.ReadAll(c.n)
+			if err != nil {
+				return nil, fmt.Errorf("search: read %s: %w", c.path, err)
+			}
+			c.data, c.read = data, true
+		}
+		top = append(top, c)
+	}
+	return rerank(r, top, k, degraded), nil
+}
+
+// forceDeclarers marks the poolPerRanker best declarers of the query's
+// identifiers for the re-rank.
+func forceDeclarers(cs []*cand) {
+	var ds []*cand
+	for _, c := range cs {
+		if c.declares > 0 {
+			ds = append(ds, c)
+		}
+	}
+	sort.SliceStable(ds, func(a, b int) bool { return ds[a].declares > ds[b].declares })
+	for i, c := range ds {
+		c.force = i < poolPerRanker
+	}
+}
+
+// inPool reports whether c, i-th after the first fusion, is re-ranked.
+func inPool(c *cand, i, k int) bool {
+	if c.score == 0 && !c.force {
+		return false // only a candidate of the trigrams of names, and no match
+	}
+	if i < k+rerankDepth || c.force {
+		return true
+	}
+	for r := range numFirstPass {
+		if c.rank[r] > 0 && c.rank[r] <= poolPerRanker {
+			return true
+		}
+	}
+	return false
+}
+
+// fuse scales the first nr rankers' raw scores (normalized by their
+// best among cs, or as they are), sums them by weight and sorts cs by the
+// sum (ties by path).
+func fuse(cs []*cand, nr int) {
+	for i := range nr {
+		best := 1.0
+		if rankerNormalized[i] {
+			best = 0
+			for _, c := range cs {
+				best = max(best, c.raw[i])
+			}
+		}
+		for _, c := range cs {
+			c.part[i] = 0
+			if best > 0 {
+				c.part[i] = rankerWeights[i] * c.raw[i] / best
+			}
+		}
+		order := make([]*cand, 0, len(cs))
+		for _, c := range cs {
+			c.rank[i] = 0
+			if c.raw[i] > 0 {
+				order = append(order, c)
+			}
+		}
+		sort.SliceStable(order, func(a, b int) bool {
+			if order[a].raw[i] != order[b].raw[i] {
+				return order[a].raw[i] > order[b].raw[i]
+			}
+			return order[a].path < order[b].path
+		})
+		for j, c := range order {
+			c.rank[i] = j + 1
+		}
+	}
+	for _, c := range cs {
+		c.score = 0
+		for i := range nr {
+			c.score += c.part[i]
+		}
+		if isTestPath(c.path) {
+			// Scaled part by part, so that the parts still add up.
+			c.score = 0
+			for i := range nr {
+				c.part[i] *= testPrior
+				c.score += c.part[i]
+			}
+		}
+	}
+	sort.SliceStable(cs, func(a, b int) bool {
+		if cs[a].score != cs[b].score {
+			return cs[a].score > cs[b].score
+		}
+		if cs[a].pathw != cs[b].pathw {
+			return cs[a].pathw > cs[b].pathw
+		}
+		return cs[a].path < cs[b].path
+	})
+}
+
+// rerank adds the proximity ranker to the candidates read (their content
+// in data), fuses again and returns the best k as hits.
+func rerank(r *rq, cs []*cand, k int, degraded bool) []Hit {
+	for _, c := range cs {
+		if !isBinary(c.data) {
+			c.raw[rProx] = proxScore(bytes.ToLower(c.data), r)
+			c.raw[rDef] = defScore(c.path, c.data, r)
+		}
+	}
+	fuse(cs, numRankers)
+	if len(cs) > k {
+		cs = cs[:k]
+	}
+	hits := make([]Hit, 0, len(cs))
+	for _, c := range cs {
+		h := Hit{Path: c.path, Score: c.score, Degraded: degraded}
+		if !isBinary(c.data) {
+			h.Line, h.Snippet = snippet(c.data, r.needles)
+		}
+		for i := range numRankers {
+			h.Explain = append(h.Explain, Contribution{Ranker: rankerNames[i], Raw: c.raw[i], Rank: c.rank[i], Weight: rankerWeights[i], Score: c.part[i]})
+		}
+		hits = append(hits, h)
+	}
+	return hits
+}
+
+// pathComp is a component of a path: lowercased, its words and their
+// stems, and its weight in the path.
+type pathComp struct {
+	s      string
+	words  []string
+	weight float64
+}
+
+// pathScore is the path ranker: for each query word, its best match
+// among the path's components (the file name, without extension, counts
+// fully, its directory 0.7, directories above 0.4), averaged over the
+// query's words, to the power 1.5.
+func pathScore(p string, r *rq) float64 {
+	comps := strings.Split(p, "/")
+	base := comps[len(comps)-1]
+	if i := strings.IndexByte(base, '.'); i > 0 {
+		comps[len(comps)-1] = base[:i]
+	}
+	cs := make([]pathComp, 0, len(comps))
+	for i := len(comps) - 1; i >= 0; i-- {
+		w := 0.4
+		switch len(comps) - 1 - i {
+		case 0:
+			w = 1
+		case 1:
+			w = 0.7
+		}
+		c, ok := r.comps[comps[i]]
+		if !ok {
+			c = pathComp{s: strings.ToLower(comps[i])}
+			for _, w := range codetok.Words(comps[i], true) {
+				c.words = append(c.words, strings.ToLower(w))
+			}
+			for _, t := range wholeAn.Analyze([]byte(comps[i])) {
+				c.words = append(c.words, string(t.Term))
+			}
+			r.comps[comps[i]] = c
+		}
+		c.weight = w
+		cs = append(cs, c)
+	}
+	var total float64
+	for qi, word := range r.words {
+		stem := r.stems[qi]
+		var best float64
+		for _, c := range cs {
+			var m float64
+			for _, w := range c.words {
+				switch {
+				case w == word || w == stem:
+					m = max(m, 1)
+				case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
+					m = max(m, 0.8) // abbreviation (reg, register) or a longer form
+				}
+			}
+			if m == 0 && len(stem) >= 4 && strings.Contains(c.s, stem) {
+				m = 0.6 // inside a compound name: alloc in regalloc
+			}
+			if m == 0 && len(word) >= 3 {
+				if p := commonPrefix(c.s, word); p >= 3 {
+					m = 0.4 * min(1, float64(p)/4) // reg in regalloc
+				}
+			}
+			best = max(best, m*c.weight)
+		}
+		total += best
+	}
+	s := total / float64(len(r.words))
+	return s * math.Sqrt(s)
+}
+
+func commonPrefix(a, b string) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
+}
+
+// isTestPath: a test file or test data, which a query means less often
+// than the code it tests.
+func isTestPath(p string) bool {
+	base := path.Base(p)
+	return strings.Contains(base, "_test.") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasPrefix(base, "test_") || strings.Contains(p, "testdata/") || strings.HasPrefix(p, "testdata/")
+}
+
+// proxScore is the proximity ranker over lowercased content: the share
+// of the query's words found together in one window (squared), and a
+// bonus for the whole query as a phrase.
+func proxScore(low []byte, r *rq) float64 {
+	type occ struct{ at, word int }
+	var occs []occ
+	for i, nd := range r.needles {
+		b := []byte(nd)
+		off, cnt := 0, 0
+		for cnt < maxOccurrences {
+			j := bytes.Index(low[off:], b)
+			if j < 0 {
+				break
+			}
+			occs = append(occs, occ{off + j, i})
+			off += j + len(b)
+			cnt++
+		}
+	}
+	if len(occs) == 0 {
+		return 0
+	}
+	sort.Slice(occs, func(a, b int) bool { return occs[a].at < occs[b].at })
+	in := make([]int, len(r.needles))
+	distinct, best := 0, 0
+	lo := 0
+	for _, o := range occs {
+		if in[o.word]++; in[o.word] == 1 {
+			distinct++
+		}
+		for o.at-occs[lo].at > proxWindow {
+			if in[occs[lo].word]--; in[occs[lo].word] == 0 {
+				distinct--
+			}
+			lo++
+		}
+		best = max(best, distinct)
+	}
+	f := float64(best) / float64(len(r.needles))
+	s := 0.8 * f * f
+	for _, p := range r.phrases {
+		if bytes.Contains(low, p) {
+			s += 0.2
+			break
+		}
+	}
+	if len(r.phrases) == 0 {
+		s = 1 // one word: found
+	}
 	return s
+}
+
+// defScore is the declaration re-ranker: the largest share of the
+// query's words that one name declared in data holds (its words, or
+// their stems' prefixes: Alloc for allocation), squared, and 0.2 more
+// for a name the query spells exactly.
+func defScore(p string, data []byte, r *rq) float64 {
+	var best float64
+	exact := false
+	for _, name := range codetok.Decls(p, data) {
+		if !exact && len(name) >= 3 && r.idents[name] {
+			exact = true
+		}
+		words := codetok.Words(name, false)
+		if len(words) == 0 {
+			continue
+		}
+		for i, w := range words {
+			words[i] = strings.ToLower(w)
+		}
+		hit := 0
+		for qi, w := range r.words {
+			s := r.stems[qi]
+			for _, nw := range words {
+				if nw == w || nw == s || len(s) >= 3 && strings.HasPrefix(nw, s) || len(nw) >= 3 && strings.HasPrefix(w, nw) {
+					hit++
+					break
+				}
+			}
+		}
+		best = max(best, float64(hit)/float64(len(r.words)))
+	}
+	s := 0.8 * best * best
+	if exact {
+		s += 0.2
+	}
+	return s
+}
+
+func isWordRune(c rune) bool {
+	return c == '_' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= utf8.RuneSelf
 }
 
 // snippet picks the line with the most distinct query words (then the

@@ -139,10 +139,10 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 		out.Strs, err = lb.ids(m.Sid, idQuery{Field: m.Field, Term: m.Path, Prefix: m.N != 0, Tri: m.Q, Gen: m.N2})
 	case opSearch:
 		var hits []scored
-		hits, err = lb.search(m.Sid, m.Text, int(m.N))
+		hits, err = lb.search(m.Sid, rankQuery{Text: m.Text, Prefix: m.Path, Size: int(m.N)})
 		for _, h := range hits {
 			out.Strs = append(out.Strs, h.id)
-			out.Floats = append(out.Floats, h.score)
+			out.Floats = append(out.Floats, h.scores[:]...)
 		}
 	case opStats:
 		out.N = lb.stats().Indexed
@@ -667,17 +667,19 @@ func (rb *remoteBackend) ids(sid mvcc.SessionID, q idQuery) ([]string, error) {
 	return r.Strs, nil
 }
 
-func (rb *remoteBackend) search(sid mvcc.SessionID, q string, size int) ([]scored, error) {
-	r, err := rb.query(&msg{Op: opSearch, Sid: sid, Text: q, N: uint64(size)})
+func (rb *remoteBackend) search(sid mvcc.SessionID, q rankQuery) ([]scored, error) {
+	r, err := rb.query(&msg{Op: opSearch, Sid: sid, Text: q.Text, Path: q.Prefix, N: uint64(q.Size)})
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Strs) != len(r.Floats) {
+	// numIndexRankers scores per document.
+	if len(r.Floats) != numIndexRankers*len(r.Strs) {
 		return nil, errFrame
 	}
 	hits := make([]scored, len(r.Strs))
 	for i := range hits {
-		hits[i] = scored{r.Strs[i], r.Floats[i]}
+		hits[i].id = r.Strs[i]
+		copy(hits[i].scores[:], r.Floats[i*numIndexRankers:])
 	}
 	return hits, nil
 }

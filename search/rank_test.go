@@ -1,0 +1,260 @@
+package search
+
+import (
+	"context"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/padfs/padfs/mvcc"
+)
+
+// rankCorpus is a small code tree where the right answer to each query
+// is plain to a person and hard for BM25 over words alone.
+var rankCorpus = map[string][]byte{
+	// A path hit against files that only mention the word, more often.
+	"retry/backoff.go":   []byte("package retry\n\n// Delay grows exponentially between attempts.\nfunc Delay(n int) int { return 1 << n }\n\nconst backoffCap = 64\n"),
+	"notes/meeting.txt":  []byte("we talked about backoff.\nbackoff is fine, backoff, backoff again\n"),
+	"docs/changelog.txt": []byte("v2: backoff tuned\n"),
+	// A declaration against call sites.
+	"app/settings.go": []byte("package app\n\n// loadSettings reads the settings file.\nfunc loadSettings(path string) (*Settings, error) {\n\treturn nil, nil\n}\n"),
+	"app/main.go":     []byte("package app\n\nfunc main() {\n\ts, _ := loadSettings(\"a\")\n\tt, _ := loadSettings(\"b\")\n\tu, _ := loadSettings(\"c\")\n\t_, _, _ = s, t, u\n}\n"),
+	// A compound file name (reg + alloc) against a file that says
+	// "register" all the time.
+	"compile/ssa/regalloc.go": []byte("package ssa\n\n// Register allocation: a linear scan over the values of a function,\n// spilling when no register is free.\nfunc regalloc(f *Func) {\n\tallocate(f)\n}\n"),
+	"runtime/preempt_xreg.go": []byte("package runtime\n\n// Saving extended registers on preemption: register state, register\n// files, every register of the register set.\nfunc saveXRegs() {}\n"),
+	// Identifiers split: readTimeout is read + timeout.
+	"net/http/client.go":             []byte("package http\n\n// A Client is an HTTP client.\ntype Client struct {\n\treadTimeout int\n}\n\nfunc (c *Client) Do() {}\n"),
+	"net/http/transport.go":          []byte("package http\n\n// Transport: connections for HTTP requests; no client timeout here.\nfunc roundTrip() {}\n"),
+	"crypto/tls/handshake_client.go": []byte("package tls\n\n// The client side of the handshake.\nfunc clientHandshake() {}\n"),
+}
+
+func rankIndex(t *testing.T, files map[string][]byte) (*Index, *mvcc.Store, mvcc.SessionID) {
+	t.Helper()
+	st, data := openStore(t)
+	sid := loadSession(t, st, files)
+	ix, err := OpenWith(data, st, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ix.Close() })
+	if err := ix.Rebuild(context.Background(), sid, nil); err != nil {
+		t.Fatal(err)
+	}
+	return ix, st, sid
+}
+
+func paths(hits []Hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.Path)
+	}
+	return out
+}
+
+func TestRankOrderings(t *testing.T) {
+	ix, _, sid := rankIndex(t, rankCorpus)
+	for _, c := range []struct{ q, first, why string }{
+		{"backoff", "retry/backoff.go", "a path hit beats body-only mentions"},
+		{"loadSettings", "app/settings.go", "the declaration beats the call sites"},
+		{"load settings", "app/settings.go", "identifiers split on camelCase"},
+		{"register allocation", "compile/ssa/regalloc.go", "reg + alloc in a compound file name, allocation ~ allocate"},
+		{"http client timeout", "net/http/client.go", "path words and split identifiers together"},
+	} {
+		hits, err := ix.Search(sid, c.q, 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].Path != c.first {
+			t.Errorf("%q: got %q, want %s first (%s)", c.q, paths(hits), c.first, c.why)
+			continue
+		}
+		for _, h := range hits {
+			if h.Degraded {
+				t.Errorf("%q: %s degraded with the index caught up", c.q, h.Path)
+			}
+		}
+	}
+}
+
+// TestRankExplain: every hit says what each ranker gave it, and the parts
+// add up to its score.
+func TestRankExplain(t *testing.T) {
+	ix, _, sid := rankIndex(t, rankCorpus)
+	hits, err := ix.Search(sid, "loadSettings", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) < 2 {
+		t.Fatalf("hits %q, want the declaration and the call site", paths(hits))
+	}
+	for _, h := range hits {
+		if len(h.Explain) != numRankers {
+			t.Fatalf("%s: %d contributions, want %d", h.Path, len(h.Explain), numRankers)
+		}
+		var sum float64
+		for i, c := range h.Explain {
+			if c.Ranker != rankerNames[i] || c.Weight != rankerWeights[i] {
+				t.Errorf("%s: contribution %d is %+v", h.Path, i, c)
+			}
+			if c.Score < 0 || c.Score > c.Weight+1e-9 || (c.Raw == 0) != (c.Rank == 0) {
+				t.Errorf("%s: contribution %+v out of range", h.Path, c)
+			}
+			sum += c.Score
+		}
+		if math.Abs(sum-h.Score) > 1e-9 {
+			t.Errorf("%s: parts add up to %v, score %v", h.Path, sum, h.Score)
+		}
+	}
+	byPath := map[string]Hit{}
+	for _, h := range hits {
+		byPath[h.Path] = h
+	}
+	if d := byPath["app/settings.go"].Explain[rDecl]; d.Rank != 1 || d.Score <= 0 {
+		t.Errorf("the declaring file's decl contribution: %+v", d)
+	}
+	if d := byPath["app/main.go"].Explain[rDecl]; d.Raw != 0 {
+		t.Errorf("the calling file's decl contribution: %+v, want none", d)
+	}
+}
+
+// TestRankDegradedNeverAboveSettled: files the index has not seen yet
+// are found, marked degraded and listed after every settled hit, however
+// well they match.
+func TestRankDegradedNeverAboveSettled(t *testing.T) {
+	ix, st, sid := rankIndex(t, rankCorpus)
+	// Not caught up (no background indexer): a new file that matches far
+	// better than anything indexed, and a change to an indexed one.
+	putFile(t, st, sid, "backoff/backoff_backoff.go", []byte("package backoff\n\nfunc Backoff() {}\n"+strings.Repeat("// backoff backoff\n", 50)))
+	putFile(t, st, sid, "notes/meeting.txt", []byte("backoff backoff backoff backoff backoff\n"))
+	hits, err := ix.Search(sid, "backoff", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := map[string]bool{}
+	degradedSeen := false
+	for _, h := range hits {
+		found[h.Path] = h.Degraded
+		if h.Degraded {
+			degradedSeen = true
+		} else if degradedSeen {
+			t.Errorf("settled %s listed after a degraded hit: %q", h.Path, paths(hits))
+		}
+	}
+	if d, ok := found["backoff/backoff_backoff.go"]; !ok || !d {
+		t.Errorf("the new file: found %v degraded %v, want found, degraded (%q)", ok, d, paths(hits))
+	}
+	if d, ok := found["notes/meeting.txt"]; !ok || !d {
+		t.Errorf("the changed file: found %v degraded %v, want found, degraded (%q)", ok, d, paths(hits))
+	}
+	if len(hits) == 0 || hits[0].Path != "retry/backoff.go" || hits[0].Degraded {
+		t.Errorf("first hit %q, want the settled retry/backoff.go", paths(hits))
+	}
+	// Caught up, the new file is settled and ranks on its merits.
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	hits, err = ix.Search(sid, "backoff", 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range hits {
+		if h.Degraded {
+			t.Errorf("%s degraded after catching up", h.Path)
+		}
+	}
+	if len(hits) == 0 || hits[0].Path != "backoff/backoff_backoff.go" {
+		t.Errorf("after catching up: %q, want the new file first", paths(hits))
+	}
+}
+
+// TestRankPathRestriction: SearchOptions.Path keeps the hits to one
+// directory (or file), from the index and from reading files alike.
+func TestRankPathRestriction(t *testing.T) {
+	ix, st, sid := rankIndex(t, rankCorpus)
+	check := func(what string, want []string) {
+		t.Helper()
+		hits, err := ix.SearchWith(sid, "client handshake http", 10, SearchOptions{Path: "net/http/"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]bool{}
+		for _, h := range hits {
+			if !strings.HasPrefix(h.Path, "net/http/") {
+				t.Errorf("%s: %s outside net/http", what, h.Path)
+			}
+			got[h.Path] = true
+		}
+		for _, p := range want {
+			if !got[p] {
+				t.Errorf("%s: %s missing from %q", what, p, paths(hits))
+			}
+		}
+	}
+	check("indexed", []string{"net/http/client.go", "net/http/transport.go"})
+	// net/httpx is not inside net/http.
+	putFile(t, st, sid, "net/httpx/client_handshake.go", []byte("client handshake http\n"))
+	putFile(t, st, sid, "net/http/cookie.go", []byte("client handshake http\n"))
+	check("degraded", []string{"net/http/client.go", "net/http/cookie.go"})
+	hits, err := ix.SearchWith(sid, "client", 10, SearchOptions{Path: "net/http/client.go"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].Path != "net/http/client.go" {
+		t.Errorf("restricted to one file: %q", paths(hits))
+	}
+	if hits, err := ix.SearchWith(sid, "client", 10, SearchOptions{Path: "no/such/dir"}); err != nil || len(hits) != 0 {
+		t.Errorf("restricted to a missing directory: %q, %v", paths(hits), err)
+	}
+}
+
+// TestRankAsOf: a past state is ranked by reading it, whatever the index
+// holds now.
+func TestRankAsOf(t *testing.T) {
+	ix, st, sid := rankIndex(t, rankCorpus)
+	before, err := st.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	putFile(t, st, sid, "retry/backoff.go", []byte("package retry\n\n// gone\n"))
+	putFile(t, st, sid, "retry/jitter.go", []byte("package retry\n\n// backoff with jitter\nfunc jitterBackoff() {}\n"))
+	if err := ix.CatchUp(sid); err != nil {
+		t.Fatal(err)
+	}
+	hits, err := ix.SearchWith(sid, "exponential backoff", 10, SearchOptions{AsOf: before})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) == 0 || hits[0].Path != "retry/backoff.go" || hits[0].Degraded || !strings.Contains(hits[0].Snippet, "exponentially") {
+		t.Fatalf("as of before the change: %+v, want retry/backoff.go with its old content", hits)
+	}
+	for _, h := range hits {
+		if h.Path == "retry/jitter.go" {
+			t.Errorf("as of before it existed: %s found", h.Path)
+		}
+		if len(h.Explain) != numRankers {
+			t.Errorf("%s: no explanation", h.Path)
+		}
+	}
+	hits, err = ix.SearchWith(sid, "exponential", 10, SearchOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 0 {
+		t.Errorf("now: %q, want nothing (the word is gone)", paths(hits))
+	}
+	hits, err = ix.SearchWith(sid, "backoff", 10, SearchOptions{AsOf: before, Path: "notes"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(hits) != 1 || hits[0].Path != "notes/meeting.txt" {
+		t.Errorf("as of before, within notes: %q", paths(hits))
+	}
+}
+
+func TestRankStopWordsOnly(t *testing.T) {
+	ix, _, sid := rankIndex(t, rankCorpus)
+	if _, err := ix.Search(sid, "the of and", 5); err == nil {
+		t.Error("a query of stop words only: no error")
+	}
+}
