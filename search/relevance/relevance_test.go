@@ -2,6 +2,7 @@ package relevance
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -119,7 +120,7 @@ func loadCorpus(t *testing.T, dir string) *corpus {
 // runs beside a mount.
 func (c *corpus) searcher() Searcher {
 	return func(q string, k int) ([]Hit, error) {
-		hits, err := c.ix.Search(c.sid, q, k)
+		hits, err := c.ix.Search(context.Background(), c.sid, q, k)
 		out := make([]Hit, len(hits))
 		for i, h := range hits {
 			out[i] = Hit{Path: h.Path, Degraded: h.Degraded}
