@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -36,8 +37,9 @@ type backend interface {
 	// q.Gen set, only from that generation of the index.
 	ids(sid mvcc.SessionID, q idQuery) ([]string, error)
 	// search runs the index's rankers for q: up to q.Size documents of
-	// each, with every ranker's score of each document listed.
-	search(sid mvcc.SessionID, q rankQuery) ([]scored, error)
+	// each, with every ranker's score of each document listed. It stops
+	// with ctx's error when ctx is done.
+	search(ctx context.Context, sid mvcc.SessionID, q rankQuery) ([]scored, error)
 
 	// begin starts a run of writes to sid's index (creating it),
 	// discarding what an earlier run left unfinished, and returns the
@@ -71,6 +73,10 @@ type BackendStats struct {
 	// QueryPolicy is the scheduling policy the worker answers queries at
 	// (0: SCHED_OTHER; 5: SCHED_IDLE, when it may not leave it).
 	QueryPolicy int `json:"query_policy"`
+	// IdleRankers counts the ranked-search rankers the worker ran at
+	// SCHED_IDLE (on a thread other than the query's, not raised): 0
+	// unless the worker may not leave SCHED_IDLE.
+	IdleRankers uint64 `json:"idle_rankers"`
 }
 
 // idQuery selects documents: every document (zero value), the term Term
@@ -216,6 +222,10 @@ type localBackend struct {
 	closed   bool
 	indexed  atomic.Uint64
 	gens     atomic.Uint64
+	// rankThread, if set (in the index worker), runs on each ranker's
+	// goroutine before its bleve search and returns what to run after.
+	rankThread  func() func()
+	idleRankers atomic.Uint64
 }
 
 // sessionIndex is the bleve index of one session.
@@ -398,14 +408,17 @@ func (lb *localBackend) ids(sid mvcc.SessionID, q idQuery) (ids []string, err er
 	return ids, err
 }
 
-func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, err error) {
+func (lb *localBackend) search(ctx context.Context, sid mvcc.SessionID, q rankQuery) (hits []scored, err error) {
 	si, err := lb.session(sid, false)
 	if err != nil || si == nil {
 		return nil, err
 	}
 	err = lb.guard(sid, "search", func() error {
 		qs := q.bleveQueries()
-		res, err := searchAll(si.bl, qs, func(int) int { return q.Size })
+		res, err := searchAll(ctx, si.bl, qs, func(int) int { return q.Size }, lb.rankThread)
+		if ctx.Err() != nil {
+			return ctx.Err() // cancelled, not damaged
+		}
 		if err != nil {
 			return lb.damaged(sid, err)
 		}
@@ -428,20 +441,18 @@ func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, 
 		for i, h := range hits {
 			ids[i] = h.id
 		}
-		only := query.NewDocIDQuery(ids)
-		for r := range qs {
-			b := query.NewBooleanQuery([]query.Query{qs[r]}, nil, nil)
-			b.AddFilter(only)
-			qs[r] = b
-		}
-		res, err = searchAll(si.bl, qs, func(r int) int {
+		qs = onlyDocs(qs, ids)
+		res, err = searchAll(ctx, si.bl, qs, func(r int) int {
 			if r != rankText && r != rankDecl || res[r].Total <= uint64(q.Size) {
 				// Only the fused rankers (the others pick candidates),
 				// and only if the first round did not have them all.
 				return 0
 			}
 			return len(ids)
-		})
+		}, lb.rankThread)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
 		if err != nil {
 			return lb.damaged(sid, err)
 		}
@@ -460,9 +471,28 @@ func (lb *localBackend) search(sid mvcc.SessionID, q rankQuery) (hits []scored, 
 	return hits, err
 }
 
+// onlyDocs are the queries qs restricted to the documents ids, scored as
+// qs score them: a conjunction with the ids at boost 0, which adds 0 to
+// the score and leaves the query norm as it is. Unlike a filter (which
+// bleve applies to every document the query matches), the conjunction
+// advances the query's postings to the ids, so that scoring 100-200
+// candidates does not walk the thousands of files a common word is in.
+// TestOnlyDocsScoresAsFilter checks the scores are the filter's, bit for
+// bit.
+func onlyDocs(qs []query.Query, ids []string) []query.Query {
+	out := make([]query.Query, len(qs))
+	for r, q := range qs {
+		only := query.NewDocIDQuery(ids)
+		only.SetBoost(0)
+		out[r] = query.NewConjunctionQuery([]query.Query{only, q})
+	}
+	return out
+}
+
 // searchAll runs the queries at once (a query's latency is the slowest
-// ranker's, not their sum), size(r) hits of query r (0: not run).
-func searchAll(bl bleve.Index, qs []query.Query, size func(int) int) ([]*bleve.SearchResult, error) {
+// ranker's, not their sum), size(r) hits of query r (0: not run); each
+// goroutine calls thread (if not nil) first and what it returns last.
+func searchAll(ctx context.Context, bl bleve.Index, qs []query.Query, size func(int) int, thread func() func()) ([]*bleve.SearchResult, error) {
 	res := make([]*bleve.SearchResult, len(qs))
 	errs := make([]error, len(qs))
 	var wg sync.WaitGroup
@@ -474,12 +504,15 @@ func searchAll(bl bleve.Index, qs []query.Query, size func(int) int) ([]*bleve.S
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			if thread != nil {
+				defer thread()()
+			}
 			defer func() {
 				if v := recover(); v != nil {
 					errs[r] = &panicError{what: "search", v: v}
 				}
 			}()
-			res[r], errs[r] = bl.Search(bleve.NewSearchRequestOptions(bq, n, 0, false))
+			res[r], errs[r] = bl.SearchInContext(ctx, bleve.NewSearchRequestOptions(bq, n, 0, false))
 		}()
 	}
 	wg.Wait()
@@ -624,7 +657,7 @@ func (lb *localBackend) drop(sid mvcc.SessionID) error {
 }
 
 func (lb *localBackend) stats() BackendStats {
-	return BackendStats{Indexed: lb.indexed.Load()}
+	return BackendStats{Indexed: lb.indexed.Load(), IdleRankers: lb.idleRankers.Load()}
 }
 
 func (lb *localBackend) close() error {

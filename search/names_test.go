@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"testing"
 
 	"github.com/padfs/padfs/mvcc"
@@ -24,7 +25,7 @@ func TestNonUTF8Paths(t *testing.T) {
 	if out != "a\xfeb/f\xfc:1:needle here\n" || code != 0 || stats.Scanned || stats.Candidates != 1 {
 		t.Errorf("grep: %q exit %d %+v", out, code, stats)
 	}
-	hits, err := ix.Search(sid, "needle", 5)
+	hits, err := ix.Search(context.Background(), sid, "needle", 5)
 	if err != nil {
 		t.Fatal(err)
 	}

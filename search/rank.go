@@ -2,12 +2,15 @@ package search
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"math"
 	"path"
+	"runtime"
 	"sort"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/blevesearch/bleve/v2/analysis"
@@ -123,9 +126,11 @@ type SearchOptions struct {
 }
 
 // Search returns up to k files of session sid ranked by relevance to the
-// words of q, each with a snippet from its current content.
-func (ix *Index) Search(sid mvcc.SessionID, q string, k int) ([]Hit, error) {
-	return ix.SearchWith(sid, q, k, SearchOptions{})
+// words of q, each with a snippet from its current content. It stops
+// with ctx's error (context.Canceled) when ctx is done: a control-socket
+// client that went away.
+func (ix *Index) Search(ctx context.Context, sid mvcc.SessionID, q string, k int) ([]Hit, error) {
+	return ix.SearchWith(ctx, sid, q, k, SearchOptions{})
 }
 
 // rq is a parsed query.
@@ -204,9 +209,12 @@ type cand struct {
 }
 
 // SearchWith is Search with options.
-func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions) ([]Hit, error) {
+func (ix *Index) SearchWith(ctx context.Context, sid mvcc.SessionID, q string, k int, o SearchOptions) ([]Hit, error) {
 	if k <= 0 {
 		k = 10
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	r, err := parseQuery(q, o.Path)
 	if err != nil {
@@ -229,7 +237,7 @@ func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions
 		if err := ix.walkWithin(sid, r, o.AsOf, func(f fileRef) { files = append(files, f) }); err != nil {
 			return nil, err
 		}
-		return ix.rankByReading(r, files, k, false)
+		return ix.rankByReading(ctx, r, files, k, false)
 	}
 	// Without a usable index (worker down, damaged index) every file is
 	// read and scored: degraded, not failed.
@@ -252,7 +260,10 @@ func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions
 	var settled []*cand
 	changed := map[string]bool{} // found by the index, changed since
 	if seq > 0 && !ch.full {
-		res, err := ix.be.search(sid, rankQuery{Text: q, Prefix: r.prefix, Size: candidatesPerRanker})
+		res, err := ix.be.search(ctx, sid, rankQuery{Text: q, Prefix: r.prefix, Size: candidatesPerRanker})
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if err != nil {
 			ix.log.Warn("search: index unusable; scoring by reading files", "session", sid.String(), "err", err)
 			ch.full = true
@@ -268,7 +279,7 @@ func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions
 			settled = append(settled, c)
 		}
 	}
-	hits, err := ix.rankIndexed(sid, at, r, settled, k)
+	hits, err := ix.rankIndexed(ctx, sid, at, r, settled, k)
 	if err != nil {
 		return nil, err
 	}
@@ -315,7 +326,7 @@ func (ix *Index) SearchWith(sid mvcc.SessionID, q string, k int, o SearchOptions
 				rest = append(rest, f)
 			}
 		}
-		deg, err := ix.rankByReading(r, rest, k, true)
+		deg, err := ix.rankByReading(ctx, r, rest, k, true)
 		if err != nil {
 			return nil, err
 		}
@@ -338,35 +349,87 @@ func (ix *Index) walkWithin(sid mvcc.SessionID, r *rq, at mvcc.HLC, fn func(file
 
 // rankIndexed fuses the index's candidates, reads the best and re-ranks
 // them.
-func (ix *Index) rankIndexed(sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand, k int) ([]Hit, error) {
+func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand, k int) ([]Hit, error) {
 	for _, c := range cs {
 		c.raw[rPath] = pathScore(c.path, r)
 	}
 	forceDeclarers(cs)
 	fuse(cs, numFirstPass)
-	var top []*cand
+	var pool []*cand
 	for i, c := range cs {
-		if !inPool(c, i, k) {
-			continue
+		if inPool(c, i, k) {
+			pool = append(pool, c)
 		}
+	}
+	// The pool's files are read in parallel (50-80 of them; the store's
+	// reads are independent), in the pool's order for what follows.
+	if err := parallel(ctx, len(pool), func(i int) error {
+		c := pool[i]
 		n, err := ix.st.Walk(sid, c.path, at)
 		if err != nil || !n.IsRegular() {
-			continue // gone since
+			return nil // gone since
 		}
 		data, err := ix.st.ReadAll(n)
 		if err != nil {
-			return nil, fmt.Errorf("search: read %s: %w", c.path, err)
+			return fmt.Errorf("search: read %s: %w", c.path, err)
 		}
 		c.n, c.data, c.read = n, data, true
-		top = append(top, c)
+		return nil
+	}); err != nil {
+		return nil, err
 	}
-	return rerank(r, top, k, false), nil
+	top := pool[:0]
+	for _, c := range pool {
+		if c.read {
+			top = append(top, c)
+		}
+	}
+	return rerank(ctx, r, top, k, false)
+}
+
+// parallel runs fn(0) ... fn(n-1) on a few goroutines and returns the
+// error of the lowest i that failed (what a loop in order would have
+// returned), or ctx's error once ctx is done.
+func parallel(ctx context.Context, n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(n, max(4, runtime.GOMAXPROCS(0))) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				errs[i] = fn(i)
+			}
+		}()
+	}
+	var err error
+feed:
+	for i := range n {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			err = ctx.Err()
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err != nil {
+		return err
+	}
+	for _, e := range errs {
+		if e != nil {
+			return e
+		}
+	}
+	return ctx.Err()
 }
 
 // rankByReading scores files by reading them all: BM25 over the fields
 // the index would hold, with statistics of these files, then the same
 // fusion and re-rank.
-func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]Hit, error) {
+func (ix *Index) rankByReading(ctx context.Context, r *rq, files []fileRef, k int, degraded bool) ([]Hit, error) {
 	type fieldStats struct {
 		df     map[string]int
 		length float64 // total analyzed length
@@ -401,6 +464,9 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 	var docs []*memDoc
 	var textBytes, textTokens, allTextBytes float64
 	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		d := &memDoc{c: &cand{path: f.path, n: f.n}}
 		d.tf[rankPathw], d.len[rankPathw] = count(wholeAn.Analyze([]byte(f.path)))
 		if f.n.Size <= MaxTextSize {
@@ -501,7 +567,7 @@ func (ix *Index) rankByReading(r *rq, files []fileRef, k int, degraded bool) ([]
 		}
 		top = append(top, c)
 	}
-	return rerank(r, top, k, degraded), nil
+	return rerank(ctx, r, top, k, degraded)
 }
 
 // forceDeclarers marks the poolPerRanker best declarers of the query's
@@ -597,12 +663,18 @@ func fuse(cs []*cand, nr int) {
 
 // rerank adds the proximity ranker to the candidates read (their content
 // in data), fuses again and returns the best k as hits.
-func rerank(r *rq, cs []*cand, k int, degraded bool) []Hit {
-	for _, c := range cs {
+func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit, error) {
+	// Each candidate's scores depend on it alone: computed in parallel.
+	// pathScore's cache (r.comps) is not touched here.
+	if err := parallel(ctx, len(cs), func(i int) error {
+		c := cs[i]
 		if !isBinary(c.data) {
 			c.raw[rProx] = proxScore(bytes.ToLower(c.data), r)
 			c.raw[rDef] = defScore(c.path, c.data, r)
 		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	fuse(cs, numRankers)
 	if len(cs) > k {
@@ -619,7 +691,7 @@ func rerank(r *rq, cs []*cand, k int, degraded bool) []Hit {
 		}
 		hits = append(hits, h)
 	}
-	return hits
+	return hits, nil
 }
 
 // pathComp is a component of a path: lowercased, its words and their

@@ -61,7 +61,7 @@ func TestRankOrderings(t *testing.T) {
 		{"register allocation", "compile/ssa/regalloc.go", "reg + alloc in a compound file name, allocation ~ allocate"},
 		{"http client timeout", "net/http/client.go", "path words and split identifiers together"},
 	} {
-		hits, err := ix.Search(sid, c.q, 5)
+		hits, err := ix.Search(context.Background(), sid, c.q, 5)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +81,7 @@ func TestRankOrderings(t *testing.T) {
 // add up to its score.
 func TestRankExplain(t *testing.T) {
 	ix, _, sid := rankIndex(t, rankCorpus)
-	hits, err := ix.Search(sid, "loadSettings", 5)
+	hits, err := ix.Search(context.Background(), sid, "loadSettings", 5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestRankDegradedNeverAboveSettled(t *testing.T) {
 	// better than anything indexed, and a change to an indexed one.
 	putFile(t, st, sid, "backoff/backoff_backoff.go", []byte("package backoff\n\nfunc Backoff() {}\n"+strings.Repeat("// backoff backoff\n", 50)))
 	putFile(t, st, sid, "notes/meeting.txt", []byte("backoff backoff backoff backoff backoff\n"))
-	hits, err := ix.Search(sid, "backoff", 10)
+	hits, err := ix.Search(context.Background(), sid, "backoff", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestRankDegradedNeverAboveSettled(t *testing.T) {
 	if err := ix.CatchUp(sid); err != nil {
 		t.Fatal(err)
 	}
-	hits, err = ix.Search(sid, "backoff", 10)
+	hits, err = ix.Search(context.Background(), sid, "backoff", 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +174,7 @@ func TestRankPathRestriction(t *testing.T) {
 	ix, st, sid := rankIndex(t, rankCorpus)
 	check := func(what string, want []string) {
 		t.Helper()
-		hits, err := ix.SearchWith(sid, "client handshake http", 10, SearchOptions{Path: "net/http/"})
+		hits, err := ix.SearchWith(context.Background(), sid, "client handshake http", 10, SearchOptions{Path: "net/http/"})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -196,14 +196,14 @@ func TestRankPathRestriction(t *testing.T) {
 	putFile(t, st, sid, "net/httpx/client_handshake.go", []byte("client handshake http\n"))
 	putFile(t, st, sid, "net/http/cookie.go", []byte("client handshake http\n"))
 	check("degraded", []string{"net/http/client.go", "net/http/cookie.go"})
-	hits, err := ix.SearchWith(sid, "client", 10, SearchOptions{Path: "net/http/client.go"})
+	hits, err := ix.SearchWith(context.Background(), sid, "client", 10, SearchOptions{Path: "net/http/client.go"})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(hits) != 1 || hits[0].Path != "net/http/client.go" {
 		t.Errorf("restricted to one file: %q", paths(hits))
 	}
-	if hits, err := ix.SearchWith(sid, "client", 10, SearchOptions{Path: "no/such/dir"}); err != nil || len(hits) != 0 {
+	if hits, err := ix.SearchWith(context.Background(), sid, "client", 10, SearchOptions{Path: "no/such/dir"}); err != nil || len(hits) != 0 {
 		t.Errorf("restricted to a missing directory: %q, %v", paths(hits), err)
 	}
 }
@@ -221,7 +221,7 @@ func TestRankAsOf(t *testing.T) {
 	if err := ix.CatchUp(sid); err != nil {
 		t.Fatal(err)
 	}
-	hits, err := ix.SearchWith(sid, "exponential backoff", 10, SearchOptions{AsOf: before})
+	hits, err := ix.SearchWith(context.Background(), sid, "exponential backoff", 10, SearchOptions{AsOf: before})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,14 +236,14 @@ func TestRankAsOf(t *testing.T) {
 			t.Errorf("%s: no explanation", h.Path)
 		}
 	}
-	hits, err = ix.SearchWith(sid, "exponential", 10, SearchOptions{})
+	hits, err = ix.SearchWith(context.Background(), sid, "exponential", 10, SearchOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(hits) != 0 {
 		t.Errorf("now: %q, want nothing (the word is gone)", paths(hits))
 	}
-	hits, err = ix.SearchWith(sid, "backoff", 10, SearchOptions{AsOf: before, Path: "notes"})
+	hits, err = ix.SearchWith(context.Background(), sid, "backoff", 10, SearchOptions{AsOf: before, Path: "notes"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,7 +254,7 @@ func TestRankAsOf(t *testing.T) {
 
 func TestRankStopWordsOnly(t *testing.T) {
 	ix, _, sid := rankIndex(t, rankCorpus)
-	if _, err := ix.Search(sid, "the of and", 5); err == nil {
+	if _, err := ix.Search(context.Background(), sid, "the of and", 5); err == nil {
 		t.Error("a query of stop words only: no error")
 	}
 }

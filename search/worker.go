@@ -3,6 +3,7 @@ package search
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -69,6 +70,15 @@ func workerMain(dir string) int {
 		}
 	}
 	lb := newLocalBackend(dir, log)
+	// A ranked search's rankers run on goroutines of their own, on
+	// threads at SCHED_IDLE: each leaves it as the query's thread does.
+	lb.rankThread = func() func() {
+		back := foreground()
+		if schedPolicy() == unix.SCHED_IDLE {
+			lb.idleRankers.Add(1)
+		}
+		return back
+	}
 	sv := &server{lb: lb, errs: map[mvcc.SessionID]error{}}
 	go sv.serve(query, true)
 	sv.serve(ingest, false)
@@ -139,7 +149,7 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 		out.Strs, err = lb.ids(m.Sid, idQuery{Field: m.Field, Term: m.Path, Prefix: m.N != 0, Tri: m.Q, Gen: m.N2})
 	case opSearch:
 		var hits []scored
-		hits, err = lb.search(m.Sid, rankQuery{Text: m.Text, Prefix: m.Path, Size: int(m.N)})
+		hits, err = lb.search(context.Background(), m.Sid, rankQuery{Text: m.Text, Prefix: m.Path, Size: int(m.N)})
 		for _, h := range hits {
 			out.Strs = append(out.Strs, h.id)
 			out.Floats = append(out.Floats, h.scores[:]...)
@@ -147,6 +157,7 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 	case opStats:
 		out.N = lb.stats().Indexed
 		out.N2 = uint64(schedPolicy())
+		out.N3 = lb.stats().IdleRankers
 	case opBegin:
 		sv.setErr(m.Sid, nil, true)
 		out.N, err = lb.begin(m.Sid, int(m.N), int64(m.N2), int(m.N3))
@@ -295,6 +306,14 @@ const queryTimeout = 20 * time.Second
 // call sends a request and waits for its reply (at most timeout, if not
 // zero).
 func (cl *client) call(m *msg, timeout time.Duration) (*msg, error) {
+	return cl.callCtx(context.Background(), m, timeout)
+}
+
+// callCtx is call, which also ends with ctx's error when ctx is done.
+func (cl *client) callCtx(ctx context.Context, m *msg, timeout time.Duration) (*msg, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	ch := make(chan *msg, 1)
 	cl.mu.Lock()
 	if cl.err != nil {
@@ -324,6 +343,11 @@ func (cl *client) call(m *msg, timeout time.Duration) (*msg, error) {
 		delete(cl.pending, m.ID)
 		cl.mu.Unlock()
 		return nil, fmt.Errorf("%w: no answer within %s", errWorkerDown, timeout)
+	case <-ctx.Done():
+		cl.mu.Lock()
+		delete(cl.pending, m.ID)
+		cl.mu.Unlock()
+		return nil, ctx.Err()
 	}
 	if !ok {
 		cl.mu.Lock()
@@ -595,12 +619,18 @@ func (rb *remoteBackend) exited(w *worker) {
 }
 
 func (rb *remoteBackend) query(m *msg) (*msg, error) {
+	return rb.queryCtx(context.Background(), m)
+}
+
+// queryCtx is query, given up (the worker's answer dropped) when ctx is
+// done.
+func (rb *remoteBackend) queryCtx(ctx context.Context, m *msg) (*msg, error) {
 	w, err := rb.get(m.Sid)
 	if err != nil {
 		return nil, err
 	}
-	r, err := w.query.call(m, queryTimeout)
-	if err != nil {
+	r, err := w.query.callCtx(ctx, m, queryTimeout)
+	if err != nil && ctx.Err() == nil {
 		w.setPos(m.Sid, nil)
 	}
 	return r, err
@@ -667,8 +697,8 @@ func (rb *remoteBackend) ids(sid mvcc.SessionID, q idQuery) ([]string, error) {
 	return r.Strs, nil
 }
 
-func (rb *remoteBackend) search(sid mvcc.SessionID, q rankQuery) ([]scored, error) {
-	r, err := rb.query(&msg{Op: opSearch, Sid: sid, Text: q.Text, Path: q.Prefix, N: uint64(q.Size)})
+func (rb *remoteBackend) search(ctx context.Context, sid mvcc.SessionID, q rankQuery) ([]scored, error) {
+	r, err := rb.queryCtx(ctx, &msg{Op: opSearch, Sid: sid, Text: q.Text, Path: q.Prefix, N: uint64(q.Size)})
 	if err != nil {
 		return nil, err
 	}
@@ -734,6 +764,7 @@ func (rb *remoteBackend) stats() BackendStats {
 	if r, err := w.query.call(&msg{Op: opStats}, queryTimeout); err == nil {
 		s.Indexed = r.N
 		s.QueryPolicy = int(r.N2)
+		s.IdleRankers = r.N3
 	}
 	return s
 }

@@ -127,7 +127,7 @@ func (p *Session) Search(query string, k int) ([]Hit, error) {
 	if p.s.ix == nil {
 		return nil, errors.New("search: this store was opened without an index")
 	}
-	res, err := p.s.ix.Search(p.h.ID, query, k)
+	res, err := p.s.ix.Search(context.Background(), p.h.ID, query, k)
 	if err != nil {
 		return nil, err
 	}

@@ -82,7 +82,7 @@ path_b64 (snippet_b64) with its bytes in base64. Exit 1 when nothing matches.`,
 					return fmt.Errorf("search: %w", err)
 				}
 				defer release()
-				hits, err := ix.SearchWith(sid, strings.Join(args, " "), k, o)
+				hits, err := ix.SearchWith(a.Context(), sid, strings.Join(args, " "), k, o)
 				if err != nil {
 					return fmt.Errorf("search: %w", err)
 				}

@@ -2,6 +2,7 @@ package relevance
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -119,7 +120,7 @@ func loadCorpus(t *testing.T, dir string) *corpus {
 // runs beside a mount.
 func (c *corpus) searcher() Searcher {
 	return func(q string, k int) ([]Hit, error) {
-		hits, err := c.ix.Search(c.sid, q, k)
+		hits, err := c.ix.Search(context.Background(), c.sid, q, k)
 		out := make([]Hit, len(hits))
 		for i, h := range hits {
 			out[i] = Hit{Path: h.Path, Degraded: h.Degraded}
@@ -176,7 +177,8 @@ func procCPU(pid int) (time.Duration, error) {
 // PADFS_RELEVANCE_SET=FILE asks another query set (FILE relative to
 // search/relevance, its paths to GOROOT/src); PADFS_RELEVANCE_ROUNDS=N
 // (default 3) asks each query N times for the latency figures, of which
-// the ranking uses the first. Nothing here asserts a quality target:
+// the ranking uses the first. PADFS_RELEVANCE_HITS=FILE writes every
+// query's hits to FILE, to diff two runs. Nothing here asserts a quality target:
 // the numbers are for the README and for whoever tunes the ranker.
 func TestRelevance(t *testing.T) {
 	if os.Getenv("PADFS_RELEVANCE") == "" {
@@ -208,7 +210,28 @@ func TestRelevance(t *testing.T) {
 	rep.WriteTable(os.Stdout)
 	fmt.Println()
 	rep.WriteSummary(os.Stdout)
+	if f := os.Getenv("PADFS_RELEVANCE_HITS"); f != "" {
+		writeHits(t, f, rep)
+	}
 	checkRun(t, rep)
+}
+
+// writeHits writes every query's hits, in order, one query a line, so
+// that two runs (before and after a change that must not move a rank)
+// can be compared with diff.
+func writeHits(t *testing.T, file string, rep *Report) {
+	t.Helper()
+	var b strings.Builder
+	for _, res := range rep.Results {
+		paths := make([]string, len(res.Hits))
+		for i, h := range res.Hits {
+			paths[i] = cleanPath(h.Path)
+		}
+		fmt.Fprintf(&b, "%s\t%s\n", res.Query.Text, strings.Join(paths, " "))
+	}
+	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
+		t.Fatalf("PADFS_RELEVANCE_HITS: %v", err)
+	}
 }
 
 // checkRun fails on what a correct run cannot show, whatever the ranker:
