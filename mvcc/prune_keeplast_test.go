@@ -194,3 +194,79 @@ func TestPruneKeepLastWithoutRecords(t *testing.T) {
 	}
 	checkKeepLast3(t, e, sid, at, false)
 }
+
+// A version kept for a checkpoint below a gap is not shown at the points
+// of the deleted versions above it, even when a later prune's N reaches
+// it: the S record of the next version left names another predecessor.
+func TestPruneKeepLastGapBelow(t *testing.T) {
+	e := lcOpen(t)
+	sid := e.session("keeplast-gap")
+	var at []HLC
+	for i := 1; i <= 10; i++ {
+		e.write(sid, "f.txt", []byte(keepLastContent("f", i)))
+		at = append(at, e.now())
+		if i == 5 {
+			if _, err := e.st.CreateCheckpoint(sid, "cp5"); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	tt := e.now()
+	if _, err := e.st.Prune(sid, PruneOptions{Before: tt, UnlinkedBefore: tt, KeepLast: 2}); err != nil {
+		t.Fatal(err)
+	}
+	// Left: 10, 9 (N=2) and 5 (the checkpoint's).
+	if n := inodeVersions(t, e, sid, "f.txt"); n != 3 {
+		t.Fatalf("f.txt keeps %d inode versions, want 3", n)
+	}
+	if _, err := e.st.Prune(sid, PruneOptions{Before: tt, UnlinkedBefore: tt, KeepLast: 5}); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range map[int]string{
+		9: keepLastContent("f", 10), 8: keepLastContent("f", 9),
+		7: keepLastContent("f", 10), 6: keepLastContent("f", 10), 5: keepLastContent("f", 10), // deleted: the state as of T
+	} {
+		if got := e.mustRead(sid, "f.txt", at[i]); got != want {
+			t.Errorf("f.txt as of version %d: %q, want %q", i+1, got, want)
+		}
+	}
+	cp, ok, err := checkpointOf(e.st, sid, "cp5")
+	if err != nil || !ok {
+		t.Fatalf("checkpoint cp5: %v %v", ok, err)
+	}
+	if got := e.mustRead(sid, "f.txt", cp); got != keepLastContent("f", 5) {
+		t.Errorf("f.txt as of cp5: %q", got)
+	}
+}
+
+// --keep-last reads the records of the commits before T and at most N keys
+// of each inode chain they name, never every chain of the store.
+func TestPruneKeepLastCostFollowsRecords(t *testing.T) {
+	e := lcOpen(t)
+	sid := e.session("keeplast-cost")
+	for i := 0; i < 200; i++ {
+		e.write(sid, fmt.Sprintf("f%03d", i%50), []byte(fmt.Sprintf("v%d\n", i)))
+	}
+	t1 := e.now()
+	for i := 0; i < 500; i++ {
+		e.write(sid, fmt.Sprintf("f%03d", 50+i%50), []byte(fmt.Sprintf("w%d\n", i)))
+	}
+	r, err := e.st.Prune(sid, PruneOptions{Before: t1, UnlinkedBefore: t1, KeepLast: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	commits := 0
+	for _, ev := range e.events(sid, LogFilter{}) {
+		if ev.HLC <= t1 {
+			commits++
+		}
+	}
+	if r.Records == 0 || r.Records > commits || r.Scanned != 0 || r.KeptLast == 0 {
+		t.Fatalf("prune of the first %d commits: %+v", commits, r)
+	}
+	for i := 0; i < 50; i++ {
+		if n := inodeVersions(t, e, sid, fmt.Sprintf("f%03d", i)); n != 3 {
+			t.Fatalf("f%03d keeps %d versions, want 3", i, n)
+		}
+	}
+}

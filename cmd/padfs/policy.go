@@ -95,7 +95,7 @@ func applyPolicy(a *App, p *policy) error {
 		if r.Versions > 0 {
 			a.Notify(si.ID)
 			slog.Info("policy pruned", "session", si.ID.String(), "before", r.Before.String(),
-				"versions", r.Versions, "chunks", r.Chunks, "bytes", r.Bytes)
+				"versions", r.Versions, "chunks", r.Chunks, "bytes", r.Bytes, "kept_last", r.KeptLast)
 		}
 	}
 	return nil
