@@ -374,38 +374,64 @@ func (p *pruner) inLast(vk []byte) (bool, error) {
 	return b != nil && bytes.Compare(vk, b) <= 0, nil
 }
 
-// lastBound returns the keepLast-th newest version key of an inode chain
-// (or its oldest), nil if the inode was unlinked before unlinkedBefore.
+// lastBound returns the oldest version key of an inode chain that
+// keepLast keeps (the keepLast-th counted, or the chain's oldest), nil if
+// the inode was unlinked before unlinkedBefore.
 func (p *pruner) lastBound(chain []byte) ([]byte, error) {
 	var b []byte
-	n := 0
+	var c lastCounter
 	var ferr error
 	err := p.io.scan(chain, kv.PrefixEnd(chain), func(k []byte) bool {
 		if len(k) != len(chain)+8 {
 			return true
 		}
-		if n == 0 {
-			v, err := p.io.get(k)
-			if err != nil {
-				ferr = err
-				return false
-			}
+		v, err := p.io.get(k)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if !c.seen {
 			if tomb, err := isTomb(k, v); err != nil || tomb && hlcFromInv(k) <= p.unlinkedBefore {
 				ferr = err
 				return false
 			}
 		}
+		if ferr = c.add(k, v); ferr != nil {
+			return false
+		}
 		b = append([]byte(nil), k...)
-		n++
-		return n < p.keepLast
+		return c.n < p.keepLast
 	})
 	if err == nil {
 		err = ferr
 	}
-	if err != nil || n == 0 {
+	if err != nil || !c.seen {
 		return nil, err
 	}
 	return b, nil
+}
+
+// lastCounter counts, newest first, the versions of an inode chain that
+// count for keep-last: all but the truncation of a rewrite, an empty
+// version that a non-empty one superseded (a shell redirect commits the
+// O_TRUNC, then the write). Such a version stays if a counted one older
+// than it stays.
+type lastCounter struct {
+	seen      bool
+	newerSize uint64
+	n         int
+}
+
+func (c *lastCounter) add(k, v []byte) error {
+	var n Inode
+	if err := decode(k, v, &n); err != nil {
+		return err
+	}
+	if !c.seen || n.Size != 0 || c.newerSize == 0 {
+		c.n++
+	}
+	c.seen, c.newerSize = true, n.Size
+	return nil
 }
 
 // keptAt says whether a version that lived from w until s is read at a
@@ -757,8 +783,19 @@ func (p *pruner) decideChain(keys, vals [][]byte) ([][]byte, error) {
 		}
 		headGone = tomb && hlcFromInv(keys[0]) <= p.unlinkedBefore
 	}
+	// newer[i]: the versions newer than keys[i] that count for keep-last.
+	var newer []int
+	if p.keepLast > 0 && len(keys) > 0 && keys[0][0] == pInode && !headGone {
+		var c lastCounter
+		for i := range keys {
+			newer = append(newer, c.n)
+			if err := c.add(keys[i], vals[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for i := len(keys) - 1; i >= 0; i-- { // oldest first
-		last := keys[i][0] == pInode && i < p.keepLast && !headGone
+		last := newer != nil && newer[i] < p.keepLast
 		w := hlcFromInv(keys[i])
 		if w > p.r.Before {
 			break
@@ -869,11 +906,12 @@ func (s *Store) Compact(progress Progress) error {
 }
 
 // keptInode returns, for a read as of at in pruned history, the version of
-// ino current at at if it is one of the keepLast newest of its chain and
+// ino current at at if fewer than keepLast newer versions count (as the
+// prune counted them, lastCounter) and it
 // provably was current then: the next newer version left in the chain is
 // the one that superseded it, as that commit's S record says. Else nil,
-// and the read takes the state at the floor. It reads at most keepLast
-// keys of the chain and one S record.
+// and the read takes the state at the floor. It reads at most about
+// 2*keepLast versions of the chain and one S record.
 func (t *ReadTx) keptInode(sid SessionID, ino Ino, at HLC, keepLast int) (*Inode, error) {
 	chain := inodeChain(sid, ino)
 	k, v, err := t.seekChain(chain, at)
@@ -881,17 +919,18 @@ func (t *ReadTx) keptInode(sid SessionID, ino Ino, at HLC, keepLast int) (*Inode
 		return nil, err
 	}
 	var newer []byte
-	above := 0
-	if err := t.r.Scan(chain, k, func(kk, _ []byte) (bool, error) {
-		if len(kk) == len(k) {
-			newer = append(newer[:0], kk...)
-			above++
+	var c lastCounter
+	if err := t.r.Scan(chain, k, func(kk, vv []byte) (bool, error) {
+		if len(kk) != len(k) {
+			return true, nil
 		}
-		return above < keepLast, nil
+		newer = append(newer[:0], kk...)
+		err := c.add(kk, vv)
+		return c.n < keepLast, err
 	}); err != nil {
 		return nil, err
 	}
-	if above >= keepLast {
+	if c.n >= keepLast {
 		return nil, nil
 	}
 	if newer != nil {

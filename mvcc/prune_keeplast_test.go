@@ -270,3 +270,58 @@ func TestPruneKeepLastCostFollowsRecords(t *testing.T) {
 		}
 	}
 }
+
+// A rewrite through O_TRUNC is two versions (the empty one, then the
+// content) and counts as one save, with and without S records.
+func TestPruneKeepLastCountsSaves(t *testing.T) {
+	for _, records := range []bool{true, false} {
+		t.Run(fmt.Sprintf("records=%v", records), func(t *testing.T) {
+			e := lcOpen(t)
+			sid := e.session("keeplast-saves")
+			var at []HLC
+			zero := uint64(0)
+			for i := 1; i <= 10; i++ {
+				if i > 1 {
+					if _, err := e.st.SetAttr(sid, e.ino(sid, "f.txt"), SetAttr{Size: &zero}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				e.write(sid, "f.txt", []byte(keepLastContent("f", i)))
+				at = append(at, e.now())
+			}
+			tt := e.now()
+			if !records {
+				if err := e.st.kv.Update(func(tx kv.Txn) error {
+					for _, pre := range [][]byte{{pSuperseded}, {pPrune}} {
+						if err := scanKeys(tx, pre, func(k, _ []byte) error { return tx.Delete(k) }); err != nil {
+							return err
+						}
+					}
+					return nil
+				}); err != nil {
+					t.Fatal(err)
+				}
+				e.reopen()
+			}
+			if _, err := e.st.Prune(sid, PruneOptions{Before: tt, UnlinkedBefore: tt, KeepLast: 3}); err != nil {
+				t.Fatal(err)
+			}
+			// 10, its truncation, 9, its truncation, 8.
+			if n := inodeVersions(t, e, sid, "f.txt"); n != 5 {
+				t.Fatalf("f.txt keeps %d inode versions, want 5", n)
+			}
+			if !records {
+				return // no records: reads before T read the state as of T
+			}
+			for i, p := range at {
+				want := keepLastContent("f", 10)
+				if i >= 7 {
+					want = keepLastContent("f", i+1)
+				}
+				if got := e.mustRead(sid, "f.txt", p); got != want {
+					t.Errorf("f.txt as of save %d: %q, want %q", i+1, got, want)
+				}
+			}
+		})
+	}
+}

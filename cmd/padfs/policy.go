@@ -28,7 +28,7 @@ const policyHelp = `DATA/policy.json sets the data directory's retention policy:
                     padfs prune --before takes)
   keep_checkpoints  keep the states of named checkpoints (default true)
   every             how often a running mount applies it (default 1h)
-  keep_last         also keep the N newest versions of each file, however
+  keep_last         also keep the last N saves of each file, however
                     old (as padfs prune --keep-last N; default 0)
 
 A running mount rereads the file each time, so editing it needs no restart;

@@ -51,10 +51,12 @@ the state as of T (the prune point), and ls .asof/ lists T first, then
 the commits after it, and the checkpoint names (which stay). The log
 (padfs log, .log/) keeps every event.
 
---keep-last N also keeps the N newest versions of every inode, however old
-(each close that wrote, each truncation and attribute change is one
-version: a shell redirect "echo x > f" is two; directory entries and xattrs
-do not count; an inode unlinked for more than an hour keeps none). Then
+--keep-last N also keeps the last N saves of every file (and directory),
+however old: its inode versions from the newest back to the N-th that
+counts. Each commit of content or attributes counts (a close that wrote, a
+chmod, a touch) except the truncation of a rewrite, an empty version a
+non-empty one replaced ("echo x > f" is one save); names and xattrs do not
+count; an inode unlinked for more than an hour keeps none. Then
 .asof/ of a point before T shows the names as of T, and a file whose
 version at that point is still one of its N newest shows that version
 (content and attributes); every other file shows its state as of T.
@@ -198,7 +200,7 @@ go. --json prints an object (an array of them with --all or --policy).`,
 	c.Flags().Bool("policy", false, "prune as the data directory's policy says (every session unless --session)")
 	c.Flags().Bool("help-policy", false, "describe DATA/policy.json")
 	c.Flags().Bool("keep-checkpoints", true, "keep the state of named checkpoints before T")
-	c.Flags().Int("keep-last", 0, "also keep the N newest versions of each file (inode versions)")
+	c.Flags().Int("keep-last", 0, "also keep the last N saves of each file, however old")
 	c.Flags().Bool("dry-run", false, "change nothing; print what would be freed")
 	c.Flags().Bool("compact", false, "then compact the store to give the space back to the filesystem")
 	c.Flags().Bool("json", false, "machine-readable output")
