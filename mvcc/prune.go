@@ -43,6 +43,10 @@ type pruneState struct {
 	ScannedTo HLC `cbor:"4,keyasint,omitempty"`
 	// Counted says that the session's chunk references hold counts.
 	Counted bool `cbor:"5,keyasint,omitempty"`
+	// KeepLast is the --keep-last of the last prune: reads before the
+	// floor find a file's version at their point if it is one of its
+	// KeepLast newest (keptInode).
+	KeepLast int `cbor:"6,keyasint,omitempty"`
 }
 
 func readPruneState(r kv.Reader, sid SessionID) (pruneState, error) {
@@ -66,9 +70,10 @@ func writePruneState(tx kv.Txn, sid SessionID, ps pruneState) error {
 
 // pruneFloor is the cached part of a session's prune state that reads need.
 type pruneFloor struct {
-	to      HLC
-	kept    []HLC
-	created HLC // reads before the session existed find nothing, as before
+	to       HLC
+	kept     []HLC
+	created  HLC // reads before the session existed find nothing, as before
+	keepLast int
 }
 
 // clampAt returns the point a read as of at really reads: at itself, or
@@ -77,19 +82,31 @@ func (t *ReadTx) clampAt(sid SessionID, at HLC) (HLC, error) {
 	if at == Latest {
 		return at, nil
 	}
+	f, err := t.floor(sid)
+	if err != nil {
+		return at, err
+	}
+	if at >= f.to || at < f.created || slices.Contains(f.kept, at) {
+		return at, nil
+	}
+	return f.to, nil
+}
+
+// floor returns the session's cached prune floor.
+func (t *ReadTx) floor(sid SessionID) (pruneFloor, error) {
 	var f pruneFloor
 	if v, ok := t.s.floors.Load(sid); ok {
 		f = v.(pruneFloor)
 	} else {
 		ps, err := readPruneState(t.r, sid)
 		if err != nil {
-			return at, err
+			return f, err
 		}
-		f = pruneFloor{to: ps.PrunedTo, kept: ps.Kept}
+		f = pruneFloor{to: ps.PrunedTo, kept: ps.Kept, keepLast: ps.KeepLast}
 		if ps.PrunedTo != 0 {
 			h, err := t.Header(sid)
 			if err != nil {
-				return at, err
+				return f, err
 			}
 			f.created = h.Created
 		}
@@ -99,10 +116,7 @@ func (t *ReadTx) clampAt(sid SessionID, at HLC) (HLC, error) {
 			f = v.(pruneFloor)
 		}
 	}
-	if at >= f.to || at < f.created || slices.Contains(f.kept, at) {
-		return at, nil
-	}
-	return f.to, nil
+	return f, nil
 }
 
 // PrunedTo returns the session's floor: as-of reads before it read the
@@ -141,6 +155,11 @@ type PruneOptions struct {
 	// their last version too. A file unlinked while open lives on for its
 	// handles, so the default is an hour before now (and at most T).
 	UnlinkedBefore HLC
+	// KeepLast keeps, besides, the KeepLast newest versions of each inode
+	// (each content or attribute change of a file is one version; names
+	// and xattrs do not count), unless the inode was unlinked before
+	// UnlinkedBefore. Reads before T find them (see Inode).
+	KeepLast int
 	// Progress, if set, is told the versions looked at so far.
 	Progress Progress
 }
@@ -158,9 +177,11 @@ type PruneReceipt struct {
 	// Records is the number of S records read; Scanned the number of keys
 	// read by the chain scan of history without records (0 when the
 	// records cover it).
-	Records int  `json:"records"`
-	Scanned int  `json:"scanned"`
-	DryRun  bool `json:"dry_run,omitempty"`
+	Records int `json:"records"`
+	// KeptLast counts the versions superseded before T kept by KeepLast.
+	KeptLast int  `json:"kept_last"`
+	Scanned  int  `json:"scanned"`
+	DryRun   bool `json:"dry_run,omitempty"`
 	// Kept lists the checkpoints whose state was kept below T.
 	Kept []HLC `json:"-"`
 	// Recounted says the session's chunk references were counted afresh
@@ -215,7 +236,8 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 		points = append(slices.Clone(r.Kept), r.Before)
 		return err
 	}
-	pr := &pruner{sid: sid, r: r, points: points, unlinkedBefore: opt.UnlinkedBefore, unknown: map[Hash]bool{}}
+	pr := &pruner{sid: sid, r: r, points: points, unlinkedBefore: opt.UnlinkedBefore, unknown: map[Hash]bool{},
+		keepLast: opt.KeepLast, lastKept: map[string][]byte{}}
 	if opt.DryRun {
 		opt.Before = min(opt.Before, s.clock.Last())
 		err := s.View(func(t *ReadTx) error {
@@ -252,7 +274,7 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 		if err := plan(tx, &ReadTx{s: s, r: tx}); err != nil {
 			return err
 		}
-		ps.PrunedTo, ps.Kept = r.Before, r.Kept
+		ps.PrunedTo, ps.Kept, ps.KeepLast = r.Before, r.Kept, opt.KeepLast
 		if err := writePruneState(tx, sid, ps); err != nil {
 			return err
 		}
@@ -262,7 +284,7 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 		}
 		// Before any version goes: from now on reads of pruned history
 		// read the state as of T, which this prune keeps.
-		s.floors.Store(sid, pruneFloor{to: ps.PrunedTo, kept: ps.Kept, created: h.Created})
+		s.floors.Store(sid, pruneFloor{to: ps.PrunedTo, kept: ps.Kept, created: h.Created, keepLast: ps.KeepLast})
 		return nil
 	})
 	if err != nil {
@@ -328,6 +350,88 @@ type pruner struct {
 	io             *pruneIO
 	unknown        map[Hash]bool // chunks whose reference was not counted
 	pos            []byte        // next S record
+	keepLast       int
+	// lastKept caches per inode chain the oldest version KeepLast keeps
+	// (nil: none). Versions written meanwhile only make it keep more.
+	lastKept map[string][]byte
+}
+
+// inLast says whether the inode version vk is among the keepLast newest of
+// its chain. It reads at most keepLast keys of a chain, once per prune.
+func (p *pruner) inLast(vk []byte) (bool, error) {
+	if p.keepLast <= 0 || vk[0] != pInode {
+		return false, nil
+	}
+	chain := vk[:len(vk)-8]
+	b, ok := p.lastKept[string(chain)]
+	if !ok {
+		var err error
+		if b, err = p.lastBound(chain); err != nil {
+			return false, err
+		}
+		p.lastKept[string(chain)] = b
+	}
+	return b != nil && bytes.Compare(vk, b) <= 0, nil
+}
+
+// lastBound returns the oldest version key of an inode chain that
+// keepLast keeps (the keepLast-th counted, or the chain's oldest), nil if
+// the inode was unlinked before unlinkedBefore.
+func (p *pruner) lastBound(chain []byte) ([]byte, error) {
+	var b []byte
+	var c lastCounter
+	var ferr error
+	err := p.io.scan(chain, kv.PrefixEnd(chain), func(k []byte) bool {
+		if len(k) != len(chain)+8 {
+			return true
+		}
+		v, err := p.io.get(k)
+		if err != nil {
+			ferr = err
+			return false
+		}
+		if !c.seen {
+			if tomb, err := isTomb(k, v); err != nil || tomb && hlcFromInv(k) <= p.unlinkedBefore {
+				ferr = err
+				return false
+			}
+		}
+		if ferr = c.add(k, v); ferr != nil {
+			return false
+		}
+		b = append([]byte(nil), k...)
+		return c.n < p.keepLast
+	})
+	if err == nil {
+		err = ferr
+	}
+	if err != nil || !c.seen {
+		return nil, err
+	}
+	return b, nil
+}
+
+// lastCounter counts, newest first, the versions of an inode chain that
+// count for keep-last: all but the truncation of a rewrite, an empty
+// version that a non-empty one superseded (a shell redirect commits the
+// O_TRUNC, then the write). Such a version stays if a counted one older
+// than it stays.
+type lastCounter struct {
+	seen      bool
+	newerSize uint64
+	n         int
+}
+
+func (c *lastCounter) add(k, v []byte) error {
+	var n Inode
+	if err := decode(k, v, &n); err != nil {
+		return err
+	}
+	if !c.seen || n.Size != 0 || c.newerSize == 0 {
+		c.n++
+	}
+	c.seen, c.newerSize = true, n.Size
+	return nil
 }
 
 // keptAt says whether a version that lived from w until s is read at a
@@ -398,6 +502,13 @@ func (p *pruner) record(k []byte, rec supersession) error {
 			return fmt.Errorf("%w: supersession record %q names key %q", ErrCorrupt, k, vk)
 		}
 		if p.keptAt(hlcFromInv(vk), at) {
+			rest.Superseded = append(rest.Superseded, vk)
+			continue
+		}
+		if last, err := p.inLast(vk); err != nil {
+			return err
+		} else if last {
+			p.r.KeptLast++
 			rest.Superseded = append(rest.Superseded, vk)
 			continue
 		}
@@ -664,7 +775,27 @@ func (p *pruner) scanChains(rd kv.Reader, s *Store, progress Progress) error {
 func (p *pruner) decideChain(keys, vals [][]byte) ([][]byte, error) {
 	var del [][]byte
 	olderKept := false
+	headGone := false
+	if p.keepLast > 0 && len(keys) > 0 && keys[0][0] == pInode {
+		tomb, err := isTomb(keys[0], vals[0])
+		if err != nil {
+			return nil, err
+		}
+		headGone = tomb && hlcFromInv(keys[0]) <= p.unlinkedBefore
+	}
+	// newer[i]: the versions newer than keys[i] that count for keep-last.
+	var newer []int
+	if p.keepLast > 0 && len(keys) > 0 && keys[0][0] == pInode && !headGone {
+		var c lastCounter
+		for i := range keys {
+			newer = append(newer, c.n)
+			if err := c.add(keys[i], vals[i]); err != nil {
+				return nil, err
+			}
+		}
+	}
 	for i := len(keys) - 1; i >= 0; i-- { // oldest first
+		last := newer != nil && newer[i] < p.keepLast
 		w := hlcFromInv(keys[i])
 		if w > p.r.Before {
 			break
@@ -681,6 +812,9 @@ func (p *pruner) decideChain(keys, vals [][]byte) ([][]byte, error) {
 		case tomb && !olderKept && (keys[i][0] != pInode || w <= p.unlinkedBefore):
 			del = append(del, keys[i])
 		case p.keptAt(w, s) || s > p.r.Before:
+			olderKept = true
+		case last:
+			p.r.KeptLast++
 			olderKept = true
 		default:
 			del = append(del, keys[i])
@@ -769,4 +903,57 @@ func (s *Store) Compact(progress Progress) error {
 		return err
 	}
 	return s.compactKV(func(done, total int64) { progress.report("compact", done, total) })
+}
+
+// keptInode returns, for a read as of at in pruned history, the version of
+// ino current at at if fewer than keepLast newer versions count (as the
+// prune counted them, lastCounter) and it
+// provably was current then: the next newer version left in the chain is
+// the one that superseded it, as that commit's S record says. Else nil,
+// and the read takes the state at the floor. It reads at most about
+// 2*keepLast versions of the chain and one S record.
+func (t *ReadTx) keptInode(sid SessionID, ino Ino, at HLC, keepLast int) (*Inode, error) {
+	chain := inodeChain(sid, ino)
+	k, v, err := t.seekChain(chain, at)
+	if err != nil || k == nil {
+		return nil, err
+	}
+	var newer []byte
+	var c lastCounter
+	if err := t.r.Scan(chain, k, func(kk, vv []byte) (bool, error) {
+		if len(kk) != len(k) {
+			return true, nil
+		}
+		newer = append(newer[:0], kk...)
+		err := c.add(kk, vv)
+		return c.n < keepLast, err
+	}); err != nil {
+		return nil, err
+	}
+	if c.n >= keepLast {
+		return nil, nil
+	}
+	if newer != nil {
+		sk := supersededKey(sid, hlcFromInv(newer))
+		sv, err := t.r.Get(sk)
+		if err != nil || sv == nil {
+			return nil, err
+		}
+		var rec supersession
+		if err := decode(sk, sv, &rec); err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(rec.Superseded, func(x []byte) bool { return bytes.Equal(x, k) }) {
+			return nil, nil
+		}
+	}
+	n := new(Inode)
+	if err := decode(k, v, n); err != nil {
+		return nil, err
+	}
+	if n.Nlink == 0 {
+		return nil, nil
+	}
+	n.HLC = hlcFromInv(k)
+	return n, nil
 }

@@ -281,9 +281,22 @@ func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry,
 
 // Inode returns the version of ino current as of at.
 func (t *ReadTx) Inode(sid SessionID, ino Ino, at HLC) (*Inode, error) {
-	at, err := t.clampAt(sid, at)
+	c, err := t.clampAt(sid, at)
 	if err != nil {
 		return nil, err
+	}
+	if c != at {
+		// Pruned history: the file's own version at at if --keep-last
+		// kept it (prune.go), else the state at the floor.
+		if f, err := t.floor(sid); err != nil || f.keepLast > 0 {
+			if err != nil {
+				return nil, err
+			}
+			if n, err := t.keptInode(sid, ino, at, f.keepLast); n != nil || err != nil {
+				return n, err
+			}
+		}
+		at = c
 	}
 	k, v, err := t.seekChain(inodeChain(sid, ino), at)
 	if err != nil {

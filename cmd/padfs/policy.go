@@ -21,13 +21,15 @@ func init() { addMountHook(policyMountHook) }
 
 const policyHelp = `DATA/policy.json sets the data directory's retention policy:
 
-  {"keep": "30d", "keep_checkpoints": true, "every": "1h"}
+  {"keep": "30d", "keep_checkpoints": true, "every": "1h", "keep_last": 10}
 
   keep              history to keep: every session is pruned --before this
                     long ago (a duration: 90m, 36h, 7d, 2w; or any T
                     padfs prune --before takes)
   keep_checkpoints  keep the states of named checkpoints (default true)
   every             how often a running mount applies it (default 1h)
+  keep_last         also keep the last N saves of each file, however
+                    old (as padfs prune --keep-last N; default 0)
 
 A running mount rereads the file each time, so editing it needs no restart;
 its log (stderr) has one line per session pruned. padfs prune --policy
@@ -39,6 +41,7 @@ type policy struct {
 	Keep            string `json:"keep"`
 	KeepCheckpoints *bool  `json:"keep_checkpoints,omitempty"`
 	Every           string `json:"every,omitempty"`
+	KeepLast        int    `json:"keep_last,omitempty"`
 }
 
 func (p *policy) keepCheckpoints() bool { return p.KeepCheckpoints == nil || *p.KeepCheckpoints }
@@ -68,6 +71,9 @@ func loadPolicy(dir string) (*policy, error) {
 	if p.Keep == "" {
 		return nil, fmt.Errorf("policy %s: no \"keep\"", policyPath(dir))
 	}
+	if p.KeepLast < 0 {
+		return nil, fmt.Errorf("policy %s: keep_last %d: must be 0 or more", policyPath(dir), p.KeepLast)
+	}
 	return &p, nil
 }
 
@@ -82,14 +88,14 @@ func applyPolicy(a *App, p *policy) error {
 		if err != nil {
 			return fmt.Errorf("policy: %w", err)
 		}
-		r, err := a.Store.Prune(si.ID, mvcc.PruneOptions{Before: at, DropCheckpoints: !p.keepCheckpoints()})
+		r, err := a.Store.Prune(si.ID, mvcc.PruneOptions{Before: at, DropCheckpoints: !p.keepCheckpoints(), KeepLast: p.KeepLast})
 		if err != nil {
 			return fmt.Errorf("policy: prune session %s: %w", si.ID, err)
 		}
 		if r.Versions > 0 {
 			a.Notify(si.ID)
 			slog.Info("policy pruned", "session", si.ID.String(), "before", r.Before.String(),
-				"versions", r.Versions, "chunks", r.Chunks, "bytes", r.Bytes)
+				"versions", r.Versions, "chunks", r.Chunks, "bytes", r.Bytes, "kept_last", r.KeptLast)
 		}
 	}
 	return nil

@@ -24,6 +24,7 @@ type pruneRow struct {
 	Bytes     int64    `json:"bytes"`
 	Records   int      `json:"records"`
 	Scanned   int      `json:"scanned"`
+	KeptLast  int      `json:"kept_last"`
 	Kept      []string `json:"kept_checkpoints,omitempty"`
 	DryRun    bool     `json:"dry_run"`
 	Recounted bool     `json:"recounted,omitempty"`
@@ -31,7 +32,7 @@ type pruneRow struct {
 
 func newPruneCmd() *cobra.Command {
 	c := &cobra.Command{
-		Use:   "prune [--session ID | --all] (--before T | --policy) [--keep-checkpoints=false] [--dry-run] [--compact] [--json]",
+		Use:   "prune [--session ID | --all] (--before T | --policy) [--keep-checkpoints=false] [--keep-last N] [--dry-run] [--compact] [--json]",
 		Short: "Delete history before T, keeping the state as of T and everything after it",
 		Long: `Delete every version of a file, directory entry or xattr that was superseded
 before T, and every content chunk no remaining version names. The state as
@@ -50,6 +51,18 @@ the state as of T (the prune point), and ls .asof/ lists T first, then
 the commits after it, and the checkpoint names (which stay). The log
 (padfs log, .log/) keeps every event.
 
+--keep-last N also keeps the last N saves of every file (and directory),
+however old: its inode versions from the newest back to the N-th that
+counts. Each commit of content or attributes counts (a close that wrote, a
+chmod, a touch) except the truncation of a rewrite, an empty version a
+non-empty one replaced ("echo x > f" is one save); names and xattrs do not
+count; an inode unlinked for more than an hour keeps none. Then
+.asof/ of a point before T shows the names as of T, and a file whose
+version at that point is still one of its N newest shows that version
+(content and attributes); every other file shows its state as of T.
+padfs restore --asof of such a point restores that version. --json reports
+"kept_last", the versions superseded before T that N kept.
+
 It runs in short write transactions (at most 256 versions each), so writers
 of a running mount wait at most a few milliseconds at a time. It reads the
 records of the commits before T, not the whole store; a session written by
@@ -62,6 +75,7 @@ prune --help-policy) once. --dry-run changes nothing and prints what would
 go. --json prints an object (an array of them with --all or --policy).`,
 		Example: `  padfs prune --before 7d --dry-run
   padfs prune --all --before 2026-11-01T00:00:00Z --compact
+  padfs prune --before 30d --keep-last 10
   padfs prune --session refactor --before before-refactor --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -74,6 +88,10 @@ go. --json prints an object (an array of them with --all or --policy).`,
 			dry, _ := cmd.Flags().GetBool("dry-run")
 			compact, _ := cmd.Flags().GetBool("compact")
 			asJSON, _ := cmd.Flags().GetBool("json")
+			keepLast, _ := cmd.Flags().GetInt("keep-last")
+			if keepLast < 0 {
+				return fmt.Errorf("--keep-last %d: must be 0 or more", keepLast)
+			}
 			if helpPolicy {
 				_, err := fmt.Fprint(cmd.OutOrStdout(), policyHelp)
 				return err
@@ -95,6 +113,9 @@ go. --json prints an object (an array of them with --all or --policy).`,
 					}
 					before = pol.Keep
 					keepCP = pol.keepCheckpoints()
+					if !cmd.Flags().Changed("keep-last") {
+						keepLast = pol.KeepLast
+					}
 					all = sess == ""
 				}
 				var sids []mvcc.SessionID
@@ -126,7 +147,7 @@ go. --json prints an object (an array of them with --all or --policy).`,
 						return err
 					}
 					prog := newProgress(a.Err)
-					r, err := a.Store.Prune(sid, mvcc.PruneOptions{Before: at, DropCheckpoints: !keepCP, DryRun: dry})
+					r, err := a.Store.Prune(sid, mvcc.PruneOptions{Before: at, DropCheckpoints: !keepCP, DryRun: dry, KeepLast: keepLast})
 					prog.done()
 					if err != nil {
 						return fmt.Errorf("prune session %s: %w", sid, err)
@@ -135,7 +156,7 @@ go. --json prints an object (an array of them with --all or --policy).`,
 						a.Notify(sid)
 					}
 					row := pruneRow{Session: sid.String(), Before: r.Before.String(), Versions: r.Versions, Chunks: r.Chunks,
-						Bytes: r.Bytes, Records: r.Records, Scanned: r.Scanned, DryRun: dry, Recounted: r.Recounted}
+						Bytes: r.Bytes, Records: r.Records, Scanned: r.Scanned, KeptLast: r.KeptLast, DryRun: dry, Recounted: r.Recounted}
 					for _, k := range r.Kept {
 						row.Kept = append(row.Kept, k.String())
 					}
@@ -146,6 +167,9 @@ go. --json prints an object (an array of them with --all or --policy).`,
 							verb = "would free"
 						}
 						how := fmt.Sprintf("%d records read", r.Records)
+						if keepLast > 0 {
+							how += fmt.Sprintf(", %d versions kept by --keep-last %d", r.KeptLast, keepLast)
+						}
 						if r.Scanned > 0 {
 							how += fmt.Sprintf(", %d keys scanned (history without records)", r.Scanned)
 						}
@@ -176,6 +200,7 @@ go. --json prints an object (an array of them with --all or --policy).`,
 	c.Flags().Bool("policy", false, "prune as the data directory's policy says (every session unless --session)")
 	c.Flags().Bool("help-policy", false, "describe DATA/policy.json")
 	c.Flags().Bool("keep-checkpoints", true, "keep the state of named checkpoints before T")
+	c.Flags().Int("keep-last", 0, "also keep the last N saves of each file, however old")
 	c.Flags().Bool("dry-run", false, "change nothing; print what would be freed")
 	c.Flags().Bool("compact", false, "then compact the store to give the space back to the filesystem")
 	c.Flags().Bool("json", false, "machine-readable output")
