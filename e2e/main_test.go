@@ -121,7 +121,8 @@ func env(data string) []string {
 	if h := os.Getenv("HOME"); h != "" {
 		e = append(e, "HOME="+h)
 	}
-	for _, k := range []string{"GOROOT", "GOPATH", "GOCACHE", "PYENV_ROOT", "PYENV_VERSION"} {
+	for _, k := range []string{"GOROOT", "GOPATH", "GOCACHE", "PYENV_ROOT", "PYENV_VERSION",
+		"PADFS_INDEX_CPUPROFILE", "PADFS_INDEX_MEMPROFILE", "PADFS_INDEX_MEMLIMIT"} {
 		if v := os.Getenv(k); v != "" {
 			e = append(e, k+"="+v)
 		}

@@ -77,6 +77,9 @@ type BackendStats struct {
 	// SCHED_IDLE (on a thread other than the query's, not raised): 0
 	// unless the worker may not leave SCHED_IDLE.
 	IdleRankers uint64 `json:"idle_rankers"`
+	// MemLimit is the worker's soft memory limit in bytes (0:
+	// in-process; math.MaxInt64: none), from $PADFS_INDEX_MEMLIMIT.
+	MemLimit int64 `json:"mem_limit"`
 }
 
 // idQuery selects documents: every document (zero value), the term Term

@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -259,5 +260,48 @@ func TestRankersLeaveSchedIdle(t *testing.T) {
 	}
 	if n := ix.be.stats().IdleRankers; n != 0 {
 		t.Errorf("%d rankers ran at SCHED_IDLE, want 0", n)
+	}
+}
+
+// TestWorkerMemLimit: $PADFS_INDEX_MEMLIMIT reaches the index worker as
+// its soft memory limit; unset, the worker has the default one.
+func TestWorkerMemLimit(t *testing.T) {
+	for _, c := range []struct {
+		env  string
+		want int64
+	}{{"", defaultMemLimit}, {"300MiB", 300 << 20}, {"off", math.MaxInt64}, {"bogus", defaultMemLimit}} {
+		t.Run(c.env, func(t *testing.T) {
+			t.Setenv(memLimitEnv, c.env)
+			st, data := openStore(t)
+			sid := loadSession(t, st, map[string][]byte{"a": []byte("hello\n")})
+			ix, err := Open(data, st)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ix.Close()
+			waitCovered(t, ix, st, sid)
+			s := ix.be.stats()
+			if s.Pid == 0 || s.Pid == os.Getpid() {
+				t.Fatalf("no index worker (pid %d)", s.Pid)
+			}
+			if s.MemLimit != c.want {
+				t.Errorf("%s=%q: worker's memory limit %d, want %d", memLimitEnv, c.env, s.MemLimit, c.want)
+			}
+		})
+	}
+}
+
+func TestWorkerMemLimitParse(t *testing.T) {
+	for _, c := range []struct {
+		in   string
+		want int64
+		bad  bool
+	}{{"", defaultMemLimit, false}, {"1GiB", 1 << 30, false}, {"64KiB", 64 << 10, false}, {"1000", 1000, false},
+		{"5B", 5, false}, {"off", math.MaxInt64, false}, {"0", 0, true}, {"-1MiB", 0, true}, {"12MB", 0, true},
+		{"99999999999TiB", 0, true}} {
+		got, err := workerMemLimit(c.in)
+		if (err != nil) != c.bad || (!c.bad && got != c.want) {
+			t.Errorf("workerMemLimit(%q) = %d, %v; want %d (error: %v)", c.in, got, err, c.want, c.bad)
+		}
 	}
 }
