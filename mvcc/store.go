@@ -31,6 +31,8 @@ type Store struct {
 	// write transaction (under the KV's write serialization). Another
 	// process sharing the store (PostgreSQL) moves the stored one.
 	hw HLC
+	// lastLive is the last commit that found its session live (update.go).
+	lastLive atomic.Pointer[liveMark]
 
 	recorded sync.Map   // SessionID -> true: its prune state notes its S records
 	floors   sync.Map   // SessionID -> pruneFloor: as-of reads before it are clamped
@@ -101,15 +103,28 @@ func (s *Store) KV() kv.Store { return s.kv }
 // process did not write means another process committed since our last
 // write: the cached paths become suspect (pathCache).
 func (s *Store) tickLocked(tx kv.Txn) (HLC, error) {
-	v, err := tx.Get(metaKey("hlc"))
+	stored, err := storedHW(tx)
 	if err != nil {
 		return 0, err
 	}
-	if len(v) == 8 {
-		if hw := HLC(binary.BigEndian.Uint64(v)); hw != s.hw {
-			s.clock.Observe(hw)
-			s.paths.suspectAll()
-		}
+	return s.tickFromLocked(tx, stored)
+}
+
+// storedHW reads the stored HLC high-water mark (0 if there is none).
+func storedHW(tx kv.Reader) (HLC, error) {
+	v, err := tx.Get(metaKey("hlc"))
+	if err != nil || len(v) != 8 {
+		return 0, err
+	}
+	return HLC(binary.BigEndian.Uint64(v)), nil
+}
+
+// tickFromLocked is tickLocked with the stored high-water mark already read
+// in tx.
+func (s *Store) tickFromLocked(tx kv.Txn, stored HLC) (HLC, error) {
+	if stored != 0 && stored != s.hw {
+		s.clock.Observe(stored)
+		s.paths.suspectAll()
 	}
 	h := s.clock.Tick()
 	s.hw = h

@@ -55,11 +55,14 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 	var ev Event
 	err := s.kv.Update(func(tx kv.Txn) error {
 		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx, heads: map[string]string{}}, w: tx, sid: sid}
-		if err := t.checkSessionLocked(kind); err != nil {
+		stored, err := storedHW(tx)
+		if err != nil {
 			return err
 		}
-		var err error
-		if t.hlc, err = s.tickLocked(tx); err != nil {
+		if err := t.checkSessionLocked(kind, stored); err != nil {
+			return err
+		}
+		if t.hlc, err = s.tickFromLocked(tx, stored); err != nil {
 			return err
 		}
 		if err := s.paths.checkLocked(tx, sid); err != nil {
@@ -96,11 +99,34 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 	if err != nil {
 		return Event{}, err
 	}
+	if kind == commitLive {
+		s.lastLive.Store(&liveMark{sid: sid, hw: ev.HLC})
+	}
 	s.notify(sid, ev)
 	return ev, nil
 }
 
-func (t *WriteTx) checkSessionLocked(kind commitKind) error {
+// liveMark says that the commit that wrote high-water mark hw found session
+// sid live (its header there, not busy, not forgotten). Every write
+// transaction that can change that (forget, a purge or redaction mark,
+// another process's commits) takes an HLC and so moves the stored
+// high-water mark: while it still reads hw, no transaction but reads and
+// uncommitted attempts has happened since, and sid is still live. A commit
+// stream to one session (rm -rf, untar) then skips the header decode and the
+// state seek.
+type liveMark struct {
+	sid SessionID
+	hw  HLC
+}
+
+// checkSessionLocked checks that sid may take a commit of this kind;
+// stored is the high-water mark as the transaction found it.
+func (t *WriteTx) checkSessionLocked(kind commitKind, stored HLC) error {
+	if kind == commitLive && stored != 0 {
+		if m := t.s.lastLive.Load(); m != nil && m.sid == t.sid && m.hw == stored {
+			return nil
+		}
+	}
 	if kind == commitNew {
 		if v, err := t.w.Get(headerKey(t.sid)); err != nil {
 			return err

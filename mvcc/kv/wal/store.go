@@ -249,7 +249,22 @@ func (s *Store) admitLocked() ([]*tree, error) {
 	case s.flushErr != nil && s.bufferedLocked() >= 2*s.opts.MemtableSize:
 		return nil, fmt.Errorf("kv/wal %s: write buffer full and the base refuses the flush: %w", s.dir, s.flushErr)
 	}
-	return s.layersLocked(), nil
+	return s.writerLayersLocked(), nil
+}
+
+// writerLayersLocked returns the memtables for the Update holding writeMu,
+// newest first. The active tree is read as it is, not copied: only an
+// Update holding writeMu changes it, and after fn has returned. A copy
+// here would make every apply copy-on-write the paths it touches.
+func (s *Store) writerLayersLocked() []*tree {
+	var layers []*tree
+	if s.active.tree.Len() > 0 {
+		layers = append(layers, s.active.tree)
+	}
+	if s.frozen != nil {
+		layers = append(layers, s.frozen.tree)
+	}
+	return layers
 }
 
 // bufferedLocked is the size of the writes not yet in the base. While
