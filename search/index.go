@@ -45,7 +45,6 @@ import (
 	"time"
 
 	"github.com/blevesearch/bleve/v2"
-	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/blevesearch/bleve/v2/mapping"
@@ -455,15 +454,6 @@ func isBinary(data []byte) bool {
 		}
 	}
 	return false
-}
-
-var standardAnalyzer analysis.Analyzer
-
-func init() {
-	// The standard analyzer, built once from bleve's registry through a
-	// throwaway mapping (the registry's cache is what the index uses too).
-	im := bleve.NewIndexMapping()
-	standardAnalyzer = im.AnalyzerNamed(standard.Name)
 }
 
 const (

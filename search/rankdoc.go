@@ -76,7 +76,7 @@ func init() {
 }
 
 // analyzedField is a text field analyzed by one of the code analyzers,
-// counted into its frequency map directly (as textField, without the
+// counted into its frequency map directly (without the
 // allocation per term of bleve's TextField).
 type analyzedField struct {
 	name   string

@@ -149,47 +149,6 @@ func (f *termsField) Analyze() {
 	f.freqs, f.length = m, n
 }
 
-// textField is the text field: the standard analyzer's tokens, counted
-// into the frequency map without bleve's TextField's allocation per term
-// (and its Size, which walks the map).
-type textField struct {
-	data   []byte
-	freqs  index.TokenFrequencies
-	length int
-}
-
-func (f *textField) Name() string                        { return "text" }
-func (f *textField) ArrayPositions() []uint64            { return nil }
-func (f *textField) Options() index.FieldIndexingOptions { return textOpts }
-func (f *textField) Value() []byte                       { return nil }
-func (f *textField) NumPlainTextBytes() uint64           { return uint64(len(f.data)) }
-func (f *textField) EncodedFieldType() byte              { return 't' }
-func (f *textField) AnalyzedLength() int                 { return f.length }
-func (f *textField) AnalyzedTokenFrequencies() index.TokenFrequencies {
-	return f.freqs
-}
-func (f *textField) Size() int { return 64 }
-
-// Analyze counts the tokens as analysis.TokenFrequency does for a field
-// without term vectors.
-func (f *textField) Analyze() {
-	toks := standardAnalyzer.Analyze(f.data)
-	m := make(index.TokenFrequencies, len(toks)/4+1)
-	tfs := make([]index.TokenFreq, 0, len(toks))
-	for _, t := range toks {
-		if tf, ok := m[string(t.Term)]; ok {
-			tf.SetFrequency(tf.Frequency() + 1)
-			continue
-		}
-		tfs = append(tfs, index.TokenFreq{Term: t.Term})
-		tf := &tfs[len(tfs)-1]
-		tf.SetFrequency(1)
-		m[string(t.Term)] = tf
-	}
-	f.freqs, f.length = m, len(toks)
-	f.data = nil
-}
-
 // bucketTerm is the btri term of trigram t (3 bytes).
 func bucketTerm(t string) string {
 	b := trigramBucket(uint32(t[0])<<16 | uint32(t[1])<<8 | uint32(t[2]))
