@@ -84,7 +84,9 @@ func workerMain(dir string) int {
 		log.Warn("search worker: "+memLimitEnv+" ignored", "err", err)
 		limit, _ = workerMemLimit("")
 	}
-	debug.SetMemoryLimit(limit)
+	if limit != defaultMemLimit {
+		debug.SetMemoryLimit(limit)
+	}
 	lb := newLocalBackend(dir, log)
 	// A ranked search's rankers run on goroutines of their own, on
 	// threads at SCHED_IDLE: each leaves it as the query's thread does.
@@ -109,7 +111,8 @@ func workerMain(dir string) int {
 // GOMEMLIMIT syntax: 512MiB, 1GiB, bytes; "off" for none).
 const memLimitEnv = "PADFS_INDEX_MEMLIMIT"
 
-// defaultMemLimit is the worker's soft memory limit: none. A limit makes
+// defaultMemLimit (-1) leaves the worker's soft memory limit to the Go
+// runtime: none, or GOMEMLIMIT if the mount's environment sets it. A limit makes
 // the collector run before the heap grows past it (without one the heap
 // grows to twice its live size between collections: a tar -x of 128 MB
 // peaked at 2.2 GB RSS for a 615 MB live heap), but bleve's batch analysis
@@ -119,7 +122,7 @@ const memLimitEnv = "PADFS_INDEX_MEMLIMIT"
 // doubled the index lag after an untar, so it is an option
 // ($PADFS_INDEX_MEMLIMIT), not the default, until the lag is measured on an
 // idle machine.
-const defaultMemLimit = math.MaxInt64
+const defaultMemLimit = -1
 
 // workerMemLimit parses v (memLimitEnv's value) into a limit in bytes.
 func workerMemLimit(v string) (int64, error) {

@@ -264,14 +264,16 @@ func TestRankersLeaveSchedIdle(t *testing.T) {
 }
 
 // TestWorkerMemLimit: $PADFS_INDEX_MEMLIMIT reaches the index worker as
-// its soft memory limit; unset, the worker has the default one.
+// its soft memory limit; unset (or invalid), the worker keeps the
+// runtime's, which without GOMEMLIMIT is none.
 func TestWorkerMemLimit(t *testing.T) {
 	for _, c := range []struct {
 		env  string
 		want int64
-	}{{"", defaultMemLimit}, {"300MiB", 300 << 20}, {"off", math.MaxInt64}, {"bogus", defaultMemLimit}} {
+	}{{"", math.MaxInt64}, {"300MiB", 300 << 20}, {"off", math.MaxInt64}, {"bogus", math.MaxInt64}} {
 		t.Run(c.env, func(t *testing.T) {
 			t.Setenv(memLimitEnv, c.env)
+			t.Setenv("GOMEMLIMIT", "")
 			st, data := openStore(t)
 			sid := loadSession(t, st, map[string][]byte{"a": []byte("hello\n")})
 			ix, err := Open(data, st)
