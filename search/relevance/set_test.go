@@ -13,6 +13,14 @@ import (
 // goSrcSet is the benchmark's query set over $(go env GOROOT)/src.
 var goSrcSet = filepath.Join("..", "..", "testdata", "relevance", "gosrc.tsv")
 
+// heldOutSet is a second set over the same tree, written after the ranker
+// was tuned on goSrcSet by someone who had not seen the ranker: its
+// figures say whether goSrcSet's carry over.
+var heldOutSet = filepath.Join("..", "..", "testdata", "relevance", "heldout.tsv")
+
+// goSrcSets are the sets over GOROOT/src that the rules below check.
+var goSrcSets = []string{goSrcSet, heldOutSet}
+
 // plainStems are the only file stems a query may contain as a word: plain
 // English words a developer types anyway (see the set's header).
 var plainStems = map[string]bool{"client": true, "escape": true, "stack": true}
@@ -28,34 +36,59 @@ func goroot(t testing.TB) string {
 	return strings.TrimSpace(string(out))
 }
 
-func loadGoSrcSet(t testing.TB) []Query {
+func loadSet(t testing.TB, set string) []Query {
 	t.Helper()
-	qs, err := LoadSet(goSrcSet)
+	qs, err := LoadSet(set)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return qs
 }
 
-// TestQuerySetPathsExist: every expected and alternative path of the set
-// is a regular file of this machine's GOROOT/src (the set was written for
+func loadGoSrcSet(t testing.TB) []Query { return loadSet(t, goSrcSet) }
+
+// TestQuerySetPathsExist: every expected and alternative path of the sets
+// is a regular file of this machine's GOROOT/src (the sets were written for
 // go1.26; another release may have moved files).
 func TestQuerySetPathsExist(t *testing.T) {
 	src := filepath.Join(goroot(t), "src")
-	for _, q := range loadGoSrcSet(t) {
-		for _, p := range q.Want {
-			fi, err := os.Stat(filepath.Join(src, p))
-			if err != nil || !fi.Mode().IsRegular() {
-				t.Errorf("line %d %q: %s is not a file of %s: %v", q.Line, q.Text, p, src, err)
+	for _, set := range goSrcSets {
+		for _, q := range loadSet(t, set) {
+			for _, p := range q.Want {
+				fi, err := os.Stat(filepath.Join(src, p))
+				if err != nil || !fi.Mode().IsRegular() {
+					t.Errorf("%s line %d %q: %s is not a file of %s: %v", set, q.Line, q.Text, p, src, err)
+				}
 			}
 		}
 	}
 }
 
-// TestQuerySetRules checks the set's mechanical rules: its size and mix,
+// TestQuerySetRules checks each set's mechanical rules: its size and mix,
 // no duplicate, and no query that names its file.
 func TestQuerySetRules(t *testing.T) {
-	qs := loadGoSrcSet(t)
+	for _, set := range goSrcSets {
+		t.Run(filepath.Base(set), func(t *testing.T) { checkSetRules(t, loadSet(t, set)) })
+	}
+}
+
+// TestHeldOutSetIsFresh: no held-out query repeats a gosrc.tsv query
+// (case and spacing aside), so the held-out figures are not the tuned ones.
+func TestHeldOutSetIsFresh(t *testing.T) {
+	norm := func(s string) string { return strings.Join(strings.Fields(strings.ToLower(s)), " ") }
+	tuned := map[string]int{}
+	for _, q := range loadGoSrcSet(t) {
+		tuned[norm(q.Text)] = q.Line
+	}
+	for _, q := range loadSet(t, heldOutSet) {
+		if l, ok := tuned[norm(q.Text)]; ok {
+			t.Errorf("heldout.tsv line %d: query %q repeats gosrc.tsv line %d", q.Line, q.Text, l)
+		}
+	}
+}
+
+func checkSetRules(t *testing.T, qs []Query) {
+	t.Helper()
 	if len(qs) < 60 {
 		t.Errorf("%d queries, want at least 60", len(qs))
 	}
