@@ -528,3 +528,118 @@ func TestImportTreeFileBecameFifo(t *testing.T) {
 		t.Fatalf("import of a file that became a fifo: %v", err)
 	}
 }
+
+// rewriteKeys is arch with each K record passed through edit, which may
+// change the key as well as the value, or drop the record.
+func rewriteKeys(t *testing.T, arch []byte, edit func(k, v []byte) ([]byte, []byte, bool)) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	aw := &archiveWriter{w: bufio.NewWriter(&out), sum: sha256.New()}
+	aw.write(arch[:len(archiveMagic)+5+28+4]) // magic and version frame
+	if _, err := ReadSessionArchive(bytes.NewReader(arch), func(kind byte, k, v []byte) error {
+		if kind == 'C' {
+			aw.frame('C', k, v)
+		} else if k, v, ok := edit(bytes.Clone(k), bytes.Clone(v)); ok {
+			aw.frame('K', binary.BigEndian.AppendUint32(nil, uint32(len(k))), k, v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	aw.frame('T', u64(aw.count), aw.sum.Sum(nil))
+	if err := aw.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestImportChecksRecordKeys: every kind of record with a malformed key
+// (or a value that belongs under another key) is refused as ErrArchive
+// naming what is wrong, and the refused import leaves no session.
+func TestImportChecksRecordKeys(t *testing.T) {
+	a := lcOpen(t)
+	sid, _ := archiveSession(a)
+	arch := exportArchive(a, sid)
+	b := lcOpen(t)
+	other := testID()
+	longer := func(kind byte) func(k, v []byte) ([]byte, []byte, bool) {
+		return func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == kind {
+				k = append(k, 0)
+			}
+			return k, v, true
+		}
+	}
+	for _, c := range []struct {
+		what, want string
+		edit       func(k, v []byte) ([]byte, []byte, bool)
+	}{
+		{"a long header key", "bad header key", longer(pHeader)},
+		{"a long state key", "bad state key", longer(pState)},
+		{"a long counters key", "bad counters key", longer(pCounters)},
+		{"a long event key", "bad event key", longer(pEvent)},
+		{"a long inode key", "bad inode key", longer(pInode)},
+		{"a long prune key", "bad prune state key", longer(pPrune)},
+		{"a short entry key", "short key", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pDentry {
+				k = k[:20]
+			}
+			return k, v, true
+		}},
+		{"a short xattr key", "short key", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pXattr {
+				k = k[:20]
+			}
+			return k, v, true
+		}},
+		{"an entry key without its separator", "bad entry key", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pDentry {
+				k[len(k)-9] = 1
+			}
+			return k, v, true
+		}},
+		{"a short checkpoint value", "checkpoint value of 7 bytes", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pCheckpoint {
+				v = v[:7]
+			}
+			return k, v, true
+		}},
+		{"an unknown kind", "unknown key kind", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pCheckpoint {
+				k[0] = '~'
+			}
+			return k, v, true
+		}},
+		{"another session's header", "header of session " + other.String(), func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pHeader {
+				var h SessionHeader
+				if err := decode(k, v, &h); err != nil {
+					t.Fatal(err)
+				}
+				h.ID = other
+				var err error
+				if v, err = encode(&h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return k, v, true
+		}},
+		{"an inode under another inode's key", "inode record of inode", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pInode {
+				binary.BigEndian.PutUint64(k[17:], binary.BigEndian.Uint64(k[17:])+1000)
+			}
+			return k, v, true
+		}},
+	} {
+		_, err := b.st.ImportSession(bytes.NewReader(rewriteKeys(t, arch, c.edit)))
+		if !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: import returned %v, want ErrArchive with %q", c.what, err, c.want)
+		}
+		if ss, _ := b.st.Sessions(); len(ss) != 0 {
+			t.Fatalf("%s: a refused import left %v", c.what, ss)
+		}
+	}
+	if _, err := b.st.ImportSession(bytes.NewReader(rewriteKeys(t, arch, func(k, v []byte) ([]byte, []byte, bool) { return k, v, true }))); err != nil {
+		t.Fatalf("the re-framed archive: %v", err)
+	}
+}
