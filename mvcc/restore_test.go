@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -291,5 +292,35 @@ func TestRestorePaths(t *testing.T) {
 	}
 	if _, err := e.st.Restore(sid, at, RestoreOptions{Paths: []string{"../x"}}); err == nil {
 		t.Errorf("restore of ../x: no error")
+	}
+}
+
+// TestRestoreRefusesPlans: a time before the session existed, a path
+// whose directory is now a file, and a path that is neither in the tree
+// now nor as of T are refused with the sentinel naming why, and nothing
+// is committed.
+func TestRestoreRefusesPlans(t *testing.T) {
+	e := lcOpen(t)
+	before := e.now()
+	sid := e.session("r")
+	e.buildTree(sid)
+	at := e.now()
+	seq := e.seq(sid)
+	for _, c := range []struct {
+		what  string
+		at    HLC
+		paths []string
+		want  error
+	}{
+		{"before the session", before, nil, ErrNotFound},
+		{"below a file", at, []string{"a.txt/x"}, ErrNotDir},
+		{"never there", at, []string{"d/never"}, ErrNotFound},
+	} {
+		if _, err := e.st.Restore(sid, c.at, RestoreOptions{Paths: c.paths}); !errors.Is(err, c.want) {
+			t.Errorf("restore %s: %v, want %v", c.what, err, c.want)
+		}
+	}
+	if got := e.seq(sid); got != seq {
+		t.Errorf("refused restores committed: last event %d, was %d", got, seq)
 	}
 }
