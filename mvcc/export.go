@@ -95,50 +95,7 @@ func (aw *archiveWriter) frame(typ byte, parts ...[]byte) {
 // archive. The metadata is read in one snapshot; the chunks, which never
 // change, each in a short one.
 func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) {
-	type rec struct{ k, v []byte }
-	var recs []rec
-	var chunks []Hash
-	format := uint64(formatInline)
-	err := s.View(func(t *ReadTx) error {
-		if _, err := t.Header(sid); err != nil {
-			return err
-		}
-		for _, p := range sessionPrefixes(sid) {
-			if err := scanKeys(t.r, p, func(k, v []byte) error {
-				switch k[0] {
-				case pLive:
-					return nil // derived from the entries: import rebuilds it
-				case pSuperseded:
-					// S records name keys by inode number, which import
-					// renumbers: the importing store prunes this history
-					// by a scan of its chains instead.
-					return nil
-				case pPrune:
-					// Keep the prune point and the kept checkpoints; what
-					// the records and counts covered is the source's.
-					ps := pruneState{}
-					if err := decode(k, v, &ps); err != nil {
-						return err
-					}
-					ps.RecordsSince, ps.ScannedTo, ps.Counted = 0, 0, false
-					var err error
-					if v, err = encode(&ps); err != nil {
-						return err
-					}
-				}
-				recs = append(recs, rec{k, v})
-				if p[0] == pXattr {
-					format = formatXattrChains
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		cs, err := t.sessionChunks(sid)
-		chunks = sortedHashes(cs)
-		return err
-	})
+	recs, chunks, format, err := s.exportRecords(sid)
 	if err != nil {
 		return nil, err
 	}
@@ -149,18 +106,8 @@ func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) 
 		aw.frame('K', binary.BigEndian.AppendUint32(nil, uint32(len(r.k))), r.k, r.v)
 	}
 	for _, h := range chunks {
-		var v []byte
-		if err := s.View(func(t *ReadTx) error {
-			got, err := t.r.Get(chunkKey(h))
-			if got == nil && err == nil {
-				err = fmt.Errorf("%w: session %s references missing chunk %x", ErrCorrupt, sid, h)
-			}
-			v = append(v[:0], got...)
-			return err
-		}); err != nil {
-			return nil, err
-		}
-		if _, err := unframe(chunkKey(h), v); err != nil {
+		v, err := s.exportChunk(sid, h)
+		if err != nil {
 			return nil, err
 		}
 		aw.frame('C', h[:], v)
@@ -178,6 +125,83 @@ func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) 
 		return nil, fmt.Errorf("export session %s: %w", sid, aw.err)
 	}
 	return &ArchiveInfo{Version: archiveVersion, Format: format, Session: sid, Count: count}, nil
+}
+
+// exportRecords reads, in one snapshot, the records of session sid an
+// archive holds, the chunks it references and the store format they need.
+func (s *Store) exportRecords(sid SessionID) ([]archiveRec, []Hash, uint64, error) {
+	var recs []archiveRec
+	var chunks []Hash
+	format := uint64(formatInline)
+	err := s.View(func(t *ReadTx) error {
+		if _, err := t.Header(sid); err != nil {
+			return err
+		}
+		for _, p := range sessionPrefixes(sid) {
+			if err := scanKeys(t.r, p, func(k, v []byte) error {
+				v, keep, err := exportValue(k, v)
+				if err != nil || !keep {
+					return err
+				}
+				recs = append(recs, archiveRec{k, v})
+				if p[0] == pXattr {
+					format = formatXattrChains
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		cs, err := t.sessionChunks(sid)
+		chunks = sortedHashes(cs)
+		return err
+	})
+	return recs, chunks, format, err
+}
+
+// exportValue is the value an archive holds for record k; false for a
+// record it leaves out.
+func exportValue(k, v []byte) ([]byte, bool, error) {
+	switch k[0] {
+	case pLive:
+		return nil, false, nil // derived from the entries: import rebuilds it
+	case pSuperseded:
+		// S records name keys by inode number, which import renumbers:
+		// the importing store prunes this history by a scan of its chains
+		// instead.
+		return nil, false, nil
+	case pPrune:
+		// Keep the prune point and the kept checkpoints; what the records
+		// and counts covered is the source's.
+		ps := pruneState{}
+		if err := decode(k, v, &ps); err != nil {
+			return nil, false, err
+		}
+		ps.RecordsSince, ps.ScannedTo, ps.Counted = 0, 0, false
+		v, err := encode(&ps)
+		return v, err == nil, err
+	}
+	return v, true, nil
+}
+
+// exportChunk reads chunk h, as stored, in a short read transaction of
+// its own and checks its frame.
+func (s *Store) exportChunk(sid SessionID, h Hash) ([]byte, error) {
+	var v []byte
+	if err := s.View(func(t *ReadTx) error {
+		got, err := t.r.Get(chunkKey(h))
+		if got == nil && err == nil {
+			err = fmt.Errorf("%w: session %s references missing chunk %x", ErrCorrupt, sid, h)
+		}
+		v = append(v[:0], got...)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := unframe(chunkKey(h), v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // archiveReader reads frames and hashes the bytes it consumed.

@@ -13,6 +13,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
 )
 
 // archiveSession builds a session with history: files (one chunked),
@@ -641,5 +643,57 @@ func TestImportChecksRecordKeys(t *testing.T) {
 	}
 	if _, err := b.st.ImportSession(bytes.NewReader(rewriteKeys(t, arch, func(k, v []byte) ([]byte, []byte, bool) { return k, v, true }))); err != nil {
 		t.Fatalf("the re-framed archive: %v", err)
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestExportSessionRefuses: an unknown session, a chunk the session uses
+// that is missing or damaged, and a writer that fails make ExportSession
+// fail naming the cause, never a short archive reported as written.
+func TestExportSessionRefuses(t *testing.T) {
+	e := lcOpen(t)
+	sid, _ := archiveSession(e)
+	if _, err := e.st.ExportSession(testID(), &bytes.Buffer{}); !errors.Is(err, ErrNoSession) {
+		t.Errorf("export of an unknown session: %v, want ErrNoSession", err)
+	}
+	if _, err := e.st.ExportSession(sid, failWriter{}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("export to a failing writer: %v", err)
+	}
+	var h Hash
+	if err := e.st.View(func(t *ReadTx) error {
+		cs, err := t.sessionChunks(sid)
+		h = sortedHashes(cs)[0]
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	if err := e.st.kv.Update(func(tx kv.Txn) error {
+		v, err := tx.Get(chunkKey(h))
+		stored = bytes.Clone(v)
+		bad := bytes.Clone(v)
+		bad[0] ^= 1
+		if err == nil {
+			err = tx.Put(chunkKey(h), bad)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.ExportSession(sid, &bytes.Buffer{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("export with a damaged chunk: %v, want ErrCorrupt", err)
+	}
+	if err := e.st.kv.Update(func(tx kv.Txn) error { return tx.Delete(chunkKey(h)) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.ExportSession(sid, &bytes.Buffer{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "missing chunk") {
+		t.Errorf("export with a missing chunk: %v, want ErrCorrupt naming the missing chunk", err)
+	}
+	if len(stored) == 0 {
+		t.Fatal("the chunk was not stored before the test damaged it")
 	}
 }
