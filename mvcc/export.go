@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -94,7 +95,10 @@ func (aw *archiveWriter) frame(typ byte, parts ...[]byte) {
 // the log, checkpoints) and the chunks it references to w as a session
 // archive. The metadata is read in one snapshot; the chunks, which never
 // change, each in a short one.
-func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) {
+//
+// ctx ends it early (between chunks) with ctx.Err(); what was written to w
+// by then is no archive (it has no trailer).
+func (s *Store) ExportSession(ctx context.Context, sid SessionID, w io.Writer) (*ArchiveInfo, error) {
 	recs, chunks, format, err := s.exportRecords(sid)
 	if err != nil {
 		return nil, err
@@ -106,6 +110,9 @@ func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) 
 		aw.frame('K', binary.BigEndian.AppendUint32(nil, uint32(len(r.k))), r.k, r.v)
 	}
 	for _, h := range chunks {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		v, err := s.exportChunk(sid, h)
 		if err != nil {
 			return nil, err

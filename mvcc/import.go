@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -78,7 +79,10 @@ type hostNode struct {
 }
 
 // ImportTree creates a session whose tree is a copy of host directory dir.
-func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *ImportStats, error) {
+// ctx ends it early (between files, and between chunks of a large one)
+// with ctx.Err(): nothing is committed, and the chunks it stored are
+// deleted again.
+func (s *Store) ImportTree(ctx context.Context, dir string, opt ImportOptions) (*SessionHeader, *ImportStats, error) {
 	if opt.Name != "" {
 		if err := ValidSessionName(opt.Name); err != nil {
 			return nil, nil, err
@@ -93,7 +97,7 @@ func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *Impo
 		return nil, nil, err
 	}
 	st := &ImportStats{}
-	added, err := s.importContent(nodes, opt, st)
+	added, err := s.importContent(ctx, nodes, opt, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,6 +106,9 @@ func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *Impo
 		return nil, nil, s.dropChunks(added, err)
 	}
 	h := &SessionHeader{ID: id, Name: opt.Name}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, s.dropChunks(added, err)
+	}
 	opt.Progress.report("commit", 0, int64(len(nodes)))
 	_, err = s.commit(id, commitNew, func(t *WriteTx) error {
 		if err := t.checkNameFree(opt.Name, id); err != nil {
@@ -238,7 +245,7 @@ func hostXattrs(path string) (map[string][]byte, error) {
 // inode once) on opt.Workers goroutines.
 // It returns the chunks it stored that the store lacked; after an error it
 // has deleted those again.
-func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportStats) ([]Hash, error) {
+func (s *Store) importContent(ctx context.Context, nodes []*hostNode, opt ImportOptions, st *ImportStats) ([]Hash, error) {
 	var jobs []*hostNode
 	var total int64
 	for i, n := range nodes {
@@ -262,12 +269,17 @@ func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportSt
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			b := &importBatch{s: s}
+			b := &importBatch{s: s, ctx: ctx}
 			batches[w] = b
 			for !failed.Load() {
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) {
 					break
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					failed.Store(true)
+					return
 				}
 				n := jobs[i]
 				c, err := b.file(n, func(k int) {
@@ -337,6 +349,7 @@ func (s *Store) dropChunks(hs []Hash, cause error) error {
 // importBatch gathers one worker's chunks for one kv write.
 type importBatch struct {
 	s      *Store
+	ctx    context.Context // ends the import between chunks
 	keys   [][]byte
 	vals   [][]byte
 	bytes  int
@@ -453,6 +466,9 @@ func (b *importBatch) chunks(c *Content, whole hash.Hash, r io.Reader) error {
 		if hole {
 			c.Extents = appendHole(c.Extents, uint64(len(data)))
 			return nil
+		}
+		if err := b.ctx.Err(); err != nil {
+			return err
 		}
 		h := sha256.Sum256(data)
 		c.Extents = append(c.Extents, Extent{Chunk: append([]byte(nil), h[:]...), Len: uint64(len(data))})
@@ -600,9 +616,10 @@ func (t *WriteTx) importNodes(nodes []*hostNode, h *SessionHeader, dir string, s
 // then written in one kv transaction with their chunk references. Inode numbers are
 // unique across a store, so the session's inodes get new numbers (in the
 // same order); everything else, HLCs included, is kept, and the store's
-// clock moves past the newest imported HLC.
-func (s *Store) ImportSession(r io.Reader) (*SessionHeader, error) {
-	b := &importBatch{s: s}
+// clock moves past the newest imported HLC. ctx ends it early (between
+// records) with ctx.Err(), nothing imported.
+func (s *Store) ImportSession(ctx context.Context, r io.Reader) (*SessionHeader, error) {
+	b := &importBatch{s: s, ctx: ctx}
 	h, err := s.importSession(r, b)
 	if err != nil {
 		return nil, s.dropChunks(b.added, err)
@@ -619,6 +636,9 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 		return nil, err
 	}
 	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if err := b.ctx.Err(); err != nil {
 		return nil, err
 	}
 	if err := s.kv.Update(func(tx kv.Txn) error { return a.write(s, tx) }); err != nil {
@@ -659,6 +679,9 @@ type archiveImport struct {
 func readArchiveRecords(r io.Reader, b *importBatch) (*archiveImport, error) {
 	a := &archiveImport{inos: map[Ino]bool{}}
 	info, err := ReadSessionArchive(r, func(kind byte, k, v []byte) error {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
 		k, v = append([]byte(nil), k...), append([]byte(nil), v...)
 		if kind == 'C' {
 			b.keys = append(b.keys, chunkKey(Hash(k)))

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -51,8 +52,9 @@ var (
 // restored name gets a fresh inode with the old content (a directory
 // cannot have two names; a file would otherwise become a hard link that
 // it was not as of at). History is kept: the restore is itself a commit,
-// which a later restore can undo.
-func (s *Store) Restore(sid SessionID, at HLC, opt RestoreOptions) (*RestoreResult, error) {
+// which a later restore can undo. ctx ends it early (while it reads the
+// two trees) with ctx.Err(), nothing committed.
+func (s *Store) Restore(ctx context.Context, sid SessionID, at HLC, opt RestoreOptions) (*RestoreResult, error) {
 	roots, err := restoreRoots(opt.Paths)
 	if err != nil {
 		return nil, err
@@ -62,7 +64,7 @@ func (s *Store) Restore(sid SessionID, at HLC, opt RestoreOptions) (*RestoreResu
 		if at >= t.hlc {
 			return errNothingToRestore // the state as of at is the current one
 		}
-		p, err := t.planRestore(sid, at, roots)
+		p, err := t.planRestore(ctx, sid, at, roots)
 		if err != nil {
 			return err
 		}
@@ -167,7 +169,7 @@ type restorePlan struct {
 	changes []Change
 }
 
-func (t *ReadTx) planRestore(sid SessionID, at HLC, roots []string) (*restorePlan, error) {
+func (t *ReadTx) planRestore(ctx context.Context, sid SessionID, at HLC, roots []string) (*restorePlan, error) {
 	h, err := t.Header(sid)
 	if err != nil {
 		return nil, err
@@ -181,11 +183,11 @@ func (t *ReadTx) planRestore(sid SessionID, at HLC, roots []string) (*restorePla
 	if err != nil {
 		return nil, err
 	}
-	curSnap, err := t.scanRestoreNow(sid, roots, p)
+	curSnap, err := t.scanRestoreNow(ctx, sid, roots, p)
 	if err != nil {
 		return nil, err
 	}
-	olds, outsideThen, oldSnap, err := t.scanRestoreThen(sid, at, roots)
+	olds, outsideThen, oldSnap, err := t.scanRestoreThen(ctx, sid, at, roots)
 	if err != nil {
 		return nil, err
 	}
@@ -248,10 +250,13 @@ func (t *ReadTx) restoreRootParents(sid SessionID, roots []string, p *restorePla
 
 // scanRestoreNow records the region as it is now in p (and the names its
 // inodes have outside it) and returns it as a snapshot for the diff.
-func (t *ReadTx) scanRestoreNow(sid SessionID, roots []string, p *restorePlan) (*snapshot, error) {
+func (t *ReadTx) scanRestoreNow(ctx context.Context, sid SessionID, roots []string, p *restorePlan) (*snapshot, error) {
 	whole := roots[0] == "."
 	snap := &snapshot{byPath: map[string]*Inode{}, byIno: map[Ino][]string{}}
 	err := t.WalkTree(sid, Latest, func(e TreeEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		l := rlink{e.Parent, e.Name}
 		if !whole && !inRoots(e.Path, roots) {
 			p.outsideNow[e.Node.Ino] = append(p.outsideNow[e.Node.Ino], l)
@@ -276,12 +281,15 @@ type restoreOld struct {
 
 // scanRestoreThen lists the region as of at, the inodes that were outside
 // it then, and the region as a snapshot for the diff.
-func (t *ReadTx) scanRestoreThen(sid SessionID, at HLC, roots []string) ([]restoreOld, map[Ino]bool, *snapshot, error) {
+func (t *ReadTx) scanRestoreThen(ctx context.Context, sid SessionID, at HLC, roots []string) ([]restoreOld, map[Ino]bool, *snapshot, error) {
 	whole := roots[0] == "."
 	snap := &snapshot{byPath: map[string]*Inode{}, byIno: map[Ino][]string{}}
 	var olds []restoreOld
 	outside := map[Ino]bool{}
 	err := t.WalkTree(sid, at, func(e TreeEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if !whole && !inRoots(e.Path, roots) {
 			outside[e.Node.Ino] = true
 			return nil

@@ -118,7 +118,7 @@ A fork exports whole (its tree does not need its parent).`,
 					out = ""
 				}
 				return writeOutput(a, out, func(w io.Writer) error {
-					_, err := a.Store.ExportSession(sid, w)
+					_, err := a.Store.ExportSession(a.Context(), sid, w)
 					return err
 				})
 			})

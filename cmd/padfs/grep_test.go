@@ -47,7 +47,7 @@ func grepTestData(t *testing.T, files map[string]string) (dir, sid string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.WriteContent(h.ID, n.Ino, strings.NewReader(data), 0); err != nil {
+		if _, err := st.WriteContent(context.Background(), h.ID, n.Ino, strings.NewReader(data), 0); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -99,7 +100,7 @@ func TestSearchExplainPathAsOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WriteContent(id, n.Ino, strings.NewReader("package main\n"), 0); err != nil {
+	if _, err := st.WriteContent(context.Background(), id, n.Ino, strings.NewReader("package main\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
