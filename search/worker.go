@@ -255,11 +255,9 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 			out.Floats = append(out.Floats, h.scores[:]...)
 		}
 	case opStats:
-		out.N = lb.stats().Indexed
-		out.N2 = uint64(schedPolicy())
-		out.N3 = lb.stats().IdleRankers
-		// Seq carries the memory limit: N..N3 are taken.
-		out.Seq = uint64(debug.SetMemoryLimit(-1))
+		ls := lb.stats()
+		out.Stats = &workerStats{Indexed: ls.Indexed, QueryPolicy: uint64(schedPolicy()),
+			IdleRankers: ls.IdleRankers, MemLimit: debug.SetMemoryLimit(-1)}
 	case opBegin:
 		sv.setErr(m.Sid, nil, true)
 		out.N, err = lb.begin(m.Sid, int(m.N), int64(m.N2), int(m.N3))
@@ -863,11 +861,11 @@ func (rb *remoteBackend) stats() BackendStats {
 		return s
 	}
 	s.Pid = w.cmd.Process.Pid
-	if r, err := w.query.call(&msg{Op: opStats}, queryTimeout); err == nil {
-		s.Indexed = r.N
-		s.QueryPolicy = int(r.N2)
-		s.IdleRankers = r.N3
-		s.MemLimit = int64(r.Seq)
+	if r, err := w.query.call(&msg{Op: opStats}, queryTimeout); err == nil && r.Stats != nil {
+		s.Indexed = r.Stats.Indexed
+		s.QueryPolicy = int(r.Stats.QueryPolicy)
+		s.IdleRankers = r.Stats.IdleRankers
+		s.MemLimit = r.Stats.MemLimit
 	}
 	return s
 }
