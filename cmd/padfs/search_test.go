@@ -15,11 +15,7 @@ import (
 // every hit, --json carries the same, --path restricts, --asof ranks a
 // past state by reading it.
 func TestSearchExplainPathAsOf(t *testing.T) {
-	dir, sid := grepTestData(t, map[string]string{
-		"a.txt":       "alpha needle\nbeta\n",
-		"src/main.go": "package main\n\nfunc main() { retry(backoff) }\n",
-		"src/util.go": "package main\n\n// retry with exponential backoff and retry again\nfunc retry(f func()) {}\n",
-	})
+	dir, sid := grepTestData(t, retryTree(t))
 	base := []string{"--data", dir, "--session", sid}
 	search := func(args ...string) (string, string, int) {
 		return runPadfs(t, append(append([]string{"search"}, base...), args...)...)
