@@ -134,3 +134,25 @@ func TestImportSessionCancelled(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestExportTreeCancelled: a context cancelled while a tree is exported
+// stops ExportTree with context.Canceled before the next name.
+func TestExportTreeCancelled(t *testing.T) {
+	e := lcOpen(t)
+	sid := e.session("x")
+	for i := range 10 {
+		e.write(sid, fmt.Sprintf("f%d", i), []byte("x"))
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var seen int
+	err := e.st.ExportTree(ctx, sid, Latest, func(ExportEntry) error {
+		if seen++; seen == 3 {
+			cancel()
+		}
+		return nil
+	})
+	if !errors.Is(err, context.Canceled) || seen != 3 {
+		t.Errorf("ExportTree cancelled at the third name: %v after %d names, want context.Canceled after 3", err, seen)
+	}
+}

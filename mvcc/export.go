@@ -349,8 +349,9 @@ type ExportEntry struct {
 // ExportTree calls fn for the root and then every name of session sid's
 // tree as of at, parents before children, names in byte order. The
 // metadata comes from one snapshot; fn runs outside it and reads content
-// with Store.Reader (versions never change).
-func (s *Store) ExportTree(sid SessionID, at HLC, fn func(ExportEntry) error) error {
+// with Store.Reader (versions never change). ctx ends it early (between
+// names, in the walk and between the calls of fn) with ctx.Err().
+func (s *Store) ExportTree(ctx context.Context, sid SessionID, at HLC, fn func(ExportEntry) error) error {
 	var ents []ExportEntry
 	err := s.View(func(t *ReadTx) error {
 		h, err := t.Header(sid)
@@ -371,6 +372,9 @@ func (s *Store) ExportTree(sid SessionID, at HLC, fn func(ExportEntry) error) er
 		ents = append(ents, ExportEntry{Path: ".", Node: root, Xattrs: xs})
 		first := map[Ino]string{}
 		return t.WalkTree(sid, at, func(e TreeEntry) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			x := ExportEntry{Path: e.Path, Node: e.Node}
 			if p, ok := first[e.Node.Ino]; ok && !e.Node.IsDir() {
 				x.LinkTo = p
@@ -388,6 +392,9 @@ func (s *Store) ExportTree(sid SessionID, at HLC, fn func(ExportEntry) error) er
 		return err
 	}
 	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := fn(e); err != nil {
 			return err
 		}

@@ -53,7 +53,7 @@ func archiveSession(e *lcEnv) (SessionID, []HLC) {
 func treeAt(e *lcEnv, sid SessionID, at HLC) string {
 	e.t.Helper()
 	var b strings.Builder
-	err := e.st.ExportTree(sid, at, func(x ExportEntry) error {
+	err := e.st.ExportTree(context.Background(), sid, at, func(x ExportEntry) error {
 		fmt.Fprintf(&b, "%q %o %d link=%q x=%q", x.Path, x.Node.Mode, x.Node.Nlink, x.LinkTo, x.Xattrs)
 		if x.Node.IsRegular() {
 			data, err := e.st.ReadAll(x.Node)
