@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/internal/pgtest"
+	"github.com/padfs/padfs/internal/testtrees"
 )
 
 // The end-to-end benchmark: the real padfs binary mounted as a user mounts
@@ -96,22 +97,9 @@ for f in $files; do sed -i 's/Copyright/COPYRIGHT/' "$f"; done`,
 dd if="$RAND" bs=1M skip="$BIG_MB" count="$FRESH_MB" status=none | split -b 1M -a 4 - fresh/f`,
 		check: `ls fresh | wc -l; cat fresh/* | sha256sum`},
 	{name: "go build",
-		prep: `mkdir -p "gomod$ROUND/cmd/bench" && cp -r "$PARSE" "gomod$ROUND/parse"
-printf 'module benchmod\n\ngo 1.22\n' > "gomod$ROUND/go.mod"
-cat > "gomod$ROUND/cmd/bench/main.go" <<'EOF'
-package main
-
-import (
-	"fmt"
-
-	"benchmod/parse"
-)
-
-func main() {
-	trees, err := parse.Parse("t", "{{.A}} {{range .B}}{{.}}{{end}}", "", "", map[string]any{})
-	fmt.Println(len(trees), err)
-}
-EOF`,
+		// The module (testdata/trees/benchmod) with text/template/parse
+		// beside it as benchmod/parse.
+		prep:  `mkdir -p "gomod$ROUND" && cp -r "$BENCHMOD/." "gomod$ROUND/" && cp -r "$PARSE" "gomod$ROUND/parse"`,
 		run:   `cd "gomod$ROUND" && go build -o bin/ ./...`,
 		check: `"gomod$ROUND/bin/bench"`},
 	{name: "go test", run: `cd "gomod$ROUND" && go test -count=1 ./... | sed 's/\t[0-9.]*s$//'`},
@@ -213,6 +201,10 @@ func runBench(t *testing.T, c benchConfig) {
 		targets = append(targets, benchTarget{"padfs-pg", pgMnt, pm.cmd.Process.Pid, pgData})
 	}
 
+	benchMod, err := testtrees.Dir("benchmod")
+	if err != nil {
+		t.Fatal(err)
+	}
 	tarball := filepath.Join(base, "src.tar")
 	sh(t, "", goRootSrc, `tar -cf "`+tarball+`" `+strings.Join(c.tree, " "))
 	goCache := strings.TrimSpace(sh(t, "", base, "go env GOCACHE"))
@@ -233,7 +225,7 @@ func runBench(t *testing.T, c benchConfig) {
 			"TARBALL=" + tarball, "RAND=" + rnd, "ROUND=" + strconv.Itoa(round),
 			"NSMALL=" + strconv.Itoa(c.nSmall), "NSED=" + strconv.Itoa(c.nSed),
 			"BIG_MB=" + strconv.Itoa(c.bigMB), "FRESH_MB=" + strconv.Itoa(c.freshMB),
-			"PARSE=" + filepath.Join(goRootSrc, "text/template/parse"),
+			"PARSE=" + filepath.Join(goRootSrc, "text/template/parse"), "BENCHMOD=" + benchMod,
 			// The go command's caches stay outside every target.
 			"GOCACHE=" + goCache, "GOMODCACHE=" + goModCache, "GOFLAGS=", "GOWORK=off",
 			"GOTOOLCHAIN=local", "GOPROXY=off",

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -248,7 +249,7 @@ func TestInvalidateSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WriteContent(sid, in.Ino, bytes.NewReader([]byte("NEW CONTENT")), in.Mtime); err != nil {
+	if _, err := st.WriteContent(context.Background(), sid, in.Ino, bytes.NewReader([]byte("NEW CONTENT")), in.Mtime); err != nil {
 		t.Fatal(err)
 	}
 	root, _ := st.Header(sid)

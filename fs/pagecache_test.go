@@ -2,6 +2,7 @@ package fs
 
 import (
 	"bytes"
+	"context"
 	"log"
 	"os"
 	"path/filepath"
@@ -141,7 +142,7 @@ func TestPageCacheChangedOutsideFUSE(t *testing.T) {
 	}
 	// Same size and mtime: only the content tells the versions apart.
 	now := pattern(1<<20, 6)
-	if _, err := st.WriteContent(sid, in.Ino, bytes.NewReader(now), in.Mtime); err != nil {
+	if _, err := st.WriteContent(context.Background(), sid, in.Ino, bytes.NewReader(now), in.Mtime); err != nil {
 		t.Fatal(err)
 	}
 	m.InvalidateSessionWait(sid)
@@ -155,7 +156,7 @@ func TestPageCacheChangedOutsideFUSE(t *testing.T) {
 	}
 	defer f.Close()
 	third := pattern(1<<20, 7)
-	if _, err := st.WriteContent(sid, in.Ino, bytes.NewReader(third), in.Mtime); err != nil {
+	if _, err := st.WriteContent(context.Background(), sid, in.Ino, bytes.NewReader(third), in.Mtime); err != nil {
 		t.Fatal(err)
 	}
 	m.InvalidateSessionWait(sid)

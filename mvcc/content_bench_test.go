@@ -80,7 +80,7 @@ func benchCommitBigFile(b *testing.B, size int, durable bool) {
 
 		b.StartTimer()
 		t0 = time.Now()
-		got, err := st.WriteContentAttr(h.ID, n.Ino, r, nowNs(), SetAttr{})
+		got, err := st.WriteContentAttr(context.Background(), h.ID, n.Ino, r, nowNs(), SetAttr{})
 		if err == nil && durable {
 			if err = st.Sync(); err == nil {
 				err = st.Close()

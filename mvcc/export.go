@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -94,51 +95,11 @@ func (aw *archiveWriter) frame(typ byte, parts ...[]byte) {
 // the log, checkpoints) and the chunks it references to w as a session
 // archive. The metadata is read in one snapshot; the chunks, which never
 // change, each in a short one.
-func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) {
-	type rec struct{ k, v []byte }
-	var recs []rec
-	var chunks []Hash
-	format := uint64(formatInline)
-	err := s.View(func(t *ReadTx) error {
-		if _, err := t.Header(sid); err != nil {
-			return err
-		}
-		for _, p := range sessionPrefixes(sid) {
-			if err := scanKeys(t.r, p, func(k, v []byte) error {
-				switch k[0] {
-				case pLive:
-					return nil // derived from the entries: import rebuilds it
-				case pSuperseded:
-					// S records name keys by inode number, which import
-					// renumbers: the importing store prunes this history
-					// by a scan of its chains instead.
-					return nil
-				case pPrune:
-					// Keep the prune point and the kept checkpoints; what
-					// the records and counts covered is the source's.
-					ps := pruneState{}
-					if err := decode(k, v, &ps); err != nil {
-						return err
-					}
-					ps.RecordsSince, ps.ScannedTo, ps.Counted = 0, 0, false
-					var err error
-					if v, err = encode(&ps); err != nil {
-						return err
-					}
-				}
-				recs = append(recs, rec{k, v})
-				if p[0] == pXattr {
-					format = formatXattrChains
-				}
-				return nil
-			}); err != nil {
-				return err
-			}
-		}
-		cs, err := t.sessionChunks(sid)
-		chunks = sortedHashes(cs)
-		return err
-	})
+//
+// ctx ends it early (between chunks) with ctx.Err(); what was written to w
+// by then is no archive (it has no trailer).
+func (s *Store) ExportSession(ctx context.Context, sid SessionID, w io.Writer) (*ArchiveInfo, error) {
+	recs, chunks, format, err := s.exportRecords(sid)
 	if err != nil {
 		return nil, err
 	}
@@ -149,18 +110,11 @@ func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) 
 		aw.frame('K', binary.BigEndian.AppendUint32(nil, uint32(len(r.k))), r.k, r.v)
 	}
 	for _, h := range chunks {
-		var v []byte
-		if err := s.View(func(t *ReadTx) error {
-			got, err := t.r.Get(chunkKey(h))
-			if got == nil && err == nil {
-				err = fmt.Errorf("%w: session %s references missing chunk %x", ErrCorrupt, sid, h)
-			}
-			v = append(v[:0], got...)
-			return err
-		}); err != nil {
+		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		if _, err := unframe(chunkKey(h), v); err != nil {
+		v, err := s.exportChunk(sid, h)
+		if err != nil {
 			return nil, err
 		}
 		aw.frame('C', h[:], v)
@@ -178,6 +132,83 @@ func (s *Store) ExportSession(sid SessionID, w io.Writer) (*ArchiveInfo, error) 
 		return nil, fmt.Errorf("export session %s: %w", sid, aw.err)
 	}
 	return &ArchiveInfo{Version: archiveVersion, Format: format, Session: sid, Count: count}, nil
+}
+
+// exportRecords reads, in one snapshot, the records of session sid an
+// archive holds, the chunks it references and the store format they need.
+func (s *Store) exportRecords(sid SessionID) ([]archiveRec, []Hash, uint64, error) {
+	var recs []archiveRec
+	var chunks []Hash
+	format := uint64(formatInline)
+	err := s.View(func(t *ReadTx) error {
+		if _, err := t.Header(sid); err != nil {
+			return err
+		}
+		for _, p := range sessionPrefixes(sid) {
+			if err := scanKeys(t.r, p, func(k, v []byte) error {
+				v, keep, err := exportValue(k, v)
+				if err != nil || !keep {
+					return err
+				}
+				recs = append(recs, archiveRec{k, v})
+				if p[0] == pXattr {
+					format = formatXattrChains
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		cs, err := t.sessionChunks(sid)
+		chunks = sortedHashes(cs)
+		return err
+	})
+	return recs, chunks, format, err
+}
+
+// exportValue is the value an archive holds for record k; false for a
+// record it leaves out.
+func exportValue(k, v []byte) ([]byte, bool, error) {
+	switch k[0] {
+	case pLive:
+		return nil, false, nil // derived from the entries: import rebuilds it
+	case pSuperseded:
+		// S records name keys by inode number, which import renumbers:
+		// the importing store prunes this history by a scan of its chains
+		// instead.
+		return nil, false, nil
+	case pPrune:
+		// Keep the prune point and the kept checkpoints; what the records
+		// and counts covered is the source's.
+		ps := pruneState{}
+		if err := decode(k, v, &ps); err != nil {
+			return nil, false, err
+		}
+		ps.RecordsSince, ps.ScannedTo, ps.Counted = 0, 0, false
+		v, err := encode(&ps)
+		return v, err == nil, err
+	}
+	return v, true, nil
+}
+
+// exportChunk reads chunk h, as stored, in a short read transaction of
+// its own and checks its frame.
+func (s *Store) exportChunk(sid SessionID, h Hash) ([]byte, error) {
+	var v []byte
+	if err := s.View(func(t *ReadTx) error {
+		got, err := t.r.Get(chunkKey(h))
+		if got == nil && err == nil {
+			err = fmt.Errorf("%w: session %s references missing chunk %x", ErrCorrupt, sid, h)
+		}
+		v = append(v[:0], got...)
+		return err
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := unframe(chunkKey(h), v); err != nil {
+		return nil, err
+	}
+	return v, nil
 }
 
 // archiveReader reads frames and hashes the bytes it consumed.
@@ -318,8 +349,9 @@ type ExportEntry struct {
 // ExportTree calls fn for the root and then every name of session sid's
 // tree as of at, parents before children, names in byte order. The
 // metadata comes from one snapshot; fn runs outside it and reads content
-// with Store.Reader (versions never change).
-func (s *Store) ExportTree(sid SessionID, at HLC, fn func(ExportEntry) error) error {
+// with Store.Reader (versions never change). ctx ends it early (between
+// names, in the walk and between the calls of fn) with ctx.Err().
+func (s *Store) ExportTree(ctx context.Context, sid SessionID, at HLC, fn func(ExportEntry) error) error {
 	var ents []ExportEntry
 	err := s.View(func(t *ReadTx) error {
 		h, err := t.Header(sid)
@@ -340,6 +372,9 @@ func (s *Store) ExportTree(sid SessionID, at HLC, fn func(ExportEntry) error) er
 		ents = append(ents, ExportEntry{Path: ".", Node: root, Xattrs: xs})
 		first := map[Ino]string{}
 		return t.WalkTree(sid, at, func(e TreeEntry) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			x := ExportEntry{Path: e.Path, Node: e.Node}
 			if p, ok := first[e.Node.Ino]; ok && !e.Node.IsDir() {
 				x.LinkTo = p
@@ -357,6 +392,9 @@ func (s *Store) ExportTree(sid SessionID, at HLC, fn func(ExportEntry) error) er
 		return err
 	}
 	for _, e := range ents {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if err := fn(e); err != nil {
 			return err
 		}

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -13,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
 )
 
 // archiveSession builds a session with history: files (one chunked),
@@ -50,7 +53,7 @@ func archiveSession(e *lcEnv) (SessionID, []HLC) {
 func treeAt(e *lcEnv, sid SessionID, at HLC) string {
 	e.t.Helper()
 	var b strings.Builder
-	err := e.st.ExportTree(sid, at, func(x ExportEntry) error {
+	err := e.st.ExportTree(context.Background(), sid, at, func(x ExportEntry) error {
 		fmt.Fprintf(&b, "%q %o %d link=%q x=%q", x.Path, x.Node.Mode, x.Node.Nlink, x.LinkTo, x.Xattrs)
 		if x.Node.IsRegular() {
 			data, err := e.st.ReadAll(x.Node)
@@ -71,7 +74,7 @@ func treeAt(e *lcEnv, sid SessionID, at HLC) string {
 func exportArchive(e *lcEnv, sid SessionID) []byte {
 	e.t.Helper()
 	var buf bytes.Buffer
-	if _, err := e.st.ExportSession(sid, &buf); err != nil {
+	if _, err := e.st.ExportSession(context.Background(), sid, &buf); err != nil {
 		e.t.Fatal(err)
 	}
 	return buf.Bytes()
@@ -89,7 +92,7 @@ func TestSessionArchiveRoundTrip(t *testing.T) {
 	b := lcOpen(t)
 	other := b.session("other")
 	b.write(other, "x/y", []byte("in the way"))
-	h, err := b.st.ImportSession(bytes.NewReader(arch))
+	h, err := b.st.ImportSession(context.Background(), bytes.NewReader(arch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +141,7 @@ func TestSessionArchiveRoundTrip(t *testing.T) {
 	if _, last, _ := lastEventOf(a, sid); n.HLC <= last {
 		t.Errorf("a commit after the import has HLC %s, not after the imported %s", n.HLC, last)
 	}
-	if _, err := b.st.ImportSession(bytes.NewReader(arch)); !errors.Is(err, ErrExist) || !strings.Contains(err.Error(), sid.String()) {
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(arch)); !errors.Is(err, ErrExist) || !strings.Contains(err.Error(), sid.String()) {
 		t.Errorf("second import: %v", err)
 	}
 	if got := treeAt(b, other, Latest); !strings.Contains(got, "in the way") && !strings.Contains(got, "696e2074") {
@@ -168,7 +171,7 @@ func TestSessionArchiveRefusesDamage(t *testing.T) {
 	b := lcOpen(t)
 	check := func(what string, data []byte) {
 		t.Helper()
-		if _, err := b.st.ImportSession(bytes.NewReader(data)); !errors.Is(err, ErrArchive) {
+		if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(data)); !errors.Is(err, ErrArchive) {
 			t.Fatalf("%s: import returned %v, want ErrArchive", what, err)
 		}
 	}
@@ -185,7 +188,7 @@ func TestSessionArchiveRefusesDamage(t *testing.T) {
 	if ss, err := b.st.Sessions(); err != nil || len(ss) != 0 {
 		t.Fatalf("sessions after refused imports: %v %v", ss, err)
 	}
-	if _, err := b.st.ImportSession(bytes.NewReader(arch)); err != nil {
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(arch)); err != nil {
 		t.Fatalf("the intact archive after the refusals: %v", err)
 	}
 }
@@ -201,7 +204,7 @@ func TestImportForkWithoutParent(t *testing.T) {
 	}
 	arch := exportArchive(a, fh.ID)
 	b := lcOpen(t)
-	h, err := b.st.ImportSession(bytes.NewReader(arch))
+	h, err := b.st.ImportSession(context.Background(), bytes.NewReader(arch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,7 +252,7 @@ func TestImportTreeCopiesHostTree(t *testing.T) {
 	must(sf.Close())
 
 	e := lcOpen(t)
-	h, st, err := e.st.ImportTree(src, ImportOptions{Name: "imp", Workers: 2})
+	h, st, err := e.st.ImportTree(context.Background(), src, ImportOptions{Name: "imp", Workers: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -297,7 +300,7 @@ func TestImportTreeCopiesHostTree(t *testing.T) {
 		t.Errorf("events %+v, want one %s", evs, OpImport)
 	}
 	// A name taken by a live session is refused, before anything is read.
-	if _, _, err := e.st.ImportTree(src, ImportOptions{Name: "imp"}); !errors.Is(err, ErrExist) {
+	if _, _, err := e.st.ImportTree(context.Background(), src, ImportOptions{Name: "imp"}); !errors.Is(err, ErrExist) {
 		t.Errorf("second import named imp: %v", err)
 	}
 }
@@ -341,13 +344,13 @@ func TestImportSessionNames(t *testing.T) {
 
 	b := lcOpen(t)
 	holder := b.session("arch")
-	if _, err := b.st.ImportSession(bytes.NewReader(live)); !errors.Is(err, ErrExist) || !strings.Contains(err.Error(), holder.String()) {
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(live)); !errors.Is(err, ErrExist) || !strings.Contains(err.Error(), holder.String()) {
 		t.Fatalf("import of a live session whose name is taken: %v", err)
 	}
 	if _, err := b.st.Header(sid); !errors.Is(err, ErrNoSession) {
 		t.Fatalf("a refused import left the header: %v", err)
 	}
-	if _, err := b.st.ImportSession(bytes.NewReader(gone)); err != nil {
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(gone)); err != nil {
 		t.Fatalf("import of a forgotten session named like a live one: %v", err)
 	}
 	if _, err := b.st.LiveHeader(sid); !errors.Is(err, ErrForgotten) {
@@ -367,7 +370,7 @@ func TestRefusedImportsLeaveNoChunks(t *testing.T) {
 	bad := bytes.Clone(arch)
 	bad[len(bad)-5] ^= 1 // the trailer: every chunk was read and stored
 	b := lcOpen(t)
-	if _, err := b.st.ImportSession(bytes.NewReader(bad)); !errors.Is(err, ErrArchive) {
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(bad)); !errors.Is(err, ErrArchive) {
 		t.Fatalf("damaged trailer: %v", err)
 	}
 	if n := chunkCount(t, b.st); n != 0 {
@@ -388,7 +391,7 @@ func TestRefusedImportsLeaveNoChunks(t *testing.T) {
 	}
 	nodes = append(nodes, &hostNode{path: filepath.Join(src, "gone"), parent: 0, name: "gone", first: len(nodes)})
 	nodes[len(nodes)-1].st.Mode = syscall.S_IFREG
-	if _, err := b.st.importContent(nodes, ImportOptions{Workers: 1}, &ImportStats{}); err == nil || !strings.Contains(err.Error(), "gone") {
+	if _, err := b.st.importContent(context.Background(), nodes, ImportOptions{Workers: 1}, &ImportStats{}); err == nil || !strings.Contains(err.Error(), "gone") {
 		t.Fatalf("import of a vanished file: %v", err)
 	}
 	if n := chunkCount(t, b.st); n != 0 {
@@ -430,7 +433,7 @@ func TestImportChecksRecords(t *testing.T) {
 	sid, _ := archiveSession(a)
 	arch := exportArchive(a, sid)
 	b := lcOpen(t)
-	if _, err := b.st.ImportSession(bytes.NewReader(rewriteArchive(t, arch, func(k, v []byte) ([]byte, bool) { return v, true }))); err != nil {
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(rewriteArchive(t, arch, func(k, v []byte) ([]byte, bool) { return v, true }))); err != nil {
 		t.Fatalf("the re-framed archive: %v", err)
 	}
 	if _, err := b.st.Purge(t.Context(), sid, mustToken(t, b.st, sid), nil); err != nil {
@@ -460,7 +463,7 @@ func TestImportChecksRecords(t *testing.T) {
 		},
 	} {
 		bad := rewriteArchive(t, arch, keep)
-		if _, err := b.st.ImportSession(bytes.NewReader(bad)); !errors.Is(err, ErrArchive) {
+		if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(bad)); !errors.Is(err, ErrArchive) {
 			t.Errorf("%s: import returned %v, want ErrArchive", what, err)
 		}
 		if ss, _ := b.st.Sessions(); len(ss) != 0 {
@@ -469,7 +472,7 @@ func TestImportChecksRecords(t *testing.T) {
 	}
 	// An inode whose chunk the archive lacks (and the store too).
 	stripped := stripChunks(t, arch)
-	if _, err := b.st.ImportSession(bytes.NewReader(stripped)); !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), "lacks a chunk") {
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(stripped)); !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), "lacks a chunk") {
 		t.Errorf("an archive without its chunks: %v", err)
 	}
 	if ss, _ := b.st.Sessions(); len(ss) != 0 {
@@ -524,7 +527,174 @@ func TestImportTreeFileBecameFifo(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := lcOpen(t)
-	if _, err := e.st.importContent(nodes, ImportOptions{}, &ImportStats{}); !errors.Is(err, ErrInvalid) {
+	if _, err := e.st.importContent(context.Background(), nodes, ImportOptions{}, &ImportStats{}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("import of a file that became a fifo: %v", err)
+	}
+}
+
+// rewriteKeys is arch with each K record passed through edit, which may
+// change the key as well as the value, or drop the record.
+func rewriteKeys(t *testing.T, arch []byte, edit func(k, v []byte) ([]byte, []byte, bool)) []byte {
+	t.Helper()
+	var out bytes.Buffer
+	aw := &archiveWriter{w: bufio.NewWriter(&out), sum: sha256.New()}
+	aw.write(arch[:len(archiveMagic)+5+28+4]) // magic and version frame
+	if _, err := ReadSessionArchive(bytes.NewReader(arch), func(kind byte, k, v []byte) error {
+		if kind == 'C' {
+			aw.frame('C', k, v)
+		} else if k, v, ok := edit(bytes.Clone(k), bytes.Clone(v)); ok {
+			aw.frame('K', binary.BigEndian.AppendUint32(nil, uint32(len(k))), k, v)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	aw.frame('T', u64(aw.count), aw.sum.Sum(nil))
+	if err := aw.w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	return out.Bytes()
+}
+
+// TestImportChecksRecordKeys: every kind of record with a malformed key
+// (or a value that belongs under another key) is refused as ErrArchive
+// naming what is wrong, and the refused import leaves no session.
+func TestImportChecksRecordKeys(t *testing.T) {
+	a := lcOpen(t)
+	sid, _ := archiveSession(a)
+	arch := exportArchive(a, sid)
+	b := lcOpen(t)
+	other := testID()
+	longer := func(kind byte) func(k, v []byte) ([]byte, []byte, bool) {
+		return func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == kind {
+				k = append(k, 0)
+			}
+			return k, v, true
+		}
+	}
+	for _, c := range []struct {
+		what, want string
+		edit       func(k, v []byte) ([]byte, []byte, bool)
+	}{
+		{"a long header key", "bad header key", longer(pHeader)},
+		{"a long state key", "bad state key", longer(pState)},
+		{"a long counters key", "bad counters key", longer(pCounters)},
+		{"a long event key", "bad event key", longer(pEvent)},
+		{"a long inode key", "bad inode key", longer(pInode)},
+		{"a long prune key", "bad prune state key", longer(pPrune)},
+		{"a short entry key", "short key", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pDentry {
+				k = k[:20]
+			}
+			return k, v, true
+		}},
+		{"a short xattr key", "short key", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pXattr {
+				k = k[:20]
+			}
+			return k, v, true
+		}},
+		{"an entry key without its separator", "bad entry key", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pDentry {
+				k[len(k)-9] = 1
+			}
+			return k, v, true
+		}},
+		{"a short checkpoint value", "checkpoint value of 7 bytes", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pCheckpoint {
+				v = v[:7]
+			}
+			return k, v, true
+		}},
+		{"an unknown kind", "unknown key kind", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pCheckpoint {
+				k[0] = '~'
+			}
+			return k, v, true
+		}},
+		{"another session's header", "header of session " + other.String(), func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pHeader {
+				var h SessionHeader
+				if err := decode(k, v, &h); err != nil {
+					t.Fatal(err)
+				}
+				h.ID = other
+				var err error
+				if v, err = encode(&h); err != nil {
+					t.Fatal(err)
+				}
+			}
+			return k, v, true
+		}},
+		{"an inode under another inode's key", "inode record of inode", func(k, v []byte) ([]byte, []byte, bool) {
+			if k[0] == pInode {
+				binary.BigEndian.PutUint64(k[17:], binary.BigEndian.Uint64(k[17:])+1000)
+			}
+			return k, v, true
+		}},
+	} {
+		_, err := b.st.ImportSession(context.Background(), bytes.NewReader(rewriteKeys(t, arch, c.edit)))
+		if !errors.Is(err, ErrArchive) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: import returned %v, want ErrArchive with %q", c.what, err, c.want)
+		}
+		if ss, _ := b.st.Sessions(); len(ss) != 0 {
+			t.Fatalf("%s: a refused import left %v", c.what, ss)
+		}
+	}
+	if _, err := b.st.ImportSession(context.Background(), bytes.NewReader(rewriteKeys(t, arch, func(k, v []byte) ([]byte, []byte, bool) { return k, v, true }))); err != nil {
+		t.Fatalf("the re-framed archive: %v", err)
+	}
+}
+
+// failWriter fails every write.
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// TestExportSessionRefuses: an unknown session, a chunk the session uses
+// that is missing or damaged, and a writer that fails make ExportSession
+// fail naming the cause, never a short archive reported as written.
+func TestExportSessionRefuses(t *testing.T) {
+	e := lcOpen(t)
+	sid, _ := archiveSession(e)
+	if _, err := e.st.ExportSession(context.Background(), testID(), &bytes.Buffer{}); !errors.Is(err, ErrNoSession) {
+		t.Errorf("export of an unknown session: %v, want ErrNoSession", err)
+	}
+	if _, err := e.st.ExportSession(context.Background(), sid, failWriter{}); err == nil || !strings.Contains(err.Error(), "disk full") {
+		t.Errorf("export to a failing writer: %v", err)
+	}
+	var h Hash
+	if err := e.st.View(func(t *ReadTx) error {
+		cs, err := t.sessionChunks(sid)
+		h = sortedHashes(cs)[0]
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var stored []byte
+	if err := e.st.kv.Update(func(tx kv.Txn) error {
+		v, err := tx.Get(chunkKey(h))
+		stored = bytes.Clone(v)
+		bad := bytes.Clone(v)
+		bad[0] ^= 1
+		if err == nil {
+			err = tx.Put(chunkKey(h), bad)
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.ExportSession(context.Background(), sid, &bytes.Buffer{}); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("export with a damaged chunk: %v, want ErrCorrupt", err)
+	}
+	if err := e.st.kv.Update(func(tx kv.Txn) error { return tx.Delete(chunkKey(h)) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.ExportSession(context.Background(), sid, &bytes.Buffer{}); !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), "missing chunk") {
+		t.Errorf("export with a missing chunk: %v, want ErrCorrupt naming the missing chunk", err)
+	}
+	if len(stored) == 0 {
+		t.Fatal("the chunk was not stored before the test damaged it")
 	}
 }

@@ -48,16 +48,16 @@ func (s *Store) CreateUnlinked(sid SessionID, dir Ino, a Attr) (*Inode, error) {
 // (tar sets mode, owner and times on the open file before closing it), so
 // such a file costs one version, not four. a.Mtime, when set, wins over
 // mtime.
-func (s *Store) WriteContentAttr(sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr) (*Inode, error) {
-	return s.WriteContentIf(sid, ino, r, mtime, a, nil)
+func (s *Store) WriteContentAttr(ctx context.Context, sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr) (*Inode, error) {
+	return s.WriteContentIf(ctx, sid, ino, r, mtime, a, nil)
 }
 
 // WriteContentIf is WriteContentAttr that commits only if check (when not
 // nil) accepts the current version inside the commit; its error is
 // returned as is. The Go API's Edit uses it to refuse a lost update.
-func (s *Store) WriteContentIf(sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr, check func(cur *Inode) error) (*Inode, error) {
+func (s *Store) WriteContentIf(ctx context.Context, sid SessionID, ino Ino, r io.Reader, mtime int64, a SetAttr, check func(cur *Inode) error) (*Inode, error) {
 	var n *Inode
-	err := s.commitContent(r, s.commitWrite(sid, ino, mtime, a, check, &n))
+	err := s.commitContent(ctx, r, s.commitWrite(sid, ino, mtime, a, check, &n))
 	return n, err
 }
 

@@ -199,158 +199,198 @@ func sessionOf(k []byte) (SessionID, bool) {
 	return sid, true
 }
 
+// reject notes record k as a problem of kind and quarantines it.
+func (st *fsckState) reject(k []byte, kind, detail string) {
+	p := Problem{Kind: kind, Key: fmt.Sprintf("%q", k), Detail: detail}
+	if sid, ok := sessionOf(k); ok && k[0] != pChunk && k[0] != pChunkRef {
+		p.Session = sid.String()
+	}
+	st.add(p)
+	st.bad = append(st.bad, append([]byte(nil), k...))
+}
+
+// rejectErr rejects record k as unreadable for err, if err is not nil.
+func (st *fsckState) rejectErr(k []byte, err error) {
+	if err != nil {
+		st.reject(k, ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
+	}
+}
+
 // check verifies one key on its own and notes its references.
 func (st *fsckState) check(k, v []byte) {
-	bad := func(kind, detail string) {
-		p := Problem{Kind: kind, Key: fmt.Sprintf("%q", k), Detail: detail}
-		if sid, ok := sessionOf(k); ok && k[0] != pChunk && k[0] != pChunkRef {
-			p.Session = sid.String()
-		}
-		st.add(p)
-		st.bad = append(st.bad, append([]byte(nil), k...))
-	}
 	if len(k) == 0 {
-		bad(ProblemRecord, "empty key")
+		st.reject(k, ProblemRecord, "empty key")
 		return
 	}
-	sid, hasSid := sessionOf(k)
 	switch k[0] {
 	case pMeta, pCheckpoint:
 		if len(v) != 8 {
-			bad(ProblemRecord, fmt.Sprintf("value is %d bytes, want 8", len(v)))
+			st.reject(k, ProblemRecord, fmt.Sprintf("value is %d bytes, want 8", len(v)))
 		}
 	case pChunkRef:
-		if len(k) != 1+32+16 {
-			bad(ProblemRecord, "malformed chunk reference key")
-			return
-		}
-		var u chunkUse
-		copy(u.h[:], k[1:33])
-		copy(u.sid[:], k[33:])
-		st.refs[u] = true
+		st.checkChunkRef(k)
 	case pChunk:
-		st.r.Chunks++
-		if len(k) != 33 {
-			bad(ProblemChunk, "malformed chunk key")
-			return
-		}
-		var h Hash
-		copy(h[:], k[1:])
-		data, err := unframe(k, v)
-		if err != nil {
-			st.chunks[h] = false
-			bad(ProblemChunk, "checksum mismatch")
-			return
-		}
-		if sha256.Sum256(data) != h {
-			st.chunks[h] = false
-			bad(ProblemChunk, "SHA-256 of the bytes does not match the key")
-			return
-		}
-		st.chunks[h] = true
+		st.checkChunk(k, v)
 	case pHeader, pState, pCounters, pEvent, pDentry, pInode:
-		if !hasSid {
-			bad(ProblemRecord, "key too short")
+		sid, ok := sessionOf(k)
+		if !ok {
+			st.reject(k, ProblemRecord, "key too short")
 			return
 		}
-		var err error
-		switch k[0] {
-		case pHeader:
-			var h SessionHeader
-			err = decode(k, v, &h)
-		case pState:
-			var z sessionState
-			err = decode(k, v, &z)
-		case pCounters:
-			var c counters
-			if err = decode(k, v, &c); err == nil {
-				st.counters[sid] = &c
-			}
-		case pEvent:
-			var ev Event
-			if err = decode(k, v, &ev); err == nil {
-				st.event(k, sid, ev)
-			}
-		case pDentry:
-			var d Dentry
-			if len(k) < 1+16+8+1+8 || k[len(k)-9] != 0 {
-				err = fmt.Errorf("malformed directory entry key")
-			} else if err = decode(k, v, &d); err == nil && d.Ino != 0 {
-				st.dentries = append(st.dentries, dentryRef{key: append([]byte(nil), k...), sid: sid, ino: d.Ino,
-					dir: Ino(binary.BigEndian.Uint64(k[17:25])), name: string(k[25 : len(k)-9])})
-			}
-			st.liveHead(k, sid, d, err)
-		case pInode:
-			var n Inode
-			if len(k) != 1+16+8+8 {
-				err = fmt.Errorf("malformed inode key")
-			} else if err = decode(k, v, &n); err == nil {
-				ref := inoRef{sid, Ino(binary.BigEndian.Uint64(k[17:25]))}
-				st.inodes[ref] = true
-				for _, e := range n.Extents {
-					if e.Chunk != nil {
-						var u chunkUse
-						copy(u.h[:], e.Chunk)
-						u.sid = sid
-						if _, ok := st.uses[u]; !ok {
-							st.uses[u] = ref
-						}
-					}
-				}
-			}
-		}
-		if err != nil {
-			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
-		}
+		st.rejectErr(k, st.checkSessionRecord(k, v, sid))
 	case pLive:
-		var err error
-		switch {
-		case len(k) == 1+16:
-			var ls liveState
-			if err = decode(k, v, &ls); err == nil && ls.Complete {
-				st.liveDone[sid] = true
-			}
-		case len(k) > 1+16+8:
-			var e liveEntry
-			if err = decode(k, v, &e); err == nil {
-				st.liveHave[string(k)] = e
-			}
-		default:
-			err = fmt.Errorf("malformed live-entry key")
-		}
-		if err != nil {
-			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
-		}
+		st.rejectErr(k, st.checkLiveRecord(k, v))
 	case pXattr:
-		var x xattrVersion
 		_, _, err := splitXattrKey(k)
 		if err == nil {
-			err = decode(k, v, &x)
+			err = decode(k, v, new(xattrVersion))
 		}
-		if err != nil {
-			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
-		}
+		st.rejectErr(k, err)
 	case pSuperseded, pPrune:
-		var err error
-		if k[0] == pSuperseded && len(k) != 1+16+8 || k[0] == pPrune && len(k) != 1+16 {
-			err = fmt.Errorf("malformed key")
-		} else if k[0] == pSuperseded {
-			var s supersession
-			err = decode(k, v, &s)
-		} else {
-			var ps pruneState
-			err = decode(k, v, &ps)
-		}
-		if err != nil {
-			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
-		}
+		st.rejectErr(k, checkPruneRecord(k, v))
 	case pJob:
-		if err := checkJobKey(k, v); err != nil {
-			bad(ProblemRecord, strings.TrimPrefix(strings.TrimPrefix(err.Error(), ErrCorrupt.Error()+": "), "mvcc: "))
-		}
+		st.rejectErr(k, checkJobKey(k, v))
 	default:
-		bad(ProblemRecord, fmt.Sprintf("unknown key prefix %q", k[0]))
+		st.reject(k, ProblemRecord, fmt.Sprintf("unknown key prefix %q", k[0]))
 	}
+}
+
+// checkChunkRef notes a chunk reference.
+func (st *fsckState) checkChunkRef(k []byte) {
+	if len(k) != 1+32+16 {
+		st.reject(k, ProblemRecord, "malformed chunk reference key")
+		return
+	}
+	var u chunkUse
+	copy(u.h[:], k[1:33])
+	copy(u.sid[:], k[33:])
+	st.refs[u] = true
+}
+
+// checkChunk checks a chunk's frame and that its bytes hash to its key.
+func (st *fsckState) checkChunk(k, v []byte) {
+	st.r.Chunks++
+	if len(k) != 33 {
+		st.reject(k, ProblemChunk, "malformed chunk key")
+		return
+	}
+	var h Hash
+	copy(h[:], k[1:])
+	data, err := unframe(k, v)
+	if err != nil {
+		st.chunks[h] = false
+		st.reject(k, ProblemChunk, "checksum mismatch")
+		return
+	}
+	if sha256.Sum256(data) != h {
+		st.chunks[h] = false
+		st.reject(k, ProblemChunk, "SHA-256 of the bytes does not match the key")
+		return
+	}
+	st.chunks[h] = true
+}
+
+// checkSessionRecord decodes a header, state, counters, event, entry or
+// inode record of session sid and notes what the cross-check needs.
+func (st *fsckState) checkSessionRecord(k, v []byte, sid SessionID) error {
+	switch k[0] {
+	case pHeader:
+		return decode(k, v, new(SessionHeader))
+	case pState:
+		return decode(k, v, new(sessionState))
+	case pCounters:
+		var c counters
+		if err := decode(k, v, &c); err != nil {
+			return err
+		}
+		st.counters[sid] = &c
+	case pEvent:
+		var ev Event
+		if err := decode(k, v, &ev); err != nil {
+			return err
+		}
+		st.event(k, sid, ev)
+	case pDentry:
+		return st.checkDentry(k, v, sid)
+	case pInode:
+		return st.checkInode(k, v, sid)
+	}
+	return nil
+}
+
+// checkDentry decodes an entry version, notes the inode it names and what
+// the live-entry index should say of it.
+func (st *fsckState) checkDentry(k, v []byte, sid SessionID) error {
+	var d Dentry
+	var err error
+	if len(k) < 1+16+8+1+8 || k[len(k)-9] != 0 {
+		err = fmt.Errorf("malformed directory entry key")
+	} else if err = decode(k, v, &d); err == nil && d.Ino != 0 {
+		st.dentries = append(st.dentries, dentryRef{key: append([]byte(nil), k...), sid: sid, ino: d.Ino,
+			dir: Ino(binary.BigEndian.Uint64(k[17:25])), name: string(k[25 : len(k)-9])})
+	}
+	st.liveHead(k, sid, d, err)
+	return err
+}
+
+// checkInode decodes an inode version and notes it and the chunks it uses.
+func (st *fsckState) checkInode(k, v []byte, sid SessionID) error {
+	if len(k) != 1+16+8+8 {
+		return fmt.Errorf("malformed inode key")
+	}
+	var n Inode
+	if err := decode(k, v, &n); err != nil {
+		return err
+	}
+	ref := inoRef{sid, Ino(binary.BigEndian.Uint64(k[17:25]))}
+	st.inodes[ref] = true
+	for _, e := range n.Extents {
+		if e.Chunk != nil {
+			var u chunkUse
+			copy(u.h[:], e.Chunk)
+			u.sid = sid
+			if _, ok := st.uses[u]; !ok {
+				st.uses[u] = ref
+			}
+		}
+	}
+	return nil
+}
+
+// checkLiveRecord decodes a live-entry index record: a session's index
+// state or one entry.
+func (st *fsckState) checkLiveRecord(k, v []byte) error {
+	sid, _ := sessionOf(k)
+	switch {
+	case len(k) == 1+16:
+		var ls liveState
+		if err := decode(k, v, &ls); err != nil {
+			return err
+		}
+		if ls.Complete {
+			st.liveDone[sid] = true
+		}
+	case len(k) > 1+16+8:
+		var e liveEntry
+		if err := decode(k, v, &e); err != nil {
+			return err
+		}
+		st.liveHave[string(k)] = e
+	default:
+		return fmt.Errorf("malformed live-entry key")
+	}
+	return nil
+}
+
+// checkPruneRecord decodes a supersession or prune state record.
+func checkPruneRecord(k, v []byte) error {
+	if k[0] == pSuperseded && len(k) != 1+16+8 || k[0] == pPrune && len(k) != 1+16 {
+		return fmt.Errorf("malformed key")
+	}
+	if k[0] == pSuperseded {
+		return decode(k, v, new(supersession))
+	}
+	return decode(k, v, new(pruneState))
 }
 
 // liveHead notes what the live-entry index should say of an entry
@@ -525,32 +565,13 @@ func (s *Store) repair(st *fsckState, qdir string) error {
 	err := s.kv.Update(func(tx kv.Txn) error {
 		// Unreadable records and dangling entries leave the store, into a
 		// file, before their keys are deleted.
-		var lost []quarantined
-		for _, k := range st.bad {
-			v, err := tx.Get(k)
-			if err != nil {
-				return err
-			}
-			if v == nil {
-				continue
-			}
-			lost = append(lost, quarantined{Key: hex.EncodeToString(k), Value: base64.StdEncoding.EncodeToString(v)})
+		var err error
+		if qf, err = st.quarantineBad(tx, qdir); err != nil {
+			return err
 		}
-		if len(lost) > 0 {
-			var err error
-			if qf, err = writeQuarantine(qdir, lost); err != nil {
-				return err
-			}
-			st.r.Quarantine = qf.Name()
-		}
-		rebuild := map[SessionID]bool{} // live-entry indexes to rebuild
-		for _, k := range st.bad {
-			if err := tx.Delete(k); err != nil {
-				return err
-			}
-			if sid, ok := sessionOf(k); ok && k[0] == pDentry && st.liveDone[sid] {
-				rebuild[sid] = true // a chain's head may have changed
-			}
+		rebuild, err := st.deleteBad(tx)
+		if err != nil {
+			return err
 		}
 		for i := range st.r.Problems {
 			p := &st.r.Problems[i]
@@ -566,48 +587,8 @@ func (s *Store) repair(st *fsckState, qdir string) error {
 			if sid, err := ulid.Parse(p.Session); err == nil {
 				changed[sid] = true
 			}
-			switch p.Kind {
-			case ProblemCounter:
-				sid, _ := ulid.Parse(p.Session)
-				c, err := rebuildCounters(tx, sid)
-				if err != nil {
-					return err
-				}
-				if c.NextSeq == 0 {
-					if err := tx.Delete(countersKey(sid)); err != nil {
-						return err
-					}
-				} else if b, err := encode(c); err != nil {
-					return err
-				} else if err := tx.Put(countersKey(sid), b); err != nil {
-					return err
-				}
-				p.Repaired = fmt.Sprintf("counters rebuilt from the log: %d events", c.NextSeq)
-			case ProblemLive:
-				sid, _ := ulid.Parse(p.Session)
-				n, err := rebuildLiveLocked(tx, sid)
-				if err != nil {
-					return err
-				}
-				delete(rebuild, sid)
-				p.Repaired = fmt.Sprintf("live-entry index rebuilt from the entries: %d live names", n)
-			case ProblemChunkRef:
-				k := unquoteKey(p.Key)
-				var h Hash
-				copy(h[:], k[1:33])
-				if v, err := tx.Get(chunkKey(h)); err != nil {
-					return err
-				} else if v == nil {
-					if err := tx.Delete(k); err != nil {
-						return err
-					}
-					p.Repaired = "reference deleted"
-				} else {
-					if err := tx.Put(k, []byte{}); err != nil {
-						return err
-					}
-					p.Repaired = "reference added"
-				}
+			if err := repairProblem(tx, p, rebuild); err != nil {
+				return err
 			}
 		}
 		for sid := range rebuild {
@@ -631,6 +612,98 @@ func (s *Store) repair(st *fsckState, qdir string) error {
 		st.r.Changed = append(st.r.Changed, sid)
 	}
 	return s.kv.Sync()
+}
+
+// quarantineBad writes the records to delete (those still there) to a
+// quarantine file in qdir and names it in the report; nil when there are
+// none.
+func (st *fsckState) quarantineBad(tx kv.Txn, qdir string) (*os.File, error) {
+	var lost []quarantined
+	for _, k := range st.bad {
+		v, err := tx.Get(k)
+		if err != nil {
+			return nil, err
+		}
+		if v == nil {
+			continue
+		}
+		lost = append(lost, quarantined{Key: hex.EncodeToString(k), Value: base64.StdEncoding.EncodeToString(v)})
+	}
+	if len(lost) == 0 {
+		return nil, nil
+	}
+	qf, err := writeQuarantine(qdir, lost)
+	if err != nil {
+		return nil, err
+	}
+	st.r.Quarantine = qf.Name()
+	return qf, nil
+}
+
+// deleteBad deletes the quarantined records and returns the sessions
+// whose live-entry index must be rebuilt (an entry chain's head may have
+// changed).
+func (st *fsckState) deleteBad(tx kv.Txn) (map[SessionID]bool, error) {
+	rebuild := map[SessionID]bool{}
+	for _, k := range st.bad {
+		if err := tx.Delete(k); err != nil {
+			return nil, err
+		}
+		if sid, ok := sessionOf(k); ok && k[0] == pDentry && st.liveDone[sid] {
+			rebuild[sid] = true
+		}
+	}
+	return rebuild, nil
+}
+
+// repairProblem rebuilds what p says is wrong (counters, the live-entry
+// index, a chunk reference) and says so in p.Repaired. A live-entry index
+// it rebuilds leaves rebuild.
+func repairProblem(tx kv.Txn, p *Problem, rebuild map[SessionID]bool) error {
+	switch p.Kind {
+	case ProblemCounter:
+		sid, _ := ulid.Parse(p.Session)
+		c, err := rebuildCounters(tx, sid)
+		if err != nil {
+			return err
+		}
+		if c.NextSeq == 0 {
+			if err := tx.Delete(countersKey(sid)); err != nil {
+				return err
+			}
+		} else if b, err := encode(c); err != nil {
+			return err
+		} else if err := tx.Put(countersKey(sid), b); err != nil {
+			return err
+		}
+		p.Repaired = fmt.Sprintf("counters rebuilt from the log: %d events", c.NextSeq)
+	case ProblemLive:
+		sid, _ := ulid.Parse(p.Session)
+		n, err := rebuildLiveLocked(tx, sid)
+		if err != nil {
+			return err
+		}
+		delete(rebuild, sid)
+		p.Repaired = fmt.Sprintf("live-entry index rebuilt from the entries: %d live names", n)
+	case ProblemChunkRef:
+		k := unquoteKey(p.Key)
+		var h Hash
+		copy(h[:], k[1:33])
+		if v, err := tx.Get(chunkKey(h)); err != nil {
+			return err
+		} else if v == nil {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+			p.Repaired = "reference deleted"
+		} else {
+			if err := tx.Put(k, []byte{}); err != nil {
+				return err
+			}
+			p.Repaired = "reference added"
+		}
+	}
+	return nil
 }
 
 // lostWhat says what deleting a problem's record gives up.

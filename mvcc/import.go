@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
@@ -78,7 +79,10 @@ type hostNode struct {
 }
 
 // ImportTree creates a session whose tree is a copy of host directory dir.
-func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *ImportStats, error) {
+// ctx ends it early (between files, and between chunks of a large one)
+// with ctx.Err(): nothing is committed, and the chunks it stored are
+// deleted again.
+func (s *Store) ImportTree(ctx context.Context, dir string, opt ImportOptions) (*SessionHeader, *ImportStats, error) {
 	if opt.Name != "" {
 		if err := ValidSessionName(opt.Name); err != nil {
 			return nil, nil, err
@@ -93,7 +97,7 @@ func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *Impo
 		return nil, nil, err
 	}
 	st := &ImportStats{}
-	added, err := s.importContent(nodes, opt, st)
+	added, err := s.importContent(ctx, nodes, opt, st)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -102,6 +106,9 @@ func (s *Store) ImportTree(dir string, opt ImportOptions) (*SessionHeader, *Impo
 		return nil, nil, s.dropChunks(added, err)
 	}
 	h := &SessionHeader{ID: id, Name: opt.Name}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, s.dropChunks(added, err)
+	}
 	opt.Progress.report("commit", 0, int64(len(nodes)))
 	_, err = s.commit(id, commitNew, func(t *WriteTx) error {
 		if err := t.checkNameFree(opt.Name, id); err != nil {
@@ -238,7 +245,7 @@ func hostXattrs(path string) (map[string][]byte, error) {
 // inode once) on opt.Workers goroutines.
 // It returns the chunks it stored that the store lacked; after an error it
 // has deleted those again.
-func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportStats) ([]Hash, error) {
+func (s *Store) importContent(ctx context.Context, nodes []*hostNode, opt ImportOptions, st *ImportStats) ([]Hash, error) {
 	var jobs []*hostNode
 	var total int64
 	for i, n := range nodes {
@@ -262,12 +269,17 @@ func (s *Store) importContent(nodes []*hostNode, opt ImportOptions, st *ImportSt
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			b := &importBatch{s: s}
+			b := &importBatch{s: s, ctx: ctx}
 			batches[w] = b
 			for !failed.Load() {
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) {
 					break
+				}
+				if err := ctx.Err(); err != nil {
+					errs[w] = err
+					failed.Store(true)
+					return
 				}
 				n := jobs[i]
 				c, err := b.file(n, func(k int) {
@@ -337,6 +349,7 @@ func (s *Store) dropChunks(hs []Hash, cause error) error {
 // importBatch gathers one worker's chunks for one kv write.
 type importBatch struct {
 	s      *Store
+	ctx    context.Context // ends the import between chunks
 	keys   [][]byte
 	vals   [][]byte
 	bytes  int
@@ -453,6 +466,9 @@ func (b *importBatch) chunks(c *Content, whole hash.Hash, r io.Reader) error {
 		if hole {
 			c.Extents = appendHole(c.Extents, uint64(len(data)))
 			return nil
+		}
+		if err := b.ctx.Err(); err != nil {
+			return err
 		}
 		h := sha256.Sum256(data)
 		c.Extents = append(c.Extents, Extent{Chunk: append([]byte(nil), h[:]...), Len: uint64(len(data))})
@@ -600,9 +616,10 @@ func (t *WriteTx) importNodes(nodes []*hostNode, h *SessionHeader, dir string, s
 // then written in one kv transaction with their chunk references. Inode numbers are
 // unique across a store, so the session's inodes get new numbers (in the
 // same order); everything else, HLCs included, is kept, and the store's
-// clock moves past the newest imported HLC.
-func (s *Store) ImportSession(r io.Reader) (*SessionHeader, error) {
-	b := &importBatch{s: s}
+// clock moves past the newest imported HLC. ctx ends it early (between
+// records) with ctx.Err(), nothing imported.
+func (s *Store) ImportSession(ctx context.Context, r io.Reader) (*SessionHeader, error) {
+	b := &importBatch{s: s, ctx: ctx}
 	h, err := s.importSession(r, b)
 	if err != nil {
 		return nil, s.dropChunks(b.added, err)
@@ -610,10 +627,61 @@ func (s *Store) ImportSession(r io.Reader) (*SessionHeader, error) {
 	return h, nil
 }
 
+// importSession reads archive r (storing its chunks through b as they
+// arrive), checks every record, then writes the session in one kv
+// transaction and tells the index and the mount.
 func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, error) {
-	type rec struct{ k, v []byte }
-	var recs []rec
+	a, err := readArchiveRecords(r, b)
+	if err != nil {
+		return nil, err
+	}
+	if err := a.check(); err != nil {
+		return nil, err
+	}
+	if err := b.ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := s.kv.Update(func(tx kv.Txn) error { return a.write(s, tx) }); err != nil {
+		return nil, err
+	}
+	sid := a.info.Session
+	s.paths.drop(sid)
+	// The search index and the mount learn of the session from its last event.
+	s.notify(sid, a.lastEvent())
+	return s.Header(sid)
+}
+
+// archiveRec is one K record of a session archive: a key and its stored value.
+type archiveRec struct{ k, v []byte }
+
+// archiveImport is a session archive being imported: its records, and
+// what checking them found.
+type archiveImport struct {
+	info *ArchiveInfo
+	recs []archiveRec
+	// Decoded records, by index in recs (nil for the other kinds).
+	nodes  []*Inode
+	dents  []*Dentry
+	events []*Event
+
+	h            *SessionHeader
+	last         counters
+	haveCounters bool
+	maxHLC       HLC
+	stateAt      HLC  // the newest state record's HLC
+	forgotten    bool // as of the newest state record
+	maxSeq       uint64
+	inos         map[Ino]bool // every inode number the records name
+}
+
+// readArchiveRecords reads the whole archive: chunks go to b (flushed in
+// batches), the session's records are kept for checking.
+func readArchiveRecords(r io.Reader, b *importBatch) (*archiveImport, error) {
+	a := &archiveImport{inos: map[Ino]bool{}}
 	info, err := ReadSessionArchive(r, func(kind byte, k, v []byte) error {
+		if err := b.ctx.Err(); err != nil {
+			return err
+		}
 		k, v = append([]byte(nil), k...), append([]byte(nil), v...)
 		if kind == 'C' {
 			b.keys = append(b.keys, chunkKey(Hash(k)))
@@ -623,7 +691,7 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 			}
 			return nil
 		}
-		recs = append(recs, rec{k, v})
+		a.recs = append(a.recs, archiveRec{k, v})
 		return nil
 	})
 	if err == nil {
@@ -632,231 +700,286 @@ func (s *Store) importSession(r io.Reader, b *importBatch) (*SessionHeader, erro
 	if err != nil {
 		return nil, err
 	}
-	sid := info.Session
-	bad := func(k []byte, format string, args ...any) error {
-		return fmt.Errorf("%w: record %q: %s", ErrArchive, k, fmt.Sprintf(format, args...))
-	}
+	a.info = info
+	a.nodes = make([]*Inode, len(a.recs))
+	a.dents = make([]*Dentry, len(a.recs))
+	a.events = make([]*Event, len(a.recs))
+	return a, nil
+}
 
-	// Decode and check every record; gather the inode numbers.
-	var h *SessionHeader
-	var last counters
-	var maxHLC, stateAt HLC
-	var forgotten bool // as of the newest state record
-	var haveCounters bool
-	var maxSeq uint64
-	inos := map[Ino]bool{}
-	nodes := make([]*Inode, len(recs))
-	dents := make([]*Dentry, len(recs))
-	events := make([]*Event, len(recs))
-	for i, rc := range recs {
-		k := rc.k
-		if len(k) < 17 || !bytes.Equal(k[1:17], sid[:]) {
-			return nil, bad(k, "not a key of session %s", sid)
-		}
-		versioned := func(min int) error {
-			if len(k) < min {
-				return bad(k, "short key")
-			}
-			maxHLC = max(maxHLC, hlcFromInv(k))
-			return nil
+func (a *archiveImport) bad(k []byte, format string, args ...any) error {
+	return fmt.Errorf("%w: record %q: %s", ErrArchive, k, fmt.Sprintf(format, args...))
+}
+
+// check decodes and checks every record and gathers the inode numbers.
+func (a *archiveImport) check() error {
+	sid := a.info.Session
+	for i, rc := range a.recs {
+		if len(rc.k) < 17 || !bytes.Equal(rc.k[1:17], sid[:]) {
+			return a.bad(rc.k, "not a key of session %s", sid)
 		}
 		var err error
-		switch k[0] {
-		case pHeader:
-			if len(k) != 17 {
-				return nil, bad(k, "bad header key")
-			}
-			h = new(SessionHeader)
-			err = decode(k, rc.v, h)
-			if err == nil && h.ID != sid {
-				err = bad(k, "header of session %s", h.ID)
-			}
-		case pState:
-			if len(k) != 25 {
-				err = bad(k, "bad state key")
-			} else if err = versioned(25); err == nil {
-				var state sessionState
-				if err = decode(k, rc.v, &state); err == nil && hlcFromInv(k) >= stateAt {
-					forgotten, stateAt = state.Forgotten, hlcFromInv(k)
-				}
-			}
-		case pCounters:
-			if len(k) != 17 {
-				err = bad(k, "bad counters key")
-			} else {
-				err = decode(k, rc.v, &last)
-				haveCounters = true
-			}
-		case pCheckpoint:
-			if len(rc.v) != 8 {
-				err = bad(k, "checkpoint value of %d bytes", len(rc.v))
-			}
-		case pEvent:
-			ev := new(Event)
-			if len(k) != 25 {
-				err = bad(k, "bad event key")
-			} else if err = decode(k, rc.v, ev); err == nil && ev.Seq != binary.BigEndian.Uint64(k[17:]) {
-				err = bad(k, "event %d under the key of event %d", ev.Seq, binary.BigEndian.Uint64(k[17:]))
-			} else if err == nil {
-				events[i] = ev
-				maxSeq = max(maxSeq, ev.Seq)
-				inos[ev.Ino] = true
-				maxHLC = max(maxHLC, ev.HLC)
-			}
-		case pDentry:
-			if err = versioned(17 + 8 + 1 + 8); err == nil && k[len(k)-9] != 0 {
-				err = bad(k, "bad entry key")
-			}
-			if err == nil {
-				d := new(Dentry)
-				if err = decode(k, rc.v, d); err == nil {
-					dents[i] = d
-					inos[Ino(binary.BigEndian.Uint64(k[17:]))], inos[d.Ino] = true, true
-				}
-			}
-		case pInode:
-			if len(k) != 17+8+8 {
-				return nil, bad(k, "bad inode key")
-			}
-			maxHLC = max(maxHLC, hlcFromInv(k))
-			n := new(Inode)
-			if err = decode(k, rc.v, n); err == nil {
-				if n.Ino != Ino(binary.BigEndian.Uint64(k[17:])) {
-					err = bad(k, "inode record of inode %d", n.Ino)
-				}
-				nodes[i] = n
-				inos[n.Ino], inos[n.Parent] = true, true
-			}
-		case pXattr:
-			if err = versioned(17 + 8 + 1 + 8); err == nil {
-				if _, _, err = splitXattrKey(k); err == nil {
-					err = decode(k, rc.v, new(xattrVersion))
-					inos[Ino(binary.BigEndian.Uint64(k[17:]))] = true
-				}
-			}
-		case pPrune:
-			if len(k) != 17 {
-				err = bad(k, "bad prune state key")
-			} else {
-				err = decode(k, rc.v, new(pruneState))
-			}
+		switch rc.k[0] {
+		case pHeader, pState, pCounters, pCheckpoint, pPrune:
+			err = a.checkSessionRecord(rc)
 		default:
-			err = bad(k, "unknown key kind")
+			err = a.checkTreeRecord(i, rc)
 		}
 		if err != nil {
 			if errors.Is(err, ErrArchive) {
-				return nil, err
+				return err
 			}
-			return nil, fmt.Errorf("%w: %w", ErrArchive, err)
+			return fmt.Errorf("%w: %w", ErrArchive, err)
 		}
 	}
-	if h == nil {
-		return nil, fmt.Errorf("%w: session %s has no header record", ErrArchive, sid)
+	if a.h == nil {
+		return fmt.Errorf("%w: session %s has no header record", ErrArchive, sid)
 	}
 	// The counters give the next commit its sequence number: without them,
 	// or behind the log, it would overwrite imported events.
-	if !haveCounters || last.NextSeq < maxSeq || maxSeq == 0 {
-		return nil, fmt.Errorf("%w: session %s: the log (%d events) and its counters (next %d, present %v) disagree",
-			ErrArchive, sid, maxSeq, last.NextSeq, haveCounters)
+	if !a.haveCounters || a.last.NextSeq < a.maxSeq || a.maxSeq == 0 {
+		return fmt.Errorf("%w: session %s: the log (%d events) and its counters (next %d, present %v) disagree",
+			ErrArchive, sid, a.maxSeq, a.last.NextSeq, a.haveCounters)
 	}
-	inos[h.Root] = true
-	delete(inos, 0)
-	maxHLC = max(maxHLC, last.LastHLC, h.Created)
+	a.inos[a.h.Root] = true
+	delete(a.inos, 0)
+	a.maxHLC = max(a.maxHLC, a.last.LastHLC, a.h.Created)
+	return nil
+}
 
-	err = s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
-		if v, err := tx.Get(headerKey(sid)); err != nil {
-			return err
-		} else if v != nil {
-			return fmt.Errorf("%w: session %s is already in this store (forget --hard it first to replace it)", ErrExist, sid)
+// versioned checks that k is at least min bytes long and notes its HLC.
+func (a *archiveImport) versioned(k []byte, min int) error {
+	if len(k) < min {
+		return a.bad(k, "short key")
+	}
+	a.maxHLC = max(a.maxHLC, hlcFromInv(k))
+	return nil
+}
+
+// checkSessionRecord checks a record about the session as a whole:
+// header, state, counters, checkpoint or prune state.
+func (a *archiveImport) checkSessionRecord(rc archiveRec) error {
+	k, v := rc.k, rc.v
+	switch k[0] {
+	case pHeader:
+		if len(k) != 17 {
+			return a.bad(k, "bad header key")
 		}
-		if !forgotten { // a forgotten session's name is free
-			if err := t.checkNameFree(h.Name, sid); err != nil {
-				return err
-			}
-		}
-		if err := t.needFormat(max(info.Format, formatInline)); err != nil {
-			return err
-		}
-		// New inode numbers, in the old order.
-		old := make([]Ino, 0, len(inos))
-		for ino := range inos {
-			old = append(old, ino)
-		}
-		slices.Sort(old)
-		renum := map[Ino]Ino{0: 0}
-		for _, ino := range old {
-			n, err := t.AllocIno()
-			if err != nil {
-				return err
-			}
-			renum[ino] = n
-		}
-		withIno := func(k []byte, ino Ino) []byte {
-			k = bytes.Clone(k)
-			binary.BigEndian.PutUint64(k[17:], uint64(renum[ino]))
-			return k
-		}
-		for i, rc := range recs {
-			k, v := rc.k, rc.v
-			var err error
-			switch k[0] {
-			case pHeader:
-				c := *h
-				c.Root = renum[h.Root]
-				v, err = encode(&c)
-			case pEvent:
-				ev := *events[i]
-				ev.Ino = renum[ev.Ino]
-				v, err = encode(&ev)
-			case pDentry:
-				d := *dents[i]
-				d.Ino = renum[d.Ino]
-				k = withIno(k, Ino(binary.BigEndian.Uint64(k[17:])))
-				v, err = encode(&d)
-			case pInode:
-				n := *nodes[i]
-				n.Ino, n.Parent = renum[n.Ino], renum[n.Parent]
-				k = withIno(k, nodes[i].Ino)
-				if err = t.putChunkRefs(&n); err != nil {
-					return fmt.Errorf("%w: %w (the archive lacks a chunk of inode %d)", ErrArchive, err, nodes[i].Ino)
-				}
-				v, err = encode(&n)
-			case pXattr:
-				k = withIno(k, Ino(binary.BigEndian.Uint64(k[17:])))
-			}
-			if err != nil {
-				return err
-			}
-			if err := tx.Put(k, v); err != nil {
-				return err
-			}
-		}
-		if _, err := rebuildLiveLocked(tx, sid); err != nil {
+		a.h = new(SessionHeader)
+		if err := decode(k, v, a.h); err != nil {
 			return err
 		}
-		s.clock.observe(maxHLC)
-		if cur, err := tx.Get(metaKey("hlc")); err != nil {
-			return err
-		} else if len(cur) != 8 || HLC(binary.BigEndian.Uint64(cur)) < maxHLC {
-			return tx.Put(metaKey("hlc"), u64(uint64(maxHLC)))
+		if a.h.ID != a.info.Session {
+			return a.bad(k, "header of session %s", a.h.ID)
 		}
-		return nil
-	})
+	case pState:
+		if len(k) != 25 {
+			return a.bad(k, "bad state key")
+		}
+		if err := a.versioned(k, 25); err != nil {
+			return err
+		}
+		var state sessionState
+		if err := decode(k, v, &state); err != nil {
+			return err
+		}
+		if hlcFromInv(k) >= a.stateAt {
+			a.forgotten, a.stateAt = state.Forgotten, hlcFromInv(k)
+		}
+	case pCounters:
+		if len(k) != 17 {
+			return a.bad(k, "bad counters key")
+		}
+		a.haveCounters = true
+		return decode(k, v, &a.last)
+	case pCheckpoint:
+		if len(v) != 8 {
+			return a.bad(k, "checkpoint value of %d bytes", len(v))
+		}
+	case pPrune:
+		if len(k) != 17 {
+			return a.bad(k, "bad prune state key")
+		}
+		return decode(k, v, new(pruneState))
+	}
+	return nil
+}
+
+// checkTreeRecord checks record i, an event, entry, inode or xattr, and
+// keeps the decoded event, entry or inode.
+func (a *archiveImport) checkTreeRecord(i int, rc archiveRec) error {
+	k, v := rc.k, rc.v
+	switch k[0] {
+	case pEvent:
+		if len(k) != 25 {
+			return a.bad(k, "bad event key")
+		}
+		ev := new(Event)
+		if err := decode(k, v, ev); err != nil {
+			return err
+		}
+		if ev.Seq != binary.BigEndian.Uint64(k[17:]) {
+			return a.bad(k, "event %d under the key of event %d", ev.Seq, binary.BigEndian.Uint64(k[17:]))
+		}
+		a.events[i] = ev
+		a.maxSeq = max(a.maxSeq, ev.Seq)
+		a.inos[ev.Ino] = true
+		a.maxHLC = max(a.maxHLC, ev.HLC)
+	case pDentry:
+		if err := a.versioned(k, 17+8+1+8); err != nil {
+			return err
+		}
+		if k[len(k)-9] != 0 {
+			return a.bad(k, "bad entry key")
+		}
+		d := new(Dentry)
+		if err := decode(k, v, d); err != nil {
+			return err
+		}
+		a.dents[i] = d
+		a.inos[Ino(binary.BigEndian.Uint64(k[17:]))], a.inos[d.Ino] = true, true
+	case pInode:
+		if len(k) != 17+8+8 {
+			return a.bad(k, "bad inode key")
+		}
+		a.maxHLC = max(a.maxHLC, hlcFromInv(k))
+		n := new(Inode)
+		if err := decode(k, v, n); err != nil {
+			return err
+		}
+		a.nodes[i] = n
+		a.inos[n.Ino], a.inos[n.Parent] = true, true
+		if n.Ino != Ino(binary.BigEndian.Uint64(k[17:])) {
+			return a.bad(k, "inode record of inode %d", n.Ino)
+		}
+	case pXattr:
+		if err := a.versioned(k, 17+8+1+8); err != nil {
+			return err
+		}
+		if _, _, err := splitXattrKey(k); err != nil {
+			return err
+		}
+		a.inos[Ino(binary.BigEndian.Uint64(k[17:]))] = true
+		return decode(k, v, new(xattrVersion))
+	default:
+		return a.bad(k, "unknown key kind")
+	}
+	return nil
+}
+
+// write puts the checked session into the store in transaction tx.
+func (a *archiveImport) write(s *Store, tx kv.Txn) error {
+	sid := a.info.Session
+	t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
+	if err := a.admit(t); err != nil {
+		return err
+	}
+	renum, err := a.renumber(t)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	s.paths.drop(sid)
-	// The search index and the mount learn of the session from its last event.
-	var lastEv Event
-	for _, ev := range events {
-		if ev != nil && ev.Seq >= lastEv.Seq {
-			lastEv = *ev
+	for i := range a.recs {
+		if err := a.putRecord(t, i, renum); err != nil {
+			return err
 		}
 	}
-	s.notify(sid, lastEv)
-	h.Root = 0
-	return s.Header(sid)
+	if _, err := rebuildLiveLocked(tx, sid); err != nil {
+		return err
+	}
+	s.clock.observe(a.maxHLC)
+	if cur, err := tx.Get(metaKey("hlc")); err != nil {
+		return err
+	} else if len(cur) != 8 || HLC(binary.BigEndian.Uint64(cur)) < a.maxHLC {
+		return tx.Put(metaKey("hlc"), u64(uint64(a.maxHLC)))
+	}
+	return nil
+}
+
+// admit refuses a session the store already has, a name a live session
+// has, and a format the store cannot take.
+func (a *archiveImport) admit(t *WriteTx) error {
+	sid := a.info.Session
+	if v, err := t.w.Get(headerKey(sid)); err != nil {
+		return err
+	} else if v != nil {
+		return fmt.Errorf("%w: session %s is already in this store (forget --hard it first to replace it)", ErrExist, sid)
+	}
+	if !a.forgotten { // a forgotten session's name is free
+		if err := t.checkNameFree(a.h.Name, sid); err != nil {
+			return err
+		}
+	}
+	return t.needFormat(max(a.info.Format, formatInline))
+}
+
+// renumber gives every inode of the archive a new number, in the old order.
+func (a *archiveImport) renumber(t *WriteTx) (map[Ino]Ino, error) {
+	old := make([]Ino, 0, len(a.inos))
+	for ino := range a.inos {
+		old = append(old, ino)
+	}
+	slices.Sort(old)
+	renum := map[Ino]Ino{0: 0}
+	for _, ino := range old {
+		n, err := t.AllocIno()
+		if err != nil {
+			return nil, err
+		}
+		renum[ino] = n
+	}
+	return renum, nil
+}
+
+// putRecord writes record i with its inode numbers renumbered (and, for
+// an inode, its chunk references).
+func (a *archiveImport) putRecord(t *WriteTx, i int, renum map[Ino]Ino) error {
+	withIno := func(k []byte, ino Ino) []byte {
+		k = bytes.Clone(k)
+		binary.BigEndian.PutUint64(k[17:], uint64(renum[ino]))
+		return k
+	}
+	k, v := a.recs[i].k, a.recs[i].v
+	var err error
+	switch k[0] {
+	case pHeader:
+		c := *a.h
+		c.Root = renum[a.h.Root]
+		v, err = encode(&c)
+	case pEvent:
+		ev := *a.events[i]
+		ev.Ino = renum[ev.Ino]
+		v, err = encode(&ev)
+	case pDentry:
+		d := *a.dents[i]
+		d.Ino = renum[d.Ino]
+		k = withIno(k, Ino(binary.BigEndian.Uint64(k[17:])))
+		v, err = encode(&d)
+	case pInode:
+		n := *a.nodes[i]
+		n.Ino, n.Parent = renum[n.Ino], renum[n.Parent]
+		k = withIno(k, a.nodes[i].Ino)
+		if err = t.putChunkRefs(&n); err != nil {
+			return fmt.Errorf("%w: %w (the archive lacks a chunk of inode %d)", ErrArchive, err, a.nodes[i].Ino)
+		}
+		v, err = encode(&n)
+	case pXattr:
+		k = withIno(k, Ino(binary.BigEndian.Uint64(k[17:])))
+	}
+	if err != nil {
+		return err
+	}
+	return t.w.Put(k, v)
+}
+
+// lastEvent is the session's newest event.
+func (a *archiveImport) lastEvent() Event {
+	var last Event
+	for _, ev := range a.events {
+		if ev != nil && ev.Seq >= last.Seq {
+			last = *ev
+		}
+	}
+	return last
 }
 
 // observe makes the clock issue only HLCs above h (a session imported

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -75,7 +76,7 @@ func (e *lcEnv) write(sid SessionID, path string, data []byte) *Inode {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if n, err = e.st.WriteContent(sid, n.Ino, bytes.NewReader(data), nowNs()); err != nil {
+	if n, err = e.st.WriteContent(context.Background(), sid, n.Ino, bytes.NewReader(data), nowNs()); err != nil {
 		e.t.Fatal(err)
 	}
 	return n

@@ -319,7 +319,7 @@ func TestLiveIndexAsOfForkImport(t *testing.T) {
 
 	// Export leaves the index out; import derives it.
 	var arch bytes.Buffer
-	if _, err := st.ExportSession(sid, &arch); err != nil {
+	if _, err := st.ExportSession(context.Background(), sid, &arch); err != nil {
 		t.Fatal(err)
 	}
 	if bytes.Contains(arch.Bytes(), liveStateKey(sid)) {
@@ -330,7 +330,7 @@ func TestLiveIndexAsOfForkImport(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st2.Close() })
-	ih, err := st2.ImportSession(&arch)
+	ih, err := st2.ImportSession(context.Background(), &arch)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestRestoreEventRoots(t *testing.T) {
 	e.buildTree(sid)
 	at := e.now()
 	e.messUp(sid)
-	if _, err := e.st.Restore(sid, at, RestoreOptions{Paths: []string{"d", "newdir/x"}}); err != nil {
+	if _, err := e.st.Restore(context.Background(), sid, at, RestoreOptions{Paths: []string{"d", "newdir/x"}}); err != nil {
 		t.Fatal(err)
 	}
 	evs, err := e.st.Log(sid, LogFilter{})

@@ -107,7 +107,7 @@ func checkChunkLocked(tx kv.Reader, h Hash) error {
 // commitContent stores r's content and runs commit with it; if a hard
 // forget or redaction deleted the stored chunks as orphans before the
 // commit took them, it stores them again (r must then be an io.Seeker).
-func (s *Store) commitContent(r io.Reader, commit func(*Content) error) error {
+func (s *Store) commitContent(ctx context.Context, r io.Reader, commit func(*Content) error) error {
 	sk, canRetry := r.(io.Seeker)
 	return s.commitPut(func(attempt int) (*Content, error) {
 		if attempt > 0 {
@@ -118,7 +118,7 @@ func (s *Store) commitContent(r io.Reader, commit func(*Content) error) error {
 				return nil, err
 			}
 		}
-		return s.PutContent(context.Background(), r) // WriteContent takes no context
+		return s.PutContent(ctx, r)
 	}, commit)
 }
 

@@ -37,7 +37,7 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 	data := bytes.Repeat([]byte("late bytes "), 1000)
 	r := bytes.NewReader(data)
 	swept := false
-	err = st.commitContent(r, func(c *Content) error {
+	err = st.commitContent(context.Background(), r, func(c *Content) error {
 		if !swept {
 			swept = true
 			if _, err := st.sweepOrphanChunks(); err != nil {

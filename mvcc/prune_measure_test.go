@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"math/rand"
 	"os"
@@ -60,7 +61,7 @@ func TestMeasurePrune(t *testing.T) {
 			default:
 			}
 			t0 := time.Now()
-			if _, err := st.WriteContent(sid, n.Ino, bytes.NewReader([]byte(fmt.Sprint(i))), nowNs()); err != nil {
+			if _, err := st.WriteContent(context.Background(), sid, n.Ino, bytes.NewReader([]byte(fmt.Sprint(i))), nowNs()); err != nil {
 				t.Error(err)
 				return lat
 			}

@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"context"
 	"crypto/sha256"
 	"fmt"
 	"os"
@@ -552,7 +553,7 @@ func TestPruneBesideWritersAndReaders(t *testing.T) {
 			}
 			n, err := e.st.Lookup(sid, h.Root, fmt.Sprintf("f%02d", i%30), Latest)
 			if err == nil {
-				_, err = e.st.WriteContent(sid, n.Ino, strings.NewReader(fmt.Sprintf("after %d", i)), nowNs())
+				_, err = e.st.WriteContent(context.Background(), sid, n.Ino, strings.NewReader(fmt.Sprintf("after %d", i)), nowNs())
 			}
 			if err != nil {
 				errs <- err

@@ -38,124 +38,16 @@ type CompressedFile struct {
 // first bytes); each is then decompressed in a read transaction of its
 // own, so a long scan never holds one open throughout.
 func (s *Store) FindCompressed(sid SessionID, needle string) ([]CompressedFile, error) {
-	type version struct {
-		ino  Ino
-		at   HLC
-		name string
-		ck   string
-	}
-	type content struct {
-		key    []byte // of a version holding it
-		format string
-		status string // "" once inspected: no hit
-	}
-	var versions []version
-	contents := map[string]*content{}
-	var order []string
-	err := s.View(func(t *ReadTx) error {
-		if _, err := t.Header(sid); err != nil {
-			return err
-		}
-		sniffed := map[string]bool{}
-		head := make([]byte, compressed.HeadSize)
-		return scanKeys(t.r, key(pInode, sid[:]), func(k, v []byte) error {
-			var n Inode
-			if err := decode(k, v, &n); err != nil {
-				return err
-			}
-			if !n.IsRegular() || n.Size < 2 {
-				return nil
-			}
-			ck := contentKey(k, &n)
-			if !sniffed[ck] {
-				sniffed[ck] = true
-				c, err := t.ReadAt(&n, head, 0)
-				if c < 2 && err != nil {
-					return fmt.Errorf("inode %d version %s: %w", n.Ino, hlcFromInv(k), err)
-				}
-				if f := compressed.Sniff(head[:c], n.Name); f != "" {
-					contents[ck] = &content{key: append([]byte(nil), k...), format: f}
-					order = append(order, ck)
-				}
-			}
-			if contents[ck] != nil {
-				versions = append(versions, version{n.Ino, hlcFromInv(k), n.Name, ck})
-			}
-			return nil
-		})
-	})
-	if err != nil {
+	sc := &compressedScan{s: s, sid: sid, needle: []byte(needle), contents: map[string]*compressedContent{}}
+	if err := s.View(sc.sniff); err != nil {
 		return nil, err
 	}
-	// Small contents share a transaction (git objects come by thousands;
-	// on PostgreSQL each transaction is round trips).
-	spent := int64(0)
-	for i := 0; i < len(order); {
-		err := s.View(func(t *ReadTx) error {
-			for in, n := int64(0), 0; i < len(order) && (n == 0 || in < 64<<20 && n < 256); i, n = i+1, n+1 {
-				c := contents[order[i]]
-				if spent >= compressedBudget {
-					c.status = fmt.Sprintf("could not inspect: this scan's decompression budget (%d GiB) is spent", compressedBudget>>30)
-					continue
-				}
-				v, err := t.r.Get(c.key)
-				if err != nil {
-					return err
-				}
-				if v == nil {
-					continue // pruned meanwhile: nothing left to list
-				}
-				var nd Inode
-				if err := decode(c.key, v, &nd); err != nil {
-					return err
-				}
-				in += int64(nd.Size)
-				r := compressed.Find(inodeReader{t, &nd}, int64(nd.Size), c.format, []byte(needle), compressed.DefaultLimits)
-				spent += r.Read
-				switch {
-				case r.Found:
-					c.status = "contains"
-				case r.Err != nil && c.format != compressed.Zlib:
-					// Plain zlib's two-byte header is weak evidence (text
-					// can start with "x^" or "HK"): one that fails to
-					// inflate is most likely not zlib. Git objects are
-					// known by their names.
-					c.status = "could not inspect: " + r.Err.Error()
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	if err := sc.inspect(); err != nil {
+		return nil, err
 	}
-
-	type file struct {
-		f    CompressedFile
-		at   HLC
-		name string
-	}
-	files := map[Ino]*file{}
-	for _, v := range versions {
-		c := contents[v.ck]
-		if c.status == "" {
-			continue
-		}
-		fl := files[v.ino]
-		if fl == nil {
-			fl = &file{f: CompressedFile{Ino: v.ino}}
-			files[v.ino] = fl
-		}
-		fl.f.Versions++
-		if c.status == "contains" || fl.f.Status == "" {
-			fl.f.Status, fl.f.Format = c.status, c.format
-		}
-		if v.at >= fl.at {
-			fl.at, fl.name = v.at, v.name
-		}
-	}
+	files := sc.files()
 	out := make([]CompressedFile, 0, len(files))
-	err = s.View(func(t *ReadTx) error {
+	err := s.View(func(t *ReadTx) error {
 		for ino, fl := range files {
 			p, err := t.Path(sid, ino, fl.at)
 			if err != nil {
@@ -169,6 +61,152 @@ func (s *Store) FindCompressed(sid SessionID, needle string) ([]CompressedFile, 
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, err
+}
+
+// compressedScan is one FindCompressed: the versions with compressed
+// content and each distinct content, inspected once.
+type compressedScan struct {
+	s        *Store
+	sid      SessionID
+	needle   []byte
+	versions []compressedVersion
+	contents map[string]*compressedContent // by contentKey
+	order    []string                      // contents in scan order
+	spent    int64                         // bytes decompressed
+}
+
+type compressedVersion struct {
+	ino  Ino
+	at   HLC
+	name string
+	ck   string
+}
+
+type compressedContent struct {
+	key    []byte // of a version holding it
+	format string
+	status string // "" once inspected: no hit
+}
+
+// compressedHit is a file found, with its newest version that holds it.
+type compressedHit struct {
+	f    CompressedFile
+	at   HLC
+	name string
+}
+
+// sniff finds the versions whose content's first bytes announce a
+// compressed format (each distinct content read once).
+func (sc *compressedScan) sniff(t *ReadTx) error {
+	if _, err := t.Header(sc.sid); err != nil {
+		return err
+	}
+	sniffed := map[string]bool{}
+	head := make([]byte, compressed.HeadSize)
+	return scanKeys(t.r, key(pInode, sc.sid[:]), func(k, v []byte) error {
+		var n Inode
+		if err := decode(k, v, &n); err != nil {
+			return err
+		}
+		if !n.IsRegular() || n.Size < 2 {
+			return nil
+		}
+		ck := contentKey(k, &n)
+		if !sniffed[ck] {
+			sniffed[ck] = true
+			c, err := t.ReadAt(&n, head, 0)
+			if c < 2 && err != nil {
+				return fmt.Errorf("inode %d version %s: %w", n.Ino, hlcFromInv(k), err)
+			}
+			if f := compressed.Sniff(head[:c], n.Name); f != "" {
+				sc.contents[ck] = &compressedContent{key: append([]byte(nil), k...), format: f}
+				sc.order = append(sc.order, ck)
+			}
+		}
+		if sc.contents[ck] != nil {
+			sc.versions = append(sc.versions, compressedVersion{n.Ino, hlcFromInv(k), n.Name, ck})
+		}
+		return nil
+	})
+}
+
+// inspect decompresses every content found, looking for the needle.
+// Small contents share a transaction (git objects come by thousands; on
+// PostgreSQL each transaction is round trips).
+func (sc *compressedScan) inspect() error {
+	for i := 0; i < len(sc.order); {
+		err := sc.s.View(func(t *ReadTx) error {
+			for in, n := int64(0), 0; i < len(sc.order) && (n == 0 || in < 64<<20 && n < 256); i, n = i+1, n+1 {
+				size, err := sc.inspectOne(t, sc.contents[sc.order[i]])
+				if err != nil {
+					return err
+				}
+				in += size
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// inspectOne decompresses content c and sets its status; it returns the
+// content's size.
+func (sc *compressedScan) inspectOne(t *ReadTx, c *compressedContent) (int64, error) {
+	if sc.spent >= compressedBudget {
+		c.status = fmt.Sprintf("could not inspect: this scan's decompression budget (%d GiB) is spent", compressedBudget>>30)
+		return 0, nil
+	}
+	v, err := t.r.Get(c.key)
+	if err != nil {
+		return 0, err
+	}
+	if v == nil {
+		return 0, nil // pruned meanwhile: nothing left to list
+	}
+	var nd Inode
+	if err := decode(c.key, v, &nd); err != nil {
+		return 0, err
+	}
+	r := compressed.Find(inodeReader{t, &nd}, int64(nd.Size), c.format, sc.needle, compressed.DefaultLimits)
+	sc.spent += r.Read
+	switch {
+	case r.Found:
+		c.status = "contains"
+	case r.Err != nil && c.format != compressed.Zlib:
+		// Plain zlib's two-byte header is weak evidence (text can start
+		// with "x^" or "HK"): one that fails to inflate is most likely not
+		// zlib. Git objects are known by their names.
+		c.status = "could not inspect: " + r.Err.Error()
+	}
+	return int64(nd.Size), nil
+}
+
+// files gathers the versions whose content holds the needle (or could not
+// be inspected) by file.
+func (sc *compressedScan) files() map[Ino]*compressedHit {
+	files := map[Ino]*compressedHit{}
+	for _, v := range sc.versions {
+		c := sc.contents[v.ck]
+		if c.status == "" {
+			continue
+		}
+		fl := files[v.ino]
+		if fl == nil {
+			fl = &compressedHit{f: CompressedFile{Ino: v.ino}}
+			files[v.ino] = fl
+		}
+		fl.f.Versions++
+		if c.status == "contains" || fl.f.Status == "" {
+			fl.f.Status, fl.f.Format = c.status, c.format
+		}
+		if v.at >= fl.at {
+			fl.at, fl.name = v.at, v.name
+		}
+	}
+	return files
 }
 
 // compressedBudget bounds the bytes one scan decompresses (some seconds of

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bytes"
 	"compress/gzip"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -60,5 +61,14 @@ func TestFindCompressed(t *testing.T) {
 	}
 	if spent == 0 {
 		t.Fatalf("with a budget of 1 byte: %+v", got)
+	}
+}
+
+// TestFindCompressedUnknownSession: a session the store lacks is
+// ErrNoSession, not an empty list.
+func TestFindCompressedUnknownSession(t *testing.T) {
+	e := lcOpen(t)
+	if got, err := e.st.FindCompressed(testID(), "x"); !errors.Is(err, ErrNoSession) {
+		t.Errorf("FindCompressed of an unknown session: %v, %v; want ErrNoSession", got, err)
 	}
 }

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -51,8 +52,9 @@ var (
 // restored name gets a fresh inode with the old content (a directory
 // cannot have two names; a file would otherwise become a hard link that
 // it was not as of at). History is kept: the restore is itself a commit,
-// which a later restore can undo.
-func (s *Store) Restore(sid SessionID, at HLC, opt RestoreOptions) (*RestoreResult, error) {
+// which a later restore can undo. ctx ends it early (while it reads the
+// two trees) with ctx.Err(), nothing committed.
+func (s *Store) Restore(ctx context.Context, sid SessionID, at HLC, opt RestoreOptions) (*RestoreResult, error) {
 	roots, err := restoreRoots(opt.Paths)
 	if err != nil {
 		return nil, err
@@ -62,7 +64,7 @@ func (s *Store) Restore(sid SessionID, at HLC, opt RestoreOptions) (*RestoreResu
 		if at >= t.hlc {
 			return errNothingToRestore // the state as of at is the current one
 		}
-		p, err := t.planRestore(sid, at, roots)
+		p, err := t.planRestore(ctx, sid, at, roots)
 		if err != nil {
 			return err
 		}
@@ -167,7 +169,7 @@ type restorePlan struct {
 	changes []Change
 }
 
-func (t *ReadTx) planRestore(sid SessionID, at HLC, roots []string) (*restorePlan, error) {
+func (t *ReadTx) planRestore(ctx context.Context, sid SessionID, at HLC, roots []string) (*restorePlan, error) {
 	h, err := t.Header(sid)
 	if err != nil {
 		return nil, err
@@ -177,11 +179,53 @@ func (t *ReadTx) planRestore(sid SessionID, at HLC, roots []string) (*restorePla
 	}
 	p := &restorePlan{root: h.Root, cur: map[rlink]Ino{}, curNodes: map[Ino]*Inode{},
 		outsideNow: map[Ino][]rlink{}, fresh: map[Ino]Ino{}, parents: map[Ino][]string{}}
-	whole := roots[0] == "."
-	curSnap := &snapshot{byPath: map[string]*Inode{}, byIno: map[Ino][]string{}}
-	oldSnap := &snapshot{byPath: map[string]*Inode{}, byIno: map[Ino][]string{}}
+	rootParent, err := t.restoreRootParents(sid, roots, p)
+	if err != nil {
+		return nil, err
+	}
+	curSnap, err := t.scanRestoreNow(ctx, sid, roots, p)
+	if err != nil {
+		return nil, err
+	}
+	olds, outsideThen, oldSnap, err := t.scanRestoreThen(ctx, sid, at, roots)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range roots {
+		if r == "." {
+			continue
+		}
+		if _, ok := curSnap.byPath[r]; !ok {
+			if _, ok := oldSnap.byPath[r]; !ok {
+				return nil, fmt.Errorf("restore %s: %w: neither in the tree now nor as of %s", r, ErrNotFound, at)
+			}
+		}
+	}
+	for _, o := range olds {
+		ino := o.node.Ino
+		if _, seen := p.fresh[ino]; !seen && len(p.outsideNow[ino]) > 0 && (o.node.IsDir() || !outsideThen[ino]) {
+			p.fresh[ino] = 0 // numbered in applyRestore
+		}
+		fl := finalLink{l: o.l, node: o.node}
+		if rp, ok := rootParent[o.path]; ok {
+			fl.l.parent, fl.isRoot = rp, true // a root goes where its name is now
+		}
+		p.olds = append(p.olds, fl)
+	}
+	if roots[0] == "." {
+		root, err := t.Inode(sid, h.Root, at)
+		if err != nil {
+			return nil, fmt.Errorf("root as of %s: %w", at, err)
+		}
+		p.rootNode = root
+	}
+	p.changes = diffSnapshots(curSnap, oldSnap)
+	return p, nil
+}
 
-	// Where each root goes: its parent directory now.
+// restoreRootParents finds where each root goes: its parent directory
+// now. It notes the root's name in p.parents.
+func (t *ReadTx) restoreRootParents(sid SessionID, roots []string, p *restorePlan) (map[string]Ino, error) {
 	rootParent := map[string]Ino{}
 	for _, r := range roots {
 		if r == "." {
@@ -201,9 +245,18 @@ func (t *ReadTx) planRestore(sid SessionID, at HLC, roots []string) (*restorePla
 		rootParent[r] = pn.Ino
 		p.parents[pn.Ino] = append(p.parents[pn.Ino], base)
 	}
+	return rootParent, nil
+}
 
-	// Now.
-	if err := t.WalkTree(sid, Latest, func(e TreeEntry) error {
+// scanRestoreNow records the region as it is now in p (and the names its
+// inodes have outside it) and returns it as a snapshot for the diff.
+func (t *ReadTx) scanRestoreNow(ctx context.Context, sid SessionID, roots []string, p *restorePlan) (*snapshot, error) {
+	whole := roots[0] == "."
+	snap := &snapshot{byPath: map[string]*Inode{}, byIno: map[Ino][]string{}}
+	err := t.WalkTree(sid, Latest, func(e TreeEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		l := rlink{e.Parent, e.Name}
 		if !whole && !inRoots(e.Path, roots) {
 			p.outsideNow[e.Node.Ino] = append(p.outsideNow[e.Node.Ino], l)
@@ -212,154 +265,185 @@ func (t *ReadTx) planRestore(sid SessionID, at HLC, roots []string) (*restorePla
 		p.cur[l] = e.Node.Ino
 		p.curOrder = append(p.curOrder, l)
 		p.curNodes[e.Node.Ino] = e.Node
-		curSnap.byPath[e.Path] = e.Node
-		curSnap.byIno[e.Node.Ino] = append(curSnap.byIno[e.Node.Ino], e.Path)
+		snap.byPath[e.Path] = e.Node
+		snap.byIno[e.Node.Ino] = append(snap.byIno[e.Node.Ino], e.Path)
 		return nil
-	}); err != nil {
-		return nil, err
-	}
+	})
+	return snap, err
+}
 
-	// As of T.
-	type oldEntry struct {
-		path string
-		l    rlink // parent as of T
-		node *Inode
-	}
-	var olds []oldEntry
-	outsideThen := map[Ino]bool{}
-	if err := t.WalkTree(sid, at, func(e TreeEntry) error {
+// restoreOld is an entry of the region as of T, under its parent then.
+type restoreOld struct {
+	path string
+	l    rlink
+	node *Inode
+}
+
+// scanRestoreThen lists the region as of at, the inodes that were outside
+// it then, and the region as a snapshot for the diff.
+func (t *ReadTx) scanRestoreThen(ctx context.Context, sid SessionID, at HLC, roots []string) ([]restoreOld, map[Ino]bool, *snapshot, error) {
+	whole := roots[0] == "."
+	snap := &snapshot{byPath: map[string]*Inode{}, byIno: map[Ino][]string{}}
+	var olds []restoreOld
+	outside := map[Ino]bool{}
+	err := t.WalkTree(sid, at, func(e TreeEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		if !whole && !inRoots(e.Path, roots) {
-			outsideThen[e.Node.Ino] = true
+			outside[e.Node.Ino] = true
 			return nil
 		}
-		olds = append(olds, oldEntry{e.Path, rlink{e.Parent, e.Name}, e.Node})
-		oldSnap.byPath[e.Path] = e.Node
-		oldSnap.byIno[e.Node.Ino] = append(oldSnap.byIno[e.Node.Ino], e.Path)
+		olds = append(olds, restoreOld{e.Path, rlink{e.Parent, e.Name}, e.Node})
+		snap.byPath[e.Path] = e.Node
+		snap.byIno[e.Node.Ino] = append(snap.byIno[e.Node.Ino], e.Path)
 		return nil
-	}); err != nil {
-		return nil, err
-	}
-	for _, r := range roots {
-		if r == "." {
-			continue
-		}
-		if _, ok := curSnap.byPath[r]; !ok {
-			if _, ok := oldSnap.byPath[r]; !ok {
-				return nil, fmt.Errorf("restore %s: %w: neither in the tree now nor as of %s", r, ErrNotFound, at)
-			}
-		}
-	}
+	})
+	return olds, outside, snap, err
+}
 
-	for _, o := range olds {
-		ino := o.node.Ino
-		if _, seen := p.fresh[ino]; !seen && len(p.outsideNow[ino]) > 0 && (o.node.IsDir() || !outsideThen[ino]) {
-			p.fresh[ino] = 0 // numbered in applyRestore
-		}
-		fl := finalLink{l: o.l, node: o.node}
-		if rp, ok := rootParent[o.path]; ok {
-			fl.l.parent, fl.isRoot = rp, true // a root goes where its name is now
-		}
-		p.olds = append(p.olds, fl)
-	}
-	if whole {
-		root, err := t.Inode(sid, h.Root, at)
-		if err != nil {
-			return nil, fmt.Errorf("root as of %s: %w", at, err)
-		}
-		p.rootNode = root
-	}
-	p.changes = diffSnapshots(curSnap, oldSnap)
-	return p, nil
+// restoreWrite is the state of applyRestore: the final tree of the region
+// and the count of versions written.
+type restoreWrite struct {
+	t  *WriteTx
+	p  *restorePlan
+	at HLC
+	// The final tree: each link's inode (final numbers), each inode's
+	// version as of T, the links in tree order.
+	final      map[rlink]Ino
+	finalNodes map[Ino]*Inode
+	order      []rlink
+	// Each inode's links in the final region, each directory's subdirectories.
+	links   map[Ino][]rlink
+	subdirs map[Ino]uint32
+	now     int64
+	writes  int
 }
 
 // applyRestore writes the plan: entries first, then every inode whose
 // link count, primary link or contents change.
 func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
-	// Fresh numbers for inodes that moved out of the region since.
-	olds := make([]Ino, 0, len(p.fresh))
-	for old := range p.fresh {
+	w := &restoreWrite{t: t, p: p, at: at, now: nowNs()}
+	if err := w.numberFresh(); err != nil {
+		return err
+	}
+	w.finalTree()
+	for _, step := range []func() error{w.writeEntries, w.writeRestored, w.writeLeaving, w.writeRootParents} {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	if w.writes == 0 {
+		return errNothingToRestore
+	}
+	t.treeChanged = true
+	detail := "as of " + at.String()
+	if len(roots) > 1 {
+		detail += restoreAlsoSep + strings.Join(roots[1:], " ")
+	}
+	t.SetEvent(Event{Op: OpRestore, Path: roots[0], Also: roots[1:], Detail: detail})
+	return nil
+}
+
+// numberFresh gives fresh numbers to the inodes that moved out of the
+// region since, in the order of their old numbers.
+func (w *restoreWrite) numberFresh() error {
+	olds := make([]Ino, 0, len(w.p.fresh))
+	for old := range w.p.fresh {
 		olds = append(olds, old)
 	}
 	sort.Slice(olds, func(i, j int) bool { return olds[i] < olds[j] })
 	for _, old := range olds {
-		ino, err := t.AllocIno()
+		ino, err := w.t.AllocIno()
 		if err != nil {
 			return err
 		}
-		p.fresh[old] = ino
+		w.p.fresh[old] = ino
 	}
-	mapIno := func(old Ino) Ino {
-		if f, ok := p.fresh[old]; ok {
-			return f
-		}
-		return old
+	return nil
+}
+
+// mapIno is the final number of old inode old.
+func (w *restoreWrite) mapIno(old Ino) Ino {
+	if f, ok := w.p.fresh[old]; ok {
+		return f
 	}
-	final := make(map[rlink]Ino, len(p.olds))
-	finalNodes := map[Ino]*Inode{} // by final number: the version as of T
-	var order []rlink              // final links in tree order
-	for _, o := range p.olds {
+	return old
+}
+
+// finalTree computes the region's final links, their inodes' versions as
+// of T, and the link counts and subdirectories in it.
+func (w *restoreWrite) finalTree() {
+	w.final = make(map[rlink]Ino, len(w.p.olds))
+	w.finalNodes = map[Ino]*Inode{}
+	for _, o := range w.p.olds {
 		l := o.l
 		if !o.isRoot {
-			l.parent = mapIno(l.parent)
+			l.parent = w.mapIno(l.parent)
 		}
-		ino := mapIno(o.node.Ino)
-		if _, dup := final[l]; !dup {
-			order = append(order, l)
+		ino := w.mapIno(o.node.Ino)
+		if _, dup := w.final[l]; !dup {
+			w.order = append(w.order, l)
 		}
-		final[l], finalNodes[ino] = ino, o.node
+		w.final[l], w.finalNodes[ino] = ino, o.node
 	}
-	if p.rootNode != nil {
-		finalNodes[p.root] = p.rootNode
+	if w.p.rootNode != nil {
+		w.finalNodes[w.p.root] = w.p.rootNode
 	}
+	w.links = map[Ino][]rlink{}
+	w.subdirs = map[Ino]uint32{}
+	for _, l := range w.order {
+		ino := w.final[l]
+		w.links[ino] = append(w.links[ino], l)
+		if w.finalNodes[ino].IsDir() {
+			w.subdirs[l.parent]++
+		}
+	}
+}
 
-	writes := 0
-	// Entries.
+// writeEntries removes the entries the final tree lacks and writes those
+// it has that differ from the current ones.
+func (w *restoreWrite) writeEntries() error {
+	p := w.p
 	for _, l := range p.curOrder {
-		if _, keep := final[l]; !keep {
-			if err := t.PutDentry(l.parent, l.name, 0, 0); err != nil {
+		if _, keep := w.final[l]; !keep {
+			if err := w.t.PutDentry(l.parent, l.name, 0, 0); err != nil {
 				return err
 			}
-			writes++
+			w.writes++
 		}
 	}
-	for _, l := range order {
-		ino := final[l]
-		if cur, ok := p.cur[l]; ok && cur == ino && p.curNodes[cur].Mode&sIFMT == finalNodes[ino].Mode&sIFMT {
+	for _, l := range w.order {
+		ino := w.final[l]
+		typ := w.finalNodes[ino].Mode & sIFMT
+		if cur, ok := p.cur[l]; ok && cur == ino && p.curNodes[cur].Mode&sIFMT == typ {
 			continue
 		}
-		if err := t.PutDentry(l.parent, l.name, ino, finalNodes[ino].Mode&sIFMT); err != nil {
+		if err := w.t.PutDentry(l.parent, l.name, ino, typ); err != nil {
 			return err
 		}
-		writes++
+		w.writes++
 	}
+	return nil
+}
 
-	// Link counts and primary links in the final tree.
-	links := map[Ino][]rlink{}
-	subdirs := map[Ino]uint32{}
-	for _, l := range order {
-		ino := final[l]
-		links[ino] = append(links[ino], l)
-		if finalNodes[ino].IsDir() {
-			subdirs[l.parent]++
-		}
+// put writes n as the next version of an inode whose latest is cur (nil:
+// write it whatever it is), unless nothing a reader sees would change.
+func (w *restoreWrite) put(n, cur *Inode) error {
+	if cur != nil && sameVersion(n, cur) {
+		return nil
 	}
-	now := nowNs()
-	put := func(n, cur *Inode) error {
-		if cur != nil && sameVersion(n, cur) {
-			return nil
-		}
-		n.Ctime = now
-		writes++
-		return t.PutInode(n)
-	}
-	// Restored inodes: their version as of T, relinked.
-	inos := make([]Ino, 0, len(finalNodes))
-	for ino := range finalNodes {
-		inos = append(inos, ino)
-	}
-	sort.Slice(inos, func(i, j int) bool { return inos[i] < inos[j] })
-	for _, ino := range inos {
-		old := finalNodes[ino]
+	n.Ctime = w.now
+	w.writes++
+	return w.t.PutInode(n)
+}
+
+// writeRestored writes the restored inodes: their versions as of T,
+// relinked, with their xattrs as of T.
+func (w *restoreWrite) writeRestored() error {
+	t, p := w.t, w.p
+	for _, ino := range sortedInos(w.finalNodes) {
+		old := w.finalNodes[ino]
 		cur, err := t.Inode(t.sid, ino, Latest)
 		if errors.Is(err, ErrNotFound) {
 			cur, err = nil, nil // a fresh number
@@ -374,30 +458,36 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 		} else {
 			n.ContentHLC = t.hlc
 		}
-		xw, err := t.restoreXattrs(&n, old, cur, at)
+		xw, err := t.restoreXattrs(&n, old, cur, w.at)
 		if err != nil {
 			return err
 		}
-		writes += xw
+		w.writes += xw
 		outside := p.outsideNow[ino]
 		switch {
 		case ino == p.root:
-			n.Nlink, n.Parent, n.Name = 2+subdirs[ino], 0, ""
+			n.Nlink, n.Parent, n.Name = 2+w.subdirs[ino], 0, ""
 		case n.IsDir():
-			n.Nlink = 2 + subdirs[ino]
+			n.Nlink = 2 + w.subdirs[ino]
 		default:
-			n.Nlink = uint32(len(links[ino]) + len(outside))
+			n.Nlink = uint32(len(w.links[ino]) + len(outside))
 		}
 		if ino != p.root {
-			n.Parent, n.Name = primaryLink(old, cur, mapIno, links[ino], outside)
+			n.Parent, n.Name = primaryLink(old, cur, w.mapIno, w.links[ino], outside)
 		}
-		if err := put(&n, cur); err != nil {
+		if err := w.put(&n, cur); err != nil {
 			return err
 		}
 	}
-	// Inodes that leave the region (or lose names in it).
-	for _, ino := range sortedInos(p.curNodes) {
-		if _, ok := finalNodes[ino]; ok {
+	return nil
+}
+
+// writeLeaving writes the inodes that leave the region (or lose names in
+// it): their names outside it are what is left of them.
+func (w *restoreWrite) writeLeaving() error {
+	t := w.t
+	for _, ino := range sortedInos(w.p.curNodes) {
+		if _, ok := w.finalNodes[ino]; ok {
 			continue
 		}
 		cur, err := t.Inode(t.sid, ino, Latest)
@@ -405,7 +495,7 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 			return err
 		}
 		n := *cur
-		outside := p.outsideNow[ino]
+		outside := w.p.outsideNow[ino]
 		if n.IsDir() {
 			n.Nlink = 0
 		} else {
@@ -414,13 +504,19 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 		if len(outside) > 0 && !hasLink(outside, rlink{n.Parent, n.Name}) {
 			n.Parent, n.Name = outside[0].parent, outside[0].name
 		}
-		if err := put(&n, cur); err != nil {
+		if err := w.put(&n, cur); err != nil {
 			return err
 		}
 	}
-	// The directories that hold a region root: link count and times.
+	return nil
+}
+
+// writeRootParents updates the directories that hold a region root: link
+// count and mtime, when a root name in them changes.
+func (w *restoreWrite) writeRootParents() error {
+	t, p := w.t, w.p
 	for _, dir := range sortedInos(p.parents) {
-		if _, ok := finalNodes[dir]; ok {
+		if _, ok := w.finalNodes[dir]; ok {
 			continue // also restored itself (cannot happen: roots do not nest)
 		}
 		d, err := t.Inode(t.sid, dir, Latest)
@@ -431,11 +527,11 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 		for _, name := range p.parents[dir] {
 			l := rlink{dir, name}
 			ci, hadCur := p.cur[l]
-			fi, hasFinal := final[l]
+			fi, hasFinal := w.final[l]
 			if hadCur && p.curNodes[ci].IsDir() {
 				delta--
 			}
-			if hasFinal && finalNodes[fi].IsDir() {
+			if hasFinal && w.finalNodes[fi].IsDir() {
 				delta++
 			}
 			if hadCur != hasFinal || ci != fi {
@@ -444,21 +540,12 @@ func (t *WriteTx) applyRestore(p *restorePlan, at HLC, roots []string) error {
 		}
 		if changed {
 			d.Nlink = uint32(int(d.Nlink) + delta)
-			d.Mtime = now
-			if err := put(d, nil); err != nil {
+			d.Mtime = w.now
+			if err := w.put(d, nil); err != nil {
 				return err
 			}
 		}
 	}
-	if writes == 0 {
-		return errNothingToRestore
-	}
-	t.treeChanged = true
-	detail := "as of " + at.String()
-	if len(roots) > 1 {
-		detail += restoreAlsoSep + strings.Join(roots[1:], " ")
-	}
-	t.SetEvent(Event{Op: OpRestore, Path: roots[0], Also: roots[1:], Detail: detail})
 	return nil
 }
 

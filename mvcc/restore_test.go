@@ -1,6 +1,8 @@
 package mvcc
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -168,7 +170,7 @@ func TestRestoreWholeTree(t *testing.T) {
 
 	// A dry run lists the changes and commits nothing.
 	before := e.seq(sid)
-	dry, err := e.st.Restore(sid, at, RestoreOptions{DryRun: true})
+	dry, err := e.st.Restore(context.Background(), sid, at, RestoreOptions{DryRun: true})
 	must(t, err)
 	var lines []string
 	for _, c := range dry.Changes {
@@ -183,7 +185,7 @@ func TestRestoreWholeTree(t *testing.T) {
 		t.Errorf("dry run committed: seq %d -> %d, HLC %s", before, e.seq(sid), dry.HLC)
 	}
 
-	res, err := e.st.Restore(sid, at, RestoreOptions{})
+	res, err := e.st.Restore(context.Background(), sid, at, RestoreOptions{})
 	must(t, err)
 	if e.seq(sid) != before+1 || res.HLC == 0 || len(res.Changes) != len(dry.Changes) {
 		t.Fatalf("restore: seq %d -> %d, HLC %s, %d changes; want one commit with the dry run's %d changes",
@@ -212,7 +214,7 @@ func TestRestoreWholeTree(t *testing.T) {
 	}
 
 	// Restoring the restore undoes it.
-	_, err = e.st.Restore(sid, messed, RestoreOptions{})
+	_, err = e.st.Restore(context.Background(), sid, messed, RestoreOptions{})
 	must(t, err)
 	if img, _ := treeImage(t, e.st, sid, Latest); img != messedImg {
 		t.Errorf("tree after undoing the restore:\n%s\nwant:\n%s", img, messedImg)
@@ -221,7 +223,7 @@ func TestRestoreWholeTree(t *testing.T) {
 
 	// Nothing to restore: no commit.
 	n := e.seq(sid)
-	res, err = e.st.Restore(sid, messed, RestoreOptions{})
+	res, err = e.st.Restore(context.Background(), sid, messed, RestoreOptions{})
 	must(t, err)
 	if res.HLC != 0 || len(res.Changes) != 0 || e.seq(sid) != n {
 		t.Errorf("restore to the current state: %+v, seq %d -> %d; want no commit", res, n, e.seq(sid))
@@ -233,12 +235,12 @@ func TestRestoreWholeTree(t *testing.T) {
 	_, err = e.st.SetAttr(sid, e.ino(sid, "a.txt"), SetAttr{Mtime: &mt})
 	must(t, err)
 	n = e.seq(sid)
-	dry, err = e.st.Restore(sid, messed, RestoreOptions{DryRun: true})
+	dry, err = e.st.Restore(context.Background(), sid, messed, RestoreOptions{DryRun: true})
 	must(t, err)
 	if !dry.Changed || len(dry.Changes) != 0 || e.seq(sid) != n {
 		t.Errorf("dry run of an mtime restore: %+v, seq %d -> %d", dry, n, e.seq(sid))
 	}
-	res, err = e.st.Restore(sid, messed, RestoreOptions{})
+	res, err = e.st.Restore(context.Background(), sid, messed, RestoreOptions{})
 	must(t, err)
 	if img, _ := treeImage(t, e.st, sid, Latest); !res.Changed || img != messedImg {
 		t.Errorf("mtime restore: %+v\n%s\nwant:\n%s", res, img, messedImg)
@@ -257,7 +259,7 @@ func TestRestorePaths(t *testing.T) {
 	must(t, e.st.Rename(sid, e.ino(sid, "d"), "b.txt", root, "b-moved", 0))
 	movedIno := e.ino(sid, "b-moved")
 
-	res, err := e.st.Restore(sid, at, RestoreOptions{Paths: []string{"d", "newdir/x", "d/sub"}})
+	res, err := e.st.Restore(context.Background(), sid, at, RestoreOptions{Paths: []string{"d", "newdir/x", "d/sub"}})
 	must(t, err)
 	var lines []string
 	for _, c := range res.Changes {
@@ -286,10 +288,40 @@ func TestRestorePaths(t *testing.T) {
 	}
 	checkLinks(t, e.st, sid)
 
-	if _, err := e.st.Restore(sid, at, RestoreOptions{Paths: []string{"nowhere/x"}}); err == nil {
+	if _, err := e.st.Restore(context.Background(), sid, at, RestoreOptions{Paths: []string{"nowhere/x"}}); err == nil {
 		t.Errorf("restore of a path whose directory does not exist: no error")
 	}
-	if _, err := e.st.Restore(sid, at, RestoreOptions{Paths: []string{"../x"}}); err == nil {
+	if _, err := e.st.Restore(context.Background(), sid, at, RestoreOptions{Paths: []string{"../x"}}); err == nil {
 		t.Errorf("restore of ../x: no error")
+	}
+}
+
+// TestRestoreRefusesPlans: a time before the session existed, a path
+// whose directory is now a file, and a path that is neither in the tree
+// now nor as of T are refused with the sentinel naming why, and nothing
+// is committed.
+func TestRestoreRefusesPlans(t *testing.T) {
+	e := lcOpen(t)
+	before := e.now()
+	sid := e.session("r")
+	e.buildTree(sid)
+	at := e.now()
+	seq := e.seq(sid)
+	for _, c := range []struct {
+		what  string
+		at    HLC
+		paths []string
+		want  error
+	}{
+		{"before the session", before, nil, ErrNotFound},
+		{"below a file", at, []string{"a.txt/x"}, ErrNotDir},
+		{"never there", at, []string{"d/never"}, ErrNotFound},
+	} {
+		if _, err := e.st.Restore(context.Background(), sid, c.at, RestoreOptions{Paths: c.paths}); !errors.Is(err, c.want) {
+			t.Errorf("restore %s: %v, want %v", c.what, err, c.want)
+		}
+	}
+	if got := e.seq(sid); got != seq {
+		t.Errorf("refused restores committed: last event %d, was %d", got, seq)
 	}
 }

@@ -607,9 +607,11 @@ func (s *Store) SetAttrCtx(ctx context.Context, sid SessionID, ino Ino, a SetAtt
 }
 
 // WriteContent commits new content for ino, read from r (the file's whole
-// new content), with mtime (ns). Other attributes are kept.
-func (s *Store) WriteContent(sid SessionID, ino Ino, r io.Reader, mtime int64) (*Inode, error) {
-	return s.WriteContentAttr(sid, ino, r, mtime, SetAttr{})
+// new content), with mtime (ns). Other attributes are kept. ctx ends the
+// storing of a large content between chunks, with ctx.Err() and nothing
+// committed.
+func (s *Store) WriteContent(ctx context.Context, sid SessionID, ino Ino, r io.Reader, mtime int64) (*Inode, error) {
+	return s.WriteContentAttr(ctx, sid, ino, r, mtime, SetAttr{})
 }
 
 // LatestInode reads the current version of ino.

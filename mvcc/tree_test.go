@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -36,7 +37,7 @@ func writeFile(t *testing.T, st *Store, sid SessionID, dir Ino, name string, dat
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err = st.WriteContent(sid, n.Ino, bytes.NewReader(data), nowNs())
+	n, err = st.WriteContent(context.Background(), sid, n.Ino, bytes.NewReader(data), nowNs())
 	if err != nil {
 		t.Fatal(err)
 	}

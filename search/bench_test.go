@@ -244,7 +244,7 @@ func loadTreeFromDisk(t *testing.T, st *mvcc.Store, sid mvcc.SessionID, dir stri
 			if err != nil {
 				return err
 			}
-			if _, err := st.WriteContent(sid, n.Ino, strings.NewReader(string(data)), fi.ModTime().UnixNano()); err != nil {
+			if _, err := st.WriteContent(context.Background(), sid, n.Ino, strings.NewReader(string(data)), fi.ModTime().UnixNano()); err != nil {
 				return err
 			}
 			files++

@@ -57,7 +57,7 @@ func putFile(t testing.TB, st *mvcc.Store, sid mvcc.SessionID, path string, data
 	if err != nil {
 		t.Fatalf("create %s: %v", path, err)
 	}
-	if _, err := st.WriteContent(sid, n.Ino, bytes.NewReader(data), 0); err != nil {
+	if _, err := st.WriteContent(context.Background(), sid, n.Ino, bytes.NewReader(data), 0); err != nil {
 		t.Fatalf("write %s: %v", path, err)
 	}
 }

@@ -261,10 +261,10 @@ func TestCatchUpCreatedAndLinked(t *testing.T) {
 	if _, err := st.Link(sid, n.Ino, h.Root, "new-link.txt"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WriteContent(sid, n.Ino, strings.NewReader("needle new\n"), 0); err != nil {
+	if _, err := st.WriteContent(context.Background(), sid, n.Ino, strings.NewReader("needle new\n"), 0); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WriteContent(sid, old.Ino, strings.NewReader("needle old\n"), 0); err != nil {
+	if _, err := st.WriteContent(context.Background(), sid, old.Ino, strings.NewReader("needle old\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	if err := ix.CatchUp(sid); err != nil {

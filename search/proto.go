@@ -58,7 +58,7 @@ type msg struct {
 	ID  uint64
 	Sid mvcc.SessionID
 	// Seq and HLC: covered position; Ino: a document's inode; N, N2, N3:
-	// counts and sizes (batch bounds, result size, stats).
+	// counts and sizes (batch bounds, result size).
 	Seq, HLC, Ino, N, N2, N3 uint64
 	// Path: document id or query argument; Field: query field; Text:
 	// ranked-search query; Err: a reply's error.
@@ -70,6 +70,20 @@ type msg struct {
 	Strs    []string
 	Floats  []float64
 	Q       *trigram.Query
+	// Stats: the reply to opStats.
+	Stats *workerStats
+}
+
+// workerStats is what the worker reports of itself (BackendStats' fields
+// that only the worker knows). The mount and its worker are always the
+// same binary (the mount starts its own executable), so the frame layout
+// changes freely with the code: no version of it needs decoding by
+// another.
+type workerStats struct {
+	Indexed     uint64 // documents committed to bleve since the worker started
+	QueryPolicy uint64 // the scheduling policy queries are answered at
+	IdleRankers uint64 // rankers run at SCHED_IDLE
+	MemLimit    int64  // soft memory limit in bytes (debug.SetMemoryLimit)
 }
 
 // maxQueryDepth bounds a decoded trigram query's nesting.
@@ -124,6 +138,15 @@ func encodeMsg(b []byte, m *msg) []byte {
 	} else {
 		b = append(b, 0)
 	}
+	if s := m.Stats; s != nil {
+		b = append(b, 1)
+		for _, v := range []uint64{s.Indexed, s.QueryPolicy, s.IdleRankers} {
+			b = binary.AppendUvarint(b, v)
+		}
+		b = binary.AppendVarint(b, s.MemLimit)
+	} else {
+		b = append(b, 0)
+	}
 	return b
 }
 
@@ -163,6 +186,16 @@ func (d *decoder) uvarint() uint64 {
 // count reads a number of elements, each of which takes at least min
 // bytes: more than the rest of the payload holds is an error (so a bad
 // count never allocates).
+func (d *decoder) varint() int64 {
+	v, n := binary.Varint(d.b)
+	if n <= 0 {
+		d.fail()
+		return 0
+	}
+	d.b = d.b[n:]
+	return v
+}
+
 func (d *decoder) count(min int) int {
 	n := d.uvarint()
 	if n > uint64(len(d.b)/min) {
@@ -259,6 +292,18 @@ func decodeMsg(p []byte) (*msg, error) {
 	case 0:
 	case 1:
 		m.Q = d.query(0)
+	default:
+		d.fail()
+	}
+	switch d.byte1() {
+	case 0:
+	case 1:
+		s := &workerStats{}
+		for _, v := range []*uint64{&s.Indexed, &s.QueryPolicy, &s.IdleRankers} {
+			*v = d.uvarint()
+		}
+		s.MemLimit = d.varint()
+		m.Stats = s
 	default:
 		d.fail()
 	}

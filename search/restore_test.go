@@ -1,6 +1,7 @@
 package search
 
 import (
+	"context"
 	"testing"
 
 	"github.com/padfs/padfs/mvcc"
@@ -26,7 +27,7 @@ func TestRestoreReindexesItsPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := ix.be.stats().Indexed
-	if _, err := st.Restore(sid, at, mvcc.RestoreOptions{Paths: []string{"a"}}); err != nil {
+	if _, err := st.Restore(context.Background(), sid, at, mvcc.RestoreOptions{Paths: []string{"a"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ix.CatchUp(sid); err != nil {
@@ -64,7 +65,7 @@ func TestRestoreSeveralRootsReindexesThem(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := ix.be.stats().Indexed
-	if _, err := st.Restore(sid, at, mvcc.RestoreOptions{Paths: []string{"a", "b"}}); err != nil {
+	if _, err := st.Restore(context.Background(), sid, at, mvcc.RestoreOptions{Paths: []string{"a", "b"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := ix.CatchUp(sid); err != nil {

@@ -3,6 +3,7 @@ package search
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -43,8 +44,13 @@ import (
 // the worker falls behind: back-pressure); the query connection carries
 // reads, each served on its own goroutine.
 
-// workerEnv names the index directory in a worker's environment.
-const workerEnv = "PADFS_INDEX_WORKER"
+// workerEnv names the index directory in a worker's environment;
+// workerLevelEnv the level the mount logs at (slog.Level's text), which
+// the worker's logger takes: its lines end in the mount's log.
+const (
+	workerEnv      = "PADFS_INDEX_WORKER"
+	workerLevelEnv = "PADFS_INDEX_LOG_LEVEL"
+)
 
 // errWorkerDown is a request to a worker that is not running.
 var errWorkerDown = errors.New("search index worker is not running")
@@ -58,7 +64,12 @@ func init() {
 // workerMain serves the index directory dir over fds 3 (ingest) and 4
 // (query) until the ingest connection closes.
 func workerMain(dir string) int {
-	log := slog.New(slog.NewTextHandler(os.Stderr, nil)).With("component", "search-worker", "pid", os.Getpid())
+	var level slog.Level // Info unless the mount says otherwise
+	levelErr := level.UnmarshalText([]byte(cmp.Or(os.Getenv(workerLevelEnv), "INFO")))
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})).With("component", "search-worker", "pid", os.Getpid())
+	if levelErr != nil {
+		log.Warn("search worker: "+workerLevelEnv+" ignored", "err", levelErr)
+	}
 	ingest, err1 := net.FileConn(os.NewFile(3, "ingest"))
 	query, err2 := net.FileConn(os.NewFile(4, "query"))
 	if err := errors.Join(err1, err2); err != nil {
@@ -87,6 +98,7 @@ func workerMain(dir string) int {
 	if limit != defaultMemLimit {
 		debug.SetMemoryLimit(limit)
 	}
+	log.Debug("search worker: serving", "dir", dir, "memlimit", limit)
 	lb := newLocalBackend(dir, log)
 	// A ranked search's rankers run on goroutines of their own, on
 	// threads at SCHED_IDLE: each leaves it as the query's thread does.
@@ -243,11 +255,9 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 			out.Floats = append(out.Floats, h.scores[:]...)
 		}
 	case opStats:
-		out.N = lb.stats().Indexed
-		out.N2 = uint64(schedPolicy())
-		out.N3 = lb.stats().IdleRankers
-		// Seq carries the memory limit: N..N3 are taken.
-		out.Seq = uint64(debug.SetMemoryLimit(-1))
+		ls := lb.stats()
+		out.Stats = &workerStats{Indexed: ls.Indexed, QueryPolicy: uint64(schedPolicy()),
+			IdleRankers: ls.IdleRankers, MemLimit: debug.SetMemoryLimit(-1)}
 	case opBegin:
 		sv.setErr(m.Sid, nil, true)
 		out.N, err = lb.begin(m.Sid, int(m.N), int64(m.N2), int(m.N3))
@@ -571,7 +581,7 @@ func (rb *remoteBackend) start() (*worker, error) {
 		}
 	}()
 	cmd := exec.Command(exe, "index-worker")
-	cmd.Env = append(os.Environ(), workerEnv+"="+rb.dir)
+	cmd.Env = append(os.Environ(), workerEnv+"="+rb.dir, workerLevelEnv+"="+logLevel(rb.log).String())
 	cmd.ExtraFiles = child[:]
 	cmd.Stderr = &logWriter{log: rb.log}
 	// The worker dies with the thread that started it, which lives as
@@ -851,11 +861,11 @@ func (rb *remoteBackend) stats() BackendStats {
 		return s
 	}
 	s.Pid = w.cmd.Process.Pid
-	if r, err := w.query.call(&msg{Op: opStats}, queryTimeout); err == nil {
-		s.Indexed = r.N
-		s.QueryPolicy = int(r.N2)
-		s.IdleRankers = r.N3
-		s.MemLimit = int64(r.Seq)
+	if r, err := w.query.call(&msg{Op: opStats}, queryTimeout); err == nil && r.Stats != nil {
+		s.Indexed = r.Stats.Indexed
+		s.QueryPolicy = int(r.Stats.QueryPolicy)
+		s.IdleRankers = r.Stats.IdleRankers
+		s.MemLimit = r.Stats.MemLimit
 	}
 	return s
 }
@@ -889,6 +899,16 @@ func (rb *remoteBackend) close() error {
 		return fmt.Errorf("search index worker: %s", st)
 	}
 	return nil
+}
+
+// logLevel is the lowest level log records.
+func logLevel(log *slog.Logger) slog.Level {
+	for _, l := range []slog.Level{slog.LevelDebug, slog.LevelInfo, slog.LevelWarn} {
+		if log.Enabled(context.Background(), l) {
+			return l
+		}
+	}
+	return slog.LevelError
 }
 
 // logWriter turns the worker's stderr lines into log records.

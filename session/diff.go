@@ -3,6 +3,7 @@ package session
 import (
 	"bytes"
 	"compress/zlib"
+	"context"
 	"crypto/sha1"
 	"encoding/hex"
 	"fmt"
@@ -70,8 +71,9 @@ func gitMode(n *mvcc.Inode) string {
 // patches, a renamed directory is a rename of each file below it, a change
 // of type is a deletion and a creation. It returns what a patch cannot
 // express (empty directories, special files, permission bits other than
-// 644/755), one phrase each, for the caller to report.
-func WriteUnified(w io.Writer, st *mvcc.Store, sid mvcc.SessionID, to mvcc.HLC, changes []mvcc.Change) ([]string, error) {
+// 644/755), one phrase each, for the caller to report. ctx ends it early
+// (between files) with ctx.Err().
+func WriteUnified(ctx context.Context, w io.Writer, st *mvcc.Store, sid mvcc.SessionID, to mvcc.HLC, changes []mvcc.Change) ([]string, error) {
 	var lost []string
 	// Paths that carry a file (so their directories come and go with it).
 	files := map[string]bool{}
@@ -88,6 +90,9 @@ func WriteUnified(w io.Writer, st *mvcc.Store, sid mvcc.SessionID, to mvcc.HLC, 
 		}
 	}
 	for _, c := range changes {
+		if err := ctx.Err(); err != nil {
+			return lost, err
+		}
 		var err error
 		switch {
 		case c.Status == 'R' && c.New.IsDir():

@@ -22,6 +22,7 @@ func tempDir() string {
 
 // The basic lifecycle: create, write, read, edit, grep, ls, forget.
 func Example() {
+	ctx := context.Background()
 	dir := tempDir()
 	defer os.RemoveAll(dir)
 	st, err := session.Open(dir)
@@ -34,18 +35,18 @@ func Example() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	pad.Write("notes.md", "# Notes\nFirst draft.\n")
-	pad.Write("todo/today.md", "- [ ] finish draft\n") // creates todo/
+	pad.Write(ctx, "notes.md", "# Notes\nFirst draft.\n")
+	pad.Write(ctx, "todo/today.md", "- [ ] finish draft\n") // creates todo/
 
 	notes, ok, _ := pad.Read("notes.md")
 	fmt.Printf("%q %v\n", notes, ok)
 	_, ok, _ = pad.Read("missing.md")
 	fmt.Println("missing exists:", ok)
 
-	if err := pad.Edit("notes.md", "First draft.", "Second draft."); err != nil {
+	if err := pad.Edit(ctx, "notes.md", "First draft.", "Second draft."); err != nil {
 		log.Fatal(err)
 	}
-	hits, _ := pad.Grep("draft", 10)
+	hits, _ := pad.Grep(ctx, "draft", 10)
 	for _, h := range hits {
 		fmt.Printf("%s:%d:%s\n", h.Path, h.Line, h.Text)
 	}
@@ -66,15 +67,16 @@ func Example() {
 
 // Time travel: read a file as it was before an edit.
 func ExampleSession_AsOf() {
+	ctx := context.Background()
 	dir := tempDir()
 	defer os.RemoveAll(dir)
 	st, _ := session.Open(dir)
 	defer st.Close()
 	pad, _ := st.Create("")
 
-	pad.Write("plan.md", "Plan v1: go left")
+	pad.Write(ctx, "plan.md", "Plan v1: go left")
 	decision, _ := st.Now() // a point in time between the two writes
-	pad.Edit("plan.md", "v1: go left", "v2: go right")
+	pad.Edit(ctx, "plan.md", "v1: go left", "v2: go right")
 
 	latest, _, _ := pad.Read("plan.md")
 	before, _, _ := pad.AsOf(decision).Read("plan.md")
@@ -87,18 +89,19 @@ func ExampleSession_AsOf() {
 
 // Edit replaces exactly one occurrence.
 func ExampleSession_Edit() {
+	ctx := context.Background()
 	dir := tempDir()
 	defer os.RemoveAll(dir)
 	st, _ := session.Open(dir)
 	defer st.Close()
 	pad, _ := st.Create("")
-	pad.Write("a.go", "x := 1\ny := 1\n")
+	pad.Write(ctx, "a.go", "x := 1\ny := 1\n")
 
-	err := pad.Edit("a.go", "1", "2")
+	err := pad.Edit(ctx, "a.go", "1", "2")
 	fmt.Println(errors.Is(err, session.ErrAmbiguous))
-	err = pad.Edit("a.go", "z := 1", "z := 2")
+	err = pad.Edit(ctx, "a.go", "z := 1", "z := 2")
 	fmt.Println(errors.Is(err, session.ErrNoMatch))
-	pad.Edit("a.go", "y := 1", "y := 2")
+	pad.Edit(ctx, "a.go", "y := 1", "y := 2")
 	s, _, _ := pad.Read("a.go")
 	fmt.Print(s)
 	// Output:
@@ -110,16 +113,17 @@ func ExampleSession_Edit() {
 
 // A fork starts from the session's state and then evolves on its own.
 func ExampleSession_Fork() {
+	ctx := context.Background()
 	dir := tempDir()
 	defer os.RemoveAll(dir)
 	st, _ := session.Open(dir)
 	defer st.Close()
 	pad, _ := st.Create("main")
-	pad.Write("idea.txt", "shared start\n")
+	pad.Write(ctx, "idea.txt", "shared start\n")
 
-	alt, _ := pad.Fork("experiment")
-	alt.Write("idea.txt", "experiment\n")
-	pad.Write("idea.txt", "main line\n")
+	alt, _ := pad.Fork(ctx, "experiment")
+	alt.Write(ctx, "idea.txt", "experiment\n")
+	pad.Write(ctx, "idea.txt", "main line\n")
 
 	a, _, _ := pad.Read("idea.txt")
 	b, _, _ := alt.Read("idea.txt")
@@ -133,11 +137,12 @@ func ExampleSession_Fork() {
 
 // Resuming is opening the store again and naming the session: no load step.
 func ExampleStore_Resume() {
+	ctx := context.Background()
 	dir := tempDir()
 	defer os.RemoveAll(dir)
 	st, _ := session.Open(dir)
 	pad, _ := st.Create("")
-	pad.Write("state.json", `{"step": 3}`)
+	pad.Write(ctx, "state.json", `{"step": 3}`)
 	id := pad.ID()
 	st.Close()
 
@@ -152,19 +157,20 @@ func ExampleStore_Resume() {
 
 // Hard forget is two steps: a receipt with a token, then the purge.
 func ExampleStore_Purge() {
+	ctx := context.Background()
 	dir := tempDir()
 	defer os.RemoveAll(dir)
 	st, _ := session.Open(dir)
 	defer st.Close()
 	pad, _ := st.Create("")
-	pad.Write("secret.txt", "do not keep\n")
+	pad.Write(ctx, "secret.txt", "do not keep\n")
 
 	r, _ := st.PlanPurge(pad.ID())
 	fmt.Println(r.Files, "file,", r.Versions, "versions")
-	if _, err := st.Purge(context.Background(), pad.ID(), "forget-wrong", nil); errors.Is(err, mvcc.ErrToken) {
+	if _, err := st.Purge(ctx, pad.ID(), "forget-wrong", nil); errors.Is(err, mvcc.ErrToken) {
 		fmt.Println("wrong token refused")
 	}
-	if _, err := st.Purge(context.Background(), pad.ID(), r.Token, nil); err != nil {
+	if _, err := st.Purge(ctx, pad.ID(), r.Token, nil); err != nil {
 		log.Fatal(err)
 	}
 	_, err := st.Lookup(pad.ID())

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -110,7 +111,7 @@ func TestUnifiedPatchAppliesWithGit(t *testing.T) {
 		"dir/a.txt": "in dir\n", "dir/sub/b.bin": bin(9, 70), "dir/changed.txt": "x\n",
 		"doomed/x.txt": "x\n", "doomed/deeper/y.txt": "y\n",
 	} {
-		if err := p.Write(path, s); err != nil {
+		if err := p.Write(context.Background(), path, s); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -125,11 +126,11 @@ func TestUnifiedPatchAppliesWithGit(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	must(p.Write("mod.txt", "one\n2\nthree\nfour"))
-	must(p.Write("bin.dat", bin(7, 5000)[:4000]+"tail"))
-	must(p.Write("new.bin", bin(5, 300)))
-	must(p.Write("new.txt", "hello\n"))
-	must(p.Write("dir/changed.txt", "y\n"))
+	must(p.Write(context.Background(), "mod.txt", "one\n2\nthree\nfour"))
+	must(p.Write(context.Background(), "bin.dat", bin(7, 5000)[:4000]+"tail"))
+	must(p.Write(context.Background(), "new.bin", bin(5, 300)))
+	must(p.Write(context.Background(), "new.txt", "hello\n"))
+	must(p.Write(context.Background(), "dir/changed.txt", "y\n"))
 	must(m.Remove(sid, root, "gone.txt", false))
 	must(m.Remove(sid, root, "gone.bin", false))
 	must(m.Rename(sid, root, "old-name.txt", root, "new-name.txt", 0))
@@ -160,7 +161,7 @@ func TestUnifiedPatchAppliesWithGit(t *testing.T) {
 	changes, err := m.Diff(t.Context(), sid, from, to)
 	must(err)
 	var patch bytes.Buffer
-	lost, err := WriteUnified(&patch, m, sid, to, changes)
+	lost, err := WriteUnified(context.Background(), &patch, m, sid, to, changes)
 	must(err)
 	if len(lost) != 1 || !strings.Contains(lost[0], "empty-dir") {
 		t.Errorf("what the patch cannot express: %q, want the empty directory", lost)

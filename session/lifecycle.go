@@ -57,8 +57,9 @@ type Hit struct {
 // line order. It is exact and never stale: the search index narrows the
 // files to read (files it has not caught up with are read anyway), then the
 // pattern runs over each candidate's current content. Binary files are
-// skipped. Without an index (Wrap with nil) every file is read.
-func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
+// skipped. Without an index (Wrap with nil) every file is read. ctx ends
+// it early (between files) with ctx.Err().
+func (p *Session) Grep(ctx context.Context, pattern string, k int) ([]Hit, error) {
 	m, err := grep.Compile([]string{pattern}, grep.MatchOptions{Syntax: grep.Extended}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("%w: pattern %q: %v", mvcc.ErrInvalid, pattern, err)
@@ -67,7 +68,7 @@ func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
 	degraded := true
 	if ix := p.s.ix; ix != nil {
 		var out, errb bytes.Buffer
-		stats, err := ix.Grep(context.Background(), search.GrepRequest{
+		stats, err := ix.Grep(ctx, search.GrepRequest{
 			Session: p.h.ID, Out: &out, Err: &errb,
 			Options: grep.Options{Patterns: []string{pattern}, Match: grep.MatchOptions{Syntax: grep.Extended},
 				Mode: grep.OutFilesWith, Filename: 1, Silent: true},
@@ -84,8 +85,14 @@ func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
 	} else if files, err = p.Ls(""); err != nil {
 		return nil, err
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err // the index's answer may be cut short
+	}
 	var hits []Hit
 	for _, f := range files {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		var data []byte
 		err := p.s.st.View(func(t *mvcc.ReadTx) error {
 			n, err := t.Walk(p.h.ID, f, mvcc.Latest)
@@ -123,11 +130,12 @@ func (p *Session) Grep(pattern string, k int) ([]Hit, error) {
 // Search returns up to k files (k <= 0: 10) ranked by BM25 relevance to the
 // words of query, each with its best line and a snippet: the seed's
 // "hybrid recall" grep. It needs the search index (Open provides it).
-func (p *Session) Search(query string, k int) ([]Hit, error) {
+// ctx ends it early with ctx.Err().
+func (p *Session) Search(ctx context.Context, query string, k int) ([]Hit, error) {
 	if p.s.ix == nil {
 		return nil, errors.New("search: this store was opened without an index")
 	}
-	res, err := p.s.ix.Search(context.Background(), p.h.ID, query, k)
+	res, err := p.s.ix.Search(ctx, p.h.ID, query, k)
 	if err != nil {
 		return nil, err
 	}

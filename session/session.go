@@ -175,8 +175,9 @@ func clean(p string) ([]string, error) {
 
 // Write sets the content of the file at path, creating it (mode 0644) and
 // its missing parent directories (mode 0755) as mkdir -p does. Each step
-// is one commit, as through the mount.
-func (p *Session) Write(path, content string) error {
+// is one commit, as through the mount. ctx ends the storing of a large
+// content early, with ctx.Err() and the file's content unchanged.
+func (p *Session) Write(ctx context.Context, path, content string) error {
 	parts, err := clean(path)
 	if err != nil {
 		return err
@@ -215,7 +216,7 @@ func (p *Session) Write(path, content string) error {
 	if !n.IsRegular() {
 		return fmt.Errorf("%s: %w: not a regular file", path, mvcc.ErrInvalid)
 	}
-	if _, err := p.s.st.WriteContent(p.h.ID, n.Ino, strings.NewReader(content), timeNow()); err != nil {
+	if _, err := p.s.st.WriteContent(ctx, p.h.ID, n.Ino, strings.NewReader(content), timeNow()); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return nil
@@ -267,8 +268,8 @@ func (p *Session) read(path string, at HLC) (string, bool, error) {
 // if old is empty or absent (ErrNoMatch), if it occurs more than once
 // (ErrAmbiguous), or if the file changed between the read and the write
 // (ErrConflict: the commit checks that the content it edited is still the
-// latest).
-func (p *Session) Edit(path, old, new string) error {
+// latest). ctx ends it early as it does Write.
+func (p *Session) Edit(ctx context.Context, path, old, new string) error {
 	parts, err := clean(path)
 	if err != nil {
 		return err
@@ -297,7 +298,7 @@ func (p *Session) Edit(path, old, new string) error {
 		return fmt.Errorf("%s: %w (%d times); include more context to make it unique", path, ErrAmbiguous, c)
 	}
 	edited := bytes.NewReader(bytes.Replace(content, []byte(old), []byte(new), 1))
-	_, err = p.s.st.WriteContentIf(p.h.ID, n.Ino, edited, timeNow(), mvcc.SetAttr{}, func(cur *mvcc.Inode) error {
+	_, err = p.s.st.WriteContentIf(ctx, p.h.ID, n.Ino, edited, timeNow(), mvcc.SetAttr{}, func(cur *mvcc.Inode) error {
 		if cur.ContentHLC != n.ContentHLC || cur.Nlink == 0 {
 			return ErrConflict // changed or removed since we read it
 		}
@@ -361,12 +362,14 @@ func (p *Session) Log(since uint64) ([]mvcc.Event, error) {
 
 // Fork creates a new session (named name, optional) whose tree is this
 // session's current tree; the two evolve independently from then on.
-func (p *Session) Fork(name string) (*Session, error) {
-	return p.fork(mvcc.Latest, name)
+// ctx ends the copy of a large tree early, with ctx.Err() and no new
+// session.
+func (p *Session) Fork(ctx context.Context, name string) (*Session, error) {
+	return p.fork(ctx, mvcc.Latest, name)
 }
 
-func (p *Session) fork(at HLC, name string) (*Session, error) {
-	h, err := p.s.st.Fork(context.Background(), p.h.ID, at, mvcc.ForkOptions{Name: name}) // the Go API takes no context
+func (p *Session) fork(ctx context.Context, at HLC, name string) (*Session, error) {
+	h, err := p.s.st.Fork(ctx, p.h.ID, at, mvcc.ForkOptions{Name: name})
 	if err != nil {
 		return nil, err
 	}
@@ -393,5 +396,8 @@ func (v *View) Read(path string) (string, bool, error) { return v.p.read(path, v
 // Ls is Session.Ls as of the view's HLC.
 func (v *View) Ls(prefix string) ([]string, error) { return v.p.ls(prefix, v.at) }
 
-// Fork creates a new session whose tree is this view's state.
-func (v *View) Fork(name string) (*Session, error) { return v.p.fork(v.at, name) }
+// Fork creates a new session whose tree is this view's state (ctx as for
+// Session.Fork).
+func (v *View) Fork(ctx context.Context, name string) (*Session, error) {
+	return v.p.fork(ctx, v.at, name)
+}

@@ -2,6 +2,7 @@ package session
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"os"
 	"path/filepath"
@@ -28,7 +29,7 @@ func openTest(t *testing.T) (*Store, *Session) {
 
 func TestReadAbsentIsNotEmpty(t *testing.T) {
 	_, p := openTest(t)
-	if err := p.Write("/empty.txt", ""); err != nil {
+	if err := p.Write(context.Background(), "/empty.txt", ""); err != nil {
 		t.Fatal(err)
 	}
 	s, ok, err := p.Read("empty.txt")
@@ -40,40 +41,40 @@ func TestReadAbsentIsNotEmpty(t *testing.T) {
 			t.Fatalf("absent %s: %q %v %v", missing, s, ok, err)
 		}
 	}
-	p.Write("d/x", "1")
+	p.Write(context.Background(), "d/x", "1")
 	if _, _, err := p.Read("d"); !errors.Is(err, mvcc.ErrIsDir) {
 		t.Fatalf("read of a directory: %v", err)
 	}
-	if err := p.Write("d", "x"); !errors.Is(err, mvcc.ErrInvalid) {
+	if err := p.Write(context.Background(), "d", "x"); !errors.Is(err, mvcc.ErrInvalid) {
 		t.Fatalf("write over a directory: %v", err)
 	}
-	if err := p.Write("d/x/y", "x"); !errors.Is(err, mvcc.ErrNotDir) {
+	if err := p.Write(context.Background(), "d/x/y", "x"); !errors.Is(err, mvcc.ErrNotDir) {
 		t.Fatalf("write below a file: %v", err)
 	}
-	if err := p.Write("../../etc/passwd", "root"); err != nil {
+	if err := p.Write(context.Background(), "../../etc/passwd", "root"); err != nil {
 		t.Fatal(err) // ".." cannot leave the root: this is etc/passwd in the session
 	}
 	if s, ok, _ := p.Read("etc/passwd"); !ok || s != "root" {
 		t.Fatalf("cleaned path: %q %v", s, ok)
 	}
-	if err := p.Write("a/.asof/x", "x"); !errors.Is(err, mvcc.ErrInvalid) {
+	if err := p.Write(context.Background(), "a/.asof/x", "x"); !errors.Is(err, mvcc.ErrInvalid) {
 		t.Fatalf("reserved name: %v", err)
 	}
 }
 
 func TestLsGrepForgetAsOf(t *testing.T) {
 	st, p := openTest(t)
-	p.Write("src/main.go", "package main\n\nfunc main() {}\n")
-	p.Write("src/util/u.go", "package util\n")
-	p.Write("README", "main docs\n")
-	p.Write("bin/blob", "main\x00binary")
+	p.Write(context.Background(), "src/main.go", "package main\n\nfunc main() {}\n")
+	p.Write(context.Background(), "src/util/u.go", "package util\n")
+	p.Write(context.Background(), "README", "main docs\n")
+	p.Write(context.Background(), "bin/blob", "main\x00binary")
 	if got, _ := p.Ls("src/"); strings.Join(got, ",") != "src/main.go,src/util/u.go" {
 		t.Fatalf("Ls(src/) = %v", got)
 	}
 	if got, _ := p.Ls(""); len(got) != 4 {
 		t.Fatalf("Ls() = %v", got)
 	}
-	hits, err := p.Grep(`\bmain\b`, 0)
+	hits, err := p.Grep(context.Background(), `\bmain\b`, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,17 +85,17 @@ func TestLsGrepForgetAsOf(t *testing.T) {
 	if strings.Join(hs, "|") != "README:main docs|src/main.go:package main|src/main.go:func main() {}" {
 		t.Fatalf("Grep = %v", hs)
 	}
-	if hits, _ := p.Grep("main", 2); len(hits) != 2 {
+	if hits, _ := p.Grep(context.Background(), "main", 2); len(hits) != 2 {
 		t.Fatalf("Grep k=2: %d hits", len(hits))
 	}
-	if _, err := p.Grep("(", 1); !errors.Is(err, mvcc.ErrInvalid) {
+	if _, err := p.Grep(context.Background(), "(", 1); !errors.Is(err, mvcc.ErrInvalid) {
 		t.Fatalf("bad pattern: %v", err)
 	}
 	before, _ := st.Now()
 	if err := p.Forget(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Write("x", "y"); !errors.Is(err, mvcc.ErrForgotten) {
+	if err := p.Write(context.Background(), "x", "y"); !errors.Is(err, mvcc.ErrForgotten) {
 		t.Fatalf("write after forget: %v", err)
 	}
 	again, err := st.Lookup(p.ID())
@@ -104,7 +105,7 @@ func TestLsGrepForgetAsOf(t *testing.T) {
 	if s, ok, err := again.AsOf(before).Read("README"); !ok || err != nil || s != "main docs\n" {
 		t.Fatalf("as-of read of a forgotten session: %q %v %v", s, ok, err)
 	}
-	f, err := again.AsOf(before).Fork("revived")
+	f, err := again.AsOf(before).Fork(context.Background(), "revived")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,15 +116,15 @@ func TestLsGrepForgetAsOf(t *testing.T) {
 
 func TestWriteUnifiedPatch(t *testing.T) {
 	st, p := openTest(t)
-	p.Write("keep.txt", "a\nb\nc\n")
-	p.Write("mod.txt", "one\ntwo\nthree\n")
-	p.Write("gone.txt", "bye\n")
-	p.Write("bin.dat", "\x00\x01")
-	p.Write("old-name.txt", "same\n")
+	p.Write(context.Background(), "keep.txt", "a\nb\nc\n")
+	p.Write(context.Background(), "mod.txt", "one\ntwo\nthree\n")
+	p.Write(context.Background(), "gone.txt", "bye\n")
+	p.Write(context.Background(), "bin.dat", "\x00\x01")
+	p.Write(context.Background(), "old-name.txt", "same\n")
 	from, _ := st.Now()
-	p.Write("mod.txt", "one\n2\nthree\n")
-	p.Write("new.txt", "hello\n")
-	p.Write("bin.dat", "\x00\x02")
+	p.Write(context.Background(), "mod.txt", "one\n2\nthree\n")
+	p.Write(context.Background(), "new.txt", "hello\n")
+	p.Write(context.Background(), "bin.dat", "\x00\x02")
 	sid := p.SID()
 	h := p.Header()
 	if err := st.MVCC().Remove(sid, h.Root, "gone.txt", false); err != nil {
@@ -145,7 +146,7 @@ func TestWriteUnifiedPatch(t *testing.T) {
 		t.Fatalf("status:\n%s", got)
 	}
 	var b bytes.Buffer
-	if lost, err := WriteUnified(&b, st.MVCC(), sid, to, ch); err != nil || len(lost) != 0 {
+	if lost, err := WriteUnified(context.Background(), &b, st.MVCC(), sid, to, ch); err != nil || len(lost) != 0 {
 		t.Fatal(lost, err)
 	}
 	want := `diff --git a/bin.dat b/bin.dat
@@ -201,10 +202,10 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 	defer st.Close()
 	const marker, needle = "padfsapimarkerqzx", "padfsapineedlewvy"
 	gone, _ := st.Create("gone")
-	gone.Write("a.txt", "alpha "+marker+"\n")
+	gone.Write(context.Background(), "a.txt", "alpha "+marker+"\n")
 	red, _ := st.Create("red")
-	red.Write("b.txt", "beta "+needle+"\n")
-	red.Write("c.txt", "unrelated\n")
+	red.Write(context.Background(), "b.txt", "beta "+needle+"\n")
+	red.Write(context.Background(), "c.txt", "unrelated\n")
 	for _, p := range []*Session{gone, red} {
 		if err := st.ix.CatchUp(p.SID()); err != nil {
 			t.Fatal(err)
@@ -221,10 +222,10 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 	if _, err := os.Stat(goneIndex); err != nil {
 		t.Fatalf("no index for the session: %v", err)
 	}
-	if hits, _ := red.Search(needle, 5); len(hits) != 1 {
+	if hits, _ := red.Search(context.Background(), needle, 5); len(hits) != 1 {
 		t.Fatalf("Search(needle) before: %+v", hits)
 	}
-	if hits, err := red.Search("beta", 5); err != nil || len(hits) != 1 || hits[0].Path != "b.txt" {
+	if hits, err := red.Search(context.Background(), "beta", 5); err != nil || len(hits) != 1 || hits[0].Path != "b.txt" {
 		t.Fatalf("Search: %+v %v", hits, err)
 	}
 	r, err := st.PlanPurge(gone.ID())
@@ -246,13 +247,13 @@ func TestPurgeAndRedactReachTheIndex(t *testing.T) {
 			t.Fatalf("%s still in %v", m, hits)
 		}
 	}
-	if hits, _ := red.Grep(`\[gone\]`, 0); len(hits) != 1 || hits[0].Text != "beta [gone]" {
+	if hits, _ := red.Grep(context.Background(), `\[gone\]`, 0); len(hits) != 1 || hits[0].Text != "beta [gone]" {
 		t.Fatalf("Grep after redaction: %+v", hits)
 	}
 	if _, err := os.Stat(goneIndex); !os.IsNotExist(err) {
 		t.Fatalf("index of the purged session: %v", err)
 	}
-	if hits, err := red.Search(needle, 5); err != nil || len(hits) != 0 {
+	if hits, err := red.Search(context.Background(), needle, 5); err != nil || len(hits) != 0 {
 		t.Fatalf("the index still knows the needle: %+v %v", hits, err)
 	}
 }

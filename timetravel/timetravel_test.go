@@ -2,6 +2,7 @@ package timetravel_test
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"maps"
 	"os"
@@ -61,7 +62,7 @@ func (hs *history) done(t *testing.T, what string) mvcc.HLC {
 
 func (hs *history) write(t *testing.T, ino mvcc.Ino, content string) {
 	t.Helper()
-	if _, err := hs.st.WriteContent(hs.h.ID, ino, bytes.NewReader([]byte(content)), time.Now().UnixNano()); err != nil {
+	if _, err := hs.st.WriteContent(context.Background(), hs.h.ID, ino, bytes.NewReader([]byte(content)), time.Now().UnixNano()); err != nil {
 		t.Fatalf("write %q: %v", content, err)
 	}
 	hs.done(t, "write "+content)

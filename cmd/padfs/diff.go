@@ -124,7 +124,7 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 						return err
 					}
 				case unified:
-					lost, err := session.WriteUnified(a.Out, a.Store, sid, to, changes)
+					lost, err := session.WriteUnified(a.Context(), a.Out, a.Store, sid, to, changes)
 					if err != nil {
 						return err
 					}

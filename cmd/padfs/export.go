@@ -118,7 +118,7 @@ A fork exports whole (its tree does not need its parent).`,
 					out = ""
 				}
 				return writeOutput(a, out, func(w io.Writer) error {
-					_, err := a.Store.ExportSession(sid, w)
+					_, err := a.Store.ExportSession(a.Context(), sid, w)
 					return err
 				})
 			})
@@ -171,7 +171,7 @@ func writeOutput(a *App, file string, fn func(io.Writer) error) error {
 func exportTar(a *App, sid mvcc.SessionID, at mvcc.HLC, w io.Writer, maxSparse int64) error {
 	tw := tar.NewWriter(w)
 	buf := make([]byte, 1<<20)
-	err := a.Store.ExportTree(sid, at, func(e mvcc.ExportEntry) error {
+	err := a.Store.ExportTree(a.Context(), sid, at, func(e mvcc.ExportEntry) error {
 		n := e.Node
 		hdr := &tar.Header{Format: tar.FormatPAX, Name: e.Path, Mode: int64(n.Mode & 0o7777),
 			Uid: int(n.Uid), Gid: int(n.Gid), ModTime: time.Unix(0, n.Mtime)}
@@ -242,7 +242,7 @@ func exportDir(a *App, sid mvcc.SessionID, at mvcc.HLC, dir string) error {
 	root := os.Geteuid() == 0
 	var dirs []mvcc.ExportEntry // attributes set last, deepest first
 	buf := make([]byte, 256<<10)
-	err := a.Store.ExportTree(sid, at, func(e mvcc.ExportEntry) error {
+	err := a.Store.ExportTree(a.Context(), sid, at, func(e mvcc.ExportEntry) error {
 		p := filepath.Join(dir, e.Path)
 		n := e.Node
 		fail := func(err error) error { return fmt.Errorf("export --to: %s: %w", p, err) }

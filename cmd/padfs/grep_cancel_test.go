@@ -42,7 +42,7 @@ func TestGrepClientGoneStopsScan(t *testing.T) {
 		t.Fatal(err)
 	}
 	line := []byte("abcdefghij0123456789abcdefghij0123456789abcdefghij0123456789abcdefghij\n")
-	if _, err := st.WriteContent(h.ID, n.Ino, bytes.NewReader(bytes.Repeat(line, (4<<20)/len(line))), 0); err != nil {
+	if _, err := st.WriteContent(context.Background(), h.ID, n.Ino, bytes.NewReader(bytes.Repeat(line, (4<<20)/len(line))), 0); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -9,10 +9,21 @@ import (
 	"testing"
 
 	"github.com/padfs/padfs/internal/storeopen"
+	"github.com/padfs/padfs/internal/testtrees"
 	"github.com/padfs/padfs/mvcc"
 )
 
 // grepTestData makes a data directory with one session holding files.
+// retryTree is testdata/trees/retry: a.txt and a Go package in src/.
+func retryTree(t *testing.T) map[string]string {
+	t.Helper()
+	files, err := testtrees.Files("retry")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 func grepTestData(t *testing.T, files map[string]string) (dir, sid string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -47,7 +58,7 @@ func grepTestData(t *testing.T, files map[string]string) (dir, sid string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := st.WriteContent(h.ID, n.Ino, strings.NewReader(data), 0); err != nil {
+		if _, err := st.WriteContent(context.Background(), h.ID, n.Ino, strings.NewReader(data), 0); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -64,11 +75,7 @@ func runPadfs(t *testing.T, args ...string) (string, string, int) {
 // TestGrepSearchReindexCommands runs the three commands with the store
 // opened by the command itself (no mount).
 func TestGrepSearchReindexCommands(t *testing.T) {
-	dir, sid := grepTestData(t, map[string]string{
-		"a.txt":       "alpha needle\nbeta\n",
-		"src/main.go": "package main\n\nfunc main() { retry(backoff) }\n",
-		"src/util.go": "package main\n\n// retry with exponential backoff and retry again\nfunc retry(f func()) {}\n",
-	})
+	dir, sid := grepTestData(t, retryTree(t))
 	base := []string{"--data", dir, "--session", sid}
 	g := func(args ...string) (string, string, int) {
 		return runPadfs(t, append(append([]string{"grep"}, base...), args...)...)

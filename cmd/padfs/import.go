@@ -25,7 +25,7 @@ func importTree(a *App, dir, name string, tty bool) error {
 		opt.Progress, stop = importBar(a.Err)
 	}
 	start := time.Now()
-	h, st, err := a.Store.ImportTree(dir, opt)
+	h, st, err := a.Store.ImportTree(a.Context(), dir, opt)
 	stop()
 	if err != nil {
 		return fmt.Errorf("session new --from %s: %w", dir, err)
@@ -114,7 +114,7 @@ parent: its tree is complete; its header still names the parent.`,
 					defer f.Close()
 					r = f
 				}
-				h, err := a.Store.ImportSession(r)
+				h, err := a.Store.ImportSession(a.Context(), r)
 				if err != nil {
 					return fmt.Errorf("session import %s: %w", args[0], err)
 				}

@@ -77,7 +77,7 @@ func runRestore(a *App, sid mvcc.SessionID, at mvcc.HLC, paths []string, dry boo
 	if err := a.FlushMount(); err != nil {
 		return fmt.Errorf("commit the mount's open writes: %w", err)
 	}
-	res, err := a.Store.Restore(sid, at, mvcc.RestoreOptions{Paths: paths, DryRun: dry})
+	res, err := a.Store.Restore(a.Context(), sid, at, mvcc.RestoreOptions{Paths: paths, DryRun: dry})
 	if err != nil {
 		return fmt.Errorf("restore as of %s: %w", at, err)
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"regexp"
 	"strings"
@@ -14,11 +15,7 @@ import (
 // every hit, --json carries the same, --path restricts, --asof ranks a
 // past state by reading it.
 func TestSearchExplainPathAsOf(t *testing.T) {
-	dir, sid := grepTestData(t, map[string]string{
-		"a.txt":       "alpha needle\nbeta\n",
-		"src/main.go": "package main\n\nfunc main() { retry(backoff) }\n",
-		"src/util.go": "package main\n\n// retry with exponential backoff and retry again\nfunc retry(f func()) {}\n",
-	})
+	dir, sid := grepTestData(t, retryTree(t))
 	base := []string{"--data", dir, "--session", sid}
 	search := func(args ...string) (string, string, int) {
 		return runPadfs(t, append(append([]string{"search"}, base...), args...)...)
@@ -99,7 +96,7 @@ func TestSearchExplainPathAsOf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.WriteContent(id, n.Ino, strings.NewReader("package main\n"), 0); err != nil {
+	if _, err := st.WriteContent(context.Background(), id, n.Ino, strings.NewReader("package main\n"), 0); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()

@@ -1,6 +1,7 @@
 package storeopen_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ func BenchmarkStore(b *testing.B) {
 				}
 				t0, r0 := time.Now(), trips()
 				for f := range 1000 {
-					if err := pad.Write(fmt.Sprintf("d%02d/f%03d.txt", f%20, f), fmt.Sprintf("file %d\n", f)); err != nil {
+					if err := pad.Write(context.Background(), fmt.Sprintf("d%02d/f%03d.txt", f%20, f), fmt.Sprintf("file %d\n", f)); err != nil {
 						b.Fatal(err)
 					}
 				}

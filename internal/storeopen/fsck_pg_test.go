@@ -1,6 +1,7 @@
 package storeopen_test
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -23,7 +24,7 @@ func TestFsckPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 3 {
-		if err := pad.Write(fmt.Sprintf("f%d", i), "data"); err != nil {
+		if err := pad.Write(context.Background(), fmt.Sprintf("f%d", i), "data"); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -1,6 +1,7 @@
 package storeopen_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,7 +30,7 @@ func TestRolledBackMetaPage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := 0; i < 3; i++ {
-		if err := pad.Write("f"+string(rune('a'+i)), strings.Repeat("x", 100*(i+1))); err != nil {
+		if err := pad.Write(context.Background(), "f"+string(rune('a'+i)), strings.Repeat("x", 100*(i+1))); err != nil {
 			t.Fatal(err)
 		}
 		if err := st.KV().(interface{ Flush() error }).Flush(); err != nil {

