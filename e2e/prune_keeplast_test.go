@@ -117,3 +117,78 @@ func TestPruneKeepLastBesideMount(t *testing.T) {
 		}
 	}
 }
+
+// TestDuKeepLast (issue 10.8): du's history is what a prune before now
+// would free keeping the policy's keep_last (or --keep-last N), not all
+// the superseded versions.
+func TestDuKeepLast(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data, "dukeep")
+	m := startMount(t, data, mnt, "--session", sid)
+	for i := 1; i <= 8; i++ {
+		sh(t, data, mnt, fmt.Sprintf("printf 'save %02d %s' | dd of=f.txt conv=notrunc status=none", i, strings.Repeat("x", 1000*i)))
+	}
+	m.stop()
+	if err := os.WriteFile(filepath.Join(data, "policy.json"), []byte(`{"keep": "30d", "keep_last": 3}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	type duJSON struct {
+		Sessions []struct {
+			HistoryVersions int   `json:"history_versions"`
+			HistoryChunks   int   `json:"history_chunks"`
+			HistoryBytes    int64 `json:"history_bytes"`
+			KeepLast        int   `json:"keep_last"`
+			KeptLast        int   `json:"kept_last"`
+		} `json:"sessions"`
+	}
+	type pruneOut struct {
+		Versions int   `json:"versions"`
+		Chunks   int   `json:"chunks"`
+		Bytes    int64 `json:"bytes"`
+		KeptLast int   `json:"kept_last"`
+		DryRun   bool  `json:"dry_run"`
+	}
+	du := func(args ...string) duJSON {
+		t.Helper()
+		var d duJSON
+		out := mustPadfs(t, data, append([]string{"du", "--session", sid, "--json"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &d); err != nil || len(d.Sessions) != 1 {
+			t.Fatalf("du --json %v: %v\n%s", args, err, out)
+		}
+		return d
+	}
+	prune := func(args ...string) pruneOut {
+		t.Helper()
+		var r pruneOut
+		out := mustPadfs(t, data, append([]string{"prune", "--session", sid, "--before", "0s", "--json"}, args...)...)
+		if err := json.Unmarshal([]byte(out), &r); err != nil {
+			t.Fatalf("prune --json %v: %v\n%s", args, err, out)
+		}
+		return r
+	}
+	pol := du() // the policy's keep_last 3
+	if s, dry3 := pol.Sessions[0], prune("--keep-last", "3", "--dry-run"); s.HistoryVersions != dry3.Versions || s.HistoryBytes != dry3.Bytes {
+		t.Errorf("du with policy keep_last 3 %+v, prune --keep-last 3 --dry-run %+v", s, dry3)
+	}
+	all := du("--keep-last", "0")
+	two := du("--keep-last", "2")
+	dry2 := prune("--keep-last", "2", "--dry-run")
+	if s := two.Sessions[0]; s.HistoryVersions != dry2.Versions || s.HistoryBytes != dry2.Bytes || s.HistoryChunks != dry2.Chunks || s.KeptLast != dry2.KeptLast || s.KeepLast != 2 {
+		t.Errorf("du --keep-last 2 %+v, prune --keep-last 2 --dry-run %+v", s, dry2)
+	}
+	got := prune("--keep-last", "3")
+	t.Logf("du: keep none %+v, keep 2 %+v, policy (3) %+v; prune --keep-last 3 freed %+v", all.Sessions[0], two.Sessions[0], pol.Sessions[0], got)
+	if got.DryRun || got.Versions == 0 || got.KeptLast == 0 {
+		t.Fatalf("prune --keep-last 3 freed %+v: want some versions freed and some kept", got)
+	}
+	if s := pol.Sessions[0]; s.HistoryVersions != got.Versions || s.HistoryBytes != got.Bytes || s.HistoryChunks != got.Chunks || s.KeptLast != got.KeptLast || s.KeepLast != 3 {
+		t.Errorf("du with policy keep_last 3 said a prune would free %+v; prune --keep-last 3 freed %+v", s, got)
+	}
+	if a := all.Sessions[0]; a.HistoryBytes <= got.Bytes || a.HistoryVersions <= got.Versions {
+		t.Errorf("du --keep-last 0 %+v should exceed what keep-last 3 freed %+v", a, got)
+	}
+	if txt := mustPadfs(t, data, "du", "--session", sid); !strings.Contains(txt, "last 3 saves") {
+		t.Errorf("du text does not name the policy's keep_last:\n%s", txt)
+	}
+}

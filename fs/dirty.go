@@ -167,6 +167,7 @@ func (m *Server) dropIfIdle(f *fileState) {
 	drop := m.idleLocked(f)
 	if drop {
 		delete(m.files, f.key)
+		m.drops.Add(1)
 	}
 	m.filesMu.Unlock()
 	if drop {

@@ -206,8 +206,12 @@ type Server struct {
 	// stalled every open and getattr behind a large file's commit). sessMu
 	// and negMu are leaves too: no other of these locks is taken under
 	// them.
-	filesMu  sync.Mutex
-	files    map[fileKey]*fileState
+	filesMu sync.Mutex
+	files   map[fileKey]*fileState
+	// drops counts fileStates removed from files: a read of an inode
+	// with no fileState before or after it, and no drop between, saw
+	// no dirty buffer (see Node.Lookup).
+	drops    atomic.Uint64
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
 
 	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)

@@ -184,6 +184,11 @@ func (n *Node) newChild(ctx context.Context, in *mvcc.Inode, out *fuse.EntryOut)
 // out; go-fuse returns the node already known for the same inode, if any.
 func (n *Node) attach(ctx context.Context, parent *gofs.Inode, in *mvcc.Inode, out *fuse.EntryOut) *gofs.Inode {
 	n.fillAttr(&out.Attr, in)
+	return n.register(ctx, parent, in, out)
+}
+
+// register is attach with out.Attr filled already.
+func (n *Node) register(ctx context.Context, parent *gofs.Inode, in *mvcc.Inode, out *fuse.EntryOut) *gofs.Inode {
 	t := n.timeout()
 	out.SetEntryTimeout(t)
 	out.SetAttrTimeout(t)

@@ -27,6 +27,7 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		return nil, unix.ENAMETOOLONG
 	}
 	gen := n.m.invalGen(n.s.id)
+	drops := n.m.drops.Load()
 	in, err := n.m.st.Lookup(n.s.id, n.ino, name, n.at())
 	if err != nil {
 		errno := n.m.toErrno(opLookup, err)
@@ -39,7 +40,16 @@ func (n *Node) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (*go
 		}
 		return nil, errno
 	}
-	return n.newChild(ctx, in, out), 0
+	child := &Node{m: n.m, s: n.s, ino: in.Ino, view: n.view}
+	if n.view == nil && in.IsRegular() && n.m.file(n.s.id, in.Ino) == nil && n.m.drops.Load() == drops {
+		// No buffer of the file existed from before the read until
+		// now, so in is its state of now: fillAttr's second read (for
+		// a buffer's size) is not needed. A lookup per name of rm -rf's
+		// READDIRPLUS and of a stat of each file.
+		child.fillAttrOver(&out.Attr, in, overlay{}, false)
+		return child.register(ctx, &n.Inode, in, out), 0
+	}
+	return child.attach(ctx, &n.Inode, in, out), 0
 }
 
 // OpendirHandle snapshots the directory listing (see dirHandle).

@@ -18,7 +18,7 @@ import (
 //
 //	PADFS_MEASURE_JOB_MB=1024 go test ./mvcc -run TestMeasureJobStall -v -timeout 60m
 //
-// PADFS_MEASURE_MMAP_GB sets bbolt's initial memory map (default 1 GiB): a
+// PADFS_MEASURE_MMAP_GB sets bbolt's initial memory map (default 64 GiB): a
 // store that outgrows its map remaps it, and a remap waits for every open
 // read transaction while new ones wait for it.
 func TestMeasureJobStall(t *testing.T) {

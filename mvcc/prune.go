@@ -209,118 +209,25 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 	}
 	opt.UnlinkedBefore = min(opt.UnlinkedBefore, opt.Before)
 	r := &PruneReceipt{Session: sid, Before: opt.Before, DryRun: opt.DryRun}
-
-	// The plan: T, the points kept, whether a scan is needed. A real prune
-	// raises the floor first, so that no read lands in history while it goes.
-	var ps pruneState
-	var points []HLC
-	plan := func(rd kv.Reader, t *ReadTx) error {
-		if _, err := t.Header(sid); err != nil {
-			return err
-		}
-		var err error
-		if ps, err = readPruneState(rd, sid); err != nil {
-			return err
-		}
-		r.Before = max(opt.Before, ps.PrunedTo)
-		r.Kept = nil
-		if !opt.DropCheckpoints {
-			err = t.Checkpoints(sid, func(_ string, at HLC) bool {
-				if at < r.Before && (at >= ps.PrunedTo || slices.Contains(ps.Kept, at)) && !slices.Contains(r.Kept, at) {
-					r.Kept = append(r.Kept, at)
-				}
-				return true
-			})
-		}
-		slices.Sort(r.Kept)
-		points = append(slices.Clone(r.Kept), r.Before)
-		return err
-	}
-	pr := &pruner{sid: sid, r: r, points: points, unlinkedBefore: opt.UnlinkedBefore, unknown: map[Hash]bool{},
+	pr := &pruner{sid: sid, r: r, unlinkedBefore: opt.UnlinkedBefore, unknown: map[Hash]bool{},
 		keepLast: opt.KeepLast, lastKept: map[string][]byte{}}
 	if opt.DryRun {
-		opt.Before = min(opt.Before, s.clock.Last())
-		err := s.View(func(t *ReadTx) error {
-			if err := plan(t.r, t); err != nil {
-				return err
-			}
-			pr.points, pr.io = points, &pruneIO{r: t.r, gone: map[string]bool{}, refs: map[string][]byte{}}
-			if needScan(ps, r.Before) {
-				if err := pr.scanChains(t.r, nil, progress); err != nil {
-					return err
-				}
-			}
-			if err := pr.records(t.r, nil, progress, -1); err != nil {
-				return err
-			}
-			return pr.resolveUnknown(t.r)
-		})
-		if err != nil {
+		if err := s.pruneDry(pr, opt, progress); err != nil {
 			return nil, err
 		}
 		return r, nil
 	}
-
-	err := s.kv.Update(func(tx kv.Txn) error {
-		// T is never later than now: every commit after this one is later
-		// than T, so the state as of T is settled.
-		// (tickLocked: above the store's high-water, which another host
-		// sharing the store may have raised.)
-		now, err := s.tickLocked(tx)
-		if err != nil {
-			return err
-		}
-		opt.Before = min(opt.Before, now)
-		if err := plan(tx, &ReadTx{s: s, r: tx}); err != nil {
-			return err
-		}
-		ps.PrunedTo, ps.Kept, ps.KeepLast = r.Before, r.Kept, opt.KeepLast
-		if err := writePruneState(tx, sid, ps); err != nil {
-			return err
-		}
-		h, err := (&ReadTx{s: s, r: tx}).Header(sid)
-		if err != nil {
-			return err
-		}
-		// Before any version goes: from now on reads of pruned history
-		// read the state as of T, which this prune keeps.
-		s.floors.Store(sid, pruneFloor{to: ps.PrunedTo, kept: ps.Kept, created: h.Created, keepLast: ps.KeepLast})
-		return nil
-	})
+	ps, err := s.raiseFloor(pr, opt)
 	if err != nil {
-		s.floors.Delete(sid) // the floor may not have reached the store
 		return nil, err
 	}
-	pr.points = points
 	if needScan(ps, r.Before) {
-		if err := pr.scanChains(nil, s, progress); err != nil {
-			return r, err
-		}
-		if err := s.kv.Update(func(tx kv.Txn) error {
-			cur, err := readPruneState(tx, sid)
-			if err != nil {
-				return err
-			}
-			cur.ScannedTo = max(cur.ScannedTo, r.Before)
-			return writePruneState(tx, sid, cur)
-		}); err != nil {
+		if err := s.scanUnrecorded(pr, progress); err != nil {
 			return r, err
 		}
 	}
-	for {
-		n := 0
-		t0 := time.Now()
-		if err := s.kv.Update(func(tx kv.Txn) error {
-			pr.io = &pruneIO{r: tx, w: tx}
-			n = 0
-			return pr.records(tx, &n, progress, pruneBatch)
-		}); err != nil {
-			return r, err
-		}
-		if n == 0 {
-			break
-		}
-		pace(t0)
+	if err := s.pruneRecords(pr, progress); err != nil {
+		return r, err
 	}
 	if len(pr.unknown) > 0 {
 		if err := s.kv.Update(func(tx kv.Txn) error {
@@ -331,6 +238,128 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 		}
 	}
 	return r, nil
+}
+
+// plan reads the session's prune state and settles the prune's T (not
+// below the last prune's) and the points it keeps: the checkpoints before
+// T still readable, unless dropped, then T.
+func (p *pruner) plan(rd kv.Reader, t *ReadTx, before HLC, dropCheckpoints bool) (pruneState, error) {
+	if _, err := t.Header(p.sid); err != nil {
+		return pruneState{}, err
+	}
+	ps, err := readPruneState(rd, p.sid)
+	if err != nil {
+		return ps, err
+	}
+	r := p.r
+	r.Before = max(before, ps.PrunedTo)
+	r.Kept = nil
+	if !dropCheckpoints {
+		err = t.Checkpoints(p.sid, func(_ string, at HLC) bool {
+			if at < r.Before && (at >= ps.PrunedTo || slices.Contains(ps.Kept, at)) && !slices.Contains(r.Kept, at) {
+				r.Kept = append(r.Kept, at)
+			}
+			return true
+		})
+	}
+	slices.Sort(r.Kept)
+	p.points = append(slices.Clone(r.Kept), r.Before)
+	return ps, err
+}
+
+// pruneDry fills the receipt of a prune that changes nothing, in one view.
+func (s *Store) pruneDry(pr *pruner, opt PruneOptions, progress Progress) error {
+	before := min(opt.Before, s.clock.Last())
+	return s.View(func(t *ReadTx) error {
+		ps, err := pr.plan(t.r, t, before, opt.DropCheckpoints)
+		if err != nil {
+			return err
+		}
+		pr.io = &pruneIO{r: t.r, gone: map[string]bool{}, refs: map[string][]byte{}}
+		if needScan(ps, pr.r.Before) {
+			if err := pr.scanChains(t.r, nil, progress); err != nil {
+				return err
+			}
+		}
+		if err := pr.records(t.r, nil, progress, -1); err != nil {
+			return err
+		}
+		return pr.resolveUnknown(t.r)
+	})
+}
+
+// raiseFloor plans a real prune and records its floor, before any version
+// goes: from then on reads of pruned history read the state as of T, which
+// the prune keeps. It returns the prune state it wrote.
+func (s *Store) raiseFloor(pr *pruner, opt PruneOptions) (pruneState, error) {
+	sid := pr.sid
+	var ps pruneState
+	err := s.kv.Update(func(tx kv.Txn) error {
+		// T is never later than now: every commit after this one is later
+		// than T, so the state as of T is settled.
+		// (tickLocked: above the store's high-water, which another host
+		// sharing the store may have raised.)
+		now, err := s.tickLocked(tx)
+		if err != nil {
+			return err
+		}
+		t := &ReadTx{s: s, r: tx}
+		if ps, err = pr.plan(tx, t, min(opt.Before, now), opt.DropCheckpoints); err != nil {
+			return err
+		}
+		next := ps
+		next.PrunedTo, next.Kept, next.KeepLast = pr.r.Before, pr.r.Kept, opt.KeepLast
+		if err := writePruneState(tx, sid, next); err != nil {
+			return err
+		}
+		h, err := t.Header(sid)
+		if err != nil {
+			return err
+		}
+		s.floors.Store(sid, pruneFloor{to: next.PrunedTo, kept: next.Kept, created: h.Created, keepLast: next.KeepLast})
+		ps = next
+		return nil
+	})
+	if err != nil {
+		s.floors.Delete(sid) // the floor may not have reached the store
+	}
+	return ps, err
+}
+
+// scanUnrecorded prunes the history without S records chain by chain and
+// notes how far the session has been scanned.
+func (s *Store) scanUnrecorded(pr *pruner, progress Progress) error {
+	if err := pr.scanChains(nil, s, progress); err != nil {
+		return err
+	}
+	return s.kv.Update(func(tx kv.Txn) error {
+		cur, err := readPruneState(tx, pr.sid)
+		if err != nil {
+			return err
+		}
+		cur.ScannedTo = max(cur.ScannedTo, pr.r.Before)
+		return writePruneState(tx, pr.sid, cur)
+	})
+}
+
+// pruneRecords works through the S records up to T in batches of at most
+// pruneBatch versions, each its own write transaction followed by a pause.
+func (s *Store) pruneRecords(pr *pruner, progress Progress) error {
+	for {
+		n := 0
+		t0 := time.Now()
+		if err := s.kv.Update(func(tx kv.Txn) error {
+			pr.io = &pruneIO{r: tx, w: tx}
+			n = 0
+			return pr.records(tx, &n, progress, pruneBatch)
+		}); err != nil {
+			return err
+		}
+		if n == 0 {
+			return nil
+		}
+		pace(t0)
+	}
 }
 
 // needScan says whether history before T lacks S records not yet scanned.
@@ -694,46 +723,9 @@ func (p *pruner) scanChains(rd kv.Reader, s *Store, progress Progress) error {
 		for pos != nil {
 			var page [][]byte // version keys to delete
 			var next []byte
-			read := func(r kv.Reader) error {
-				page, next = nil, nil
-				var chain [][]byte
-				var vals [][]byte
-				var chainKey []byte
-				n := 0
-				flush := func() error {
-					del, err := p.decideChain(chain, vals)
-					page = append(page, del...)
-					chain, vals = nil, nil
-					return err
-				}
-				err := r.Scan(pos, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
-					if len(k) < len(prefix)+9 {
-						return false, fmt.Errorf("%w: short version key %q", ErrCorrupt, k)
-					}
-					if p.io != nil && p.io.gone[string(k)] {
-						return true, nil
-					}
-					ck := k[:len(k)-8]
-					if chainKey == nil || !bytes.Equal(ck, chainKey) {
-						if n >= pruneBatch {
-							next = append([]byte(nil), k...)
-							return false, nil
-						}
-						if err := flush(); err != nil {
-							return false, err
-						}
-						chainKey = append([]byte(nil), ck...)
-					}
-					chain = append(chain, append([]byte(nil), k...))
-					vals = append(vals, append([]byte(nil), v...))
-					n++
-					p.r.Scanned++
-					return true, nil
-				})
-				if err != nil {
-					return err
-				}
-				return flush()
+			read := func(r kv.Reader) (err error) {
+				page, next, err = p.readPage(r, prefix, pos)
+				return err
 			}
 			if s == nil {
 				if err := read(rd); err != nil {
@@ -748,20 +740,8 @@ func (p *pruner) scanChains(rd kv.Reader, s *Store, progress Progress) error {
 				if err := s.kv.View(read); err != nil {
 					return err
 				}
-				if len(page) > 0 {
-					t0 := time.Now()
-					if err := s.kv.Update(func(tx kv.Txn) error {
-						p.io = &pruneIO{r: tx, w: tx}
-						for _, k := range page {
-							if err := p.deleteVersion(k); err != nil {
-								return err
-							}
-						}
-						return nil
-					}); err != nil {
-						return err
-					}
-					pace(t0)
+				if err := p.deletePage(s, page); err != nil {
+					return err
 				}
 			}
 			progress.report("scan", int64(p.r.Scanned), 0)
@@ -769,6 +749,71 @@ func (p *pruner) scanChains(rd kv.Reader, s *Store, progress Progress) error {
 		}
 	}
 	return nil
+}
+
+// readPage reads whole chains under prefix from pos on, up to pruneBatch
+// versions' worth (a chain is never cut), and returns the versions to
+// delete and where the next page starts (nil: at the end).
+func (p *pruner) readPage(r kv.Reader, prefix, pos []byte) (page [][]byte, next []byte, err error) {
+	var chain, vals [][]byte
+	var chainKey []byte
+	n := 0
+	flush := func() error {
+		del, err := p.decideChain(chain, vals)
+		page = append(page, del...)
+		chain, vals = nil, nil
+		return err
+	}
+	err = r.Scan(pos, kv.PrefixEnd(prefix), func(k, v []byte) (bool, error) {
+		if len(k) < len(prefix)+9 {
+			return false, fmt.Errorf("%w: short version key %q", ErrCorrupt, k)
+		}
+		if p.io != nil && p.io.gone[string(k)] {
+			return true, nil
+		}
+		ck := k[:len(k)-8]
+		if chainKey == nil || !bytes.Equal(ck, chainKey) {
+			if n >= pruneBatch {
+				next = append([]byte(nil), k...)
+				return false, nil
+			}
+			if err := flush(); err != nil {
+				return false, err
+			}
+			chainKey = append([]byte(nil), ck...)
+		}
+		chain = append(chain, append([]byte(nil), k...))
+		vals = append(vals, append([]byte(nil), v...))
+		n++
+		p.r.Scanned++
+		return true, nil
+	})
+	if err == nil {
+		err = flush() // the last chain
+	}
+	return page, next, err
+}
+
+// deletePage deletes one page's versions in a write transaction of its
+// own, then pauses as long as it took.
+func (p *pruner) deletePage(s *Store, page [][]byte) error {
+	if len(page) == 0 {
+		return nil
+	}
+	t0 := time.Now()
+	err := s.kv.Update(func(tx kv.Txn) error {
+		p.io = &pruneIO{r: tx, w: tx}
+		for _, k := range page {
+			if err := p.deleteVersion(k); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		pace(t0)
+	}
+	return err
 }
 
 // decideChain returns the versions of one chain (newest first) to delete.

@@ -225,14 +225,12 @@ func (s *Store) View(fn func(*ReadTx) error) error {
 
 // seekChain returns the newest version in the chain with HLC <= at.
 func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
-	start := append(append([]byte(nil), chain...), inv(at)...)
-	err = t.r.Scan(start, kv.PrefixEnd(chain), func(kk, vv []byte) (bool, error) {
-		if len(kk) == len(chain)+8 {
-			k = append([]byte(nil), kk...)
-			v = append([]byte(nil), vv...)
-		}
-		return false, nil
-	})
+	start := append(append(make([]byte, 0, len(chain)+8), chain...), inv(at)...)
+	kk, vv, err := kv.First(t.r, start, kv.PrefixEnd(chain))
+	if err == nil && len(kk) == len(chain)+8 {
+		k = append([]byte(nil), kk...)
+		v = append([]byte(nil), vv...)
+	}
 	if err == nil && at == Latest && t.heads != nil {
 		t.heads[string(chain)] = string(k)
 	}

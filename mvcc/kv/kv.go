@@ -67,6 +67,33 @@ func PutStable(tx Txn, key, value []byte) error {
 	return tx.Put(key, value)
 }
 
+// Firster is implemented by readers that find the first key of a range
+// more cheaply than a Scan stopped at its first key (no callback, no
+// iterator): mvcc's seek to a chain's newest version, three of them in an
+// unlink. The value is valid as long as one a Scan gives.
+type Firster interface {
+	First(start, end []byte) (k, v []byte, err error)
+}
+
+// First returns the first key k with start <= k < end and its value, or
+// nil (no error) if there is none.
+func First(r Reader, start, end []byte) (k, v []byte, err error) {
+	if f, ok := r.(Firster); ok {
+		return f.First(start, end)
+	}
+	return scanFirst(r, start, end)
+}
+
+// scanFirst is First by Scan (apart, so that First's Firster path leaves
+// nothing on the heap for the closure).
+func scanFirst(r Reader, start, end []byte) (k, v []byte, err error) {
+	err = r.Scan(start, end, func(kk, vv []byte) (bool, error) {
+		k, v = kk, vv
+		return false, nil
+	})
+	return k, v, err
+}
+
 // Compactor is implemented by drivers that can rewrite their files so that
 // no byte of deleted data remains on disk (used by hard forget and redact).
 type Compactor interface {

@@ -58,11 +58,17 @@ type Options struct {
 	// Mode is the permission of a newly created file (default 0600).
 	Mode fs.FileMode
 	// MmapSize is the initial size of the memory map (default on 64-bit
-	// systems: 1 GiB of address space, not of disk). A writer that must grow
-	// the map waits for every open reader, so a map that already covers the
-	// file keeps long Views from stalling Updates.
+	// systems: 64 GiB of address space, not of disk nor of memory). A writer
+	// that must grow the map holds bbolt's map lock while it copies its
+	// dirty nodes out of the map and remaps: every View, and so every commit
+	// through the WAL, waits. With 1 GiB, a 1 GiB session's redaction
+	// (its new chunks beside the old ones) crossed 2 GiB in a fold, and a
+	// writer of another session waited 240-270 ms.
 	MmapSize int
 }
+
+// DefaultMmapSize is Options.MmapSize's default on 64-bit systems.
+const DefaultMmapSize = 64 << 30
 
 func (o Options) withDefaults() Options {
 	if o.Timeout <= 0 {
@@ -72,7 +78,7 @@ func (o Options) withDefaults() Options {
 		o.Mode = 0o600
 	}
 	if o.MmapSize == 0 && strconv.IntSize == 64 {
-		o.MmapSize = 1 << 30
+		o.MmapSize = DefaultMmapSize
 	}
 	return o
 }

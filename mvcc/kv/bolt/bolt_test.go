@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -281,5 +282,57 @@ func TestCompactLetsViewsRun(t *testing.T) {
 	defer s2.Close()
 	if got := get(t, s2, "during"); got != "copy" {
 		t.Errorf("after a reopen, the Update made during the copy reads %q", got)
+	}
+}
+
+// mappedBytes is the size of this process's memory maps of path, from
+// /proc/self/maps.
+func mappedBytes(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/maps")
+	if err != nil {
+		t.Skipf("no /proc/self/maps: %v", err)
+	}
+	var n int64
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 6 || f[len(f)-1] != path {
+			continue
+		}
+		var lo, hi int64
+		if _, err := fmt.Sscanf(f[0], "%x-%x", &lo, &hi); err != nil {
+			t.Fatalf("maps line %q: %v", l, err)
+		}
+		n += hi - lo
+	}
+	return n
+}
+
+// TestMapCoversGrowth: the default map is large enough that a store
+// growing by gigabytes (a redaction's new chunks beside the old ones) is
+// never remapped in a fold, which stalls every reader; a compaction's new
+// file gets the same map. (With the old 1 GiB default it failed.)
+func TestMapCoversGrowth(t *testing.T) {
+	if strconv.IntSize != 64 {
+		t.Skip("32-bit: bbolt's default map")
+	}
+	path := filepath.Join(t.TempDir(), "padfs.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	put(t, s, "k", "v")
+	if got := mappedBytes(t, path); got < DefaultMmapSize {
+		t.Fatalf("padfs.db mapped: %d bytes, want at least %d", got, int64(DefaultMmapSize))
+	}
+	if err := s.Compact(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := mappedBytes(t, path); got < DefaultMmapSize {
+		t.Fatalf("padfs.db mapped after compact: %d bytes, want at least %d", got, int64(DefaultMmapSize))
+	}
+	if v := get(t, s, "k"); v != "v" {
+		t.Fatalf("after compact: k = %q", v)
 	}
 }

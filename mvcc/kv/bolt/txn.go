@@ -10,6 +10,7 @@ import (
 
 var (
 	_ kv.Reader       = (*reader)(nil)
+	_ kv.Firster      = (*reader)(nil)
 	_ kv.Txn          = (*txn)(nil)
 	_ kv.StablePutter = (*txn)(nil)
 )
@@ -53,6 +54,20 @@ func (r *reader) call(fn func() error) error {
 func (r *reader) Get(key []byte) (v []byte, err error) {
 	defer r.leave(r.enter(), &err)
 	return r.b.Get(key), nil
+}
+
+func (r *reader) First(start, end []byte) (k, v []byte, err error) {
+	defer r.leave(r.enter(), &err)
+	c := r.b.Cursor()
+	if len(start) == 0 {
+		k, v = c.First()
+	} else {
+		k, v = c.Seek(start)
+	}
+	if k == nil || (end != nil && bytes.Compare(k, end) >= 0) {
+		return nil, nil, nil
+	}
+	return k, v, nil
 }
 
 func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) (err error) {

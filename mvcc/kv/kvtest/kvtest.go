@@ -35,6 +35,7 @@ func Run(t *testing.T, open func(t *testing.T) kv.Store) {
 		{"ScanBounds", testScanBounds},
 		{"ScanStop", testScanStop},
 		{"ScanPrefix", testScanPrefix},
+		{"First", testFirst},
 		{"ReadYourWrites", testReadYourWrites},
 		{"Rollback", testRollback},
 		{"WriteDuringScan", testWriteDuringScan},
@@ -278,6 +279,80 @@ func testScanOrder(t *testing.T, s kv.Store) {
 		want = append(want, k+"=v"+k)
 	}
 	wantList(t, "full scan", viewScan(t, s, nil, nil), want)
+}
+
+// testFirst checks kv.First (a driver's own, if it has one) against the
+// first key of a Scan, in views and in a transaction over its own writes,
+// with keys deleted and rewritten across Updates.
+func testFirst(t *testing.T, s kv.Store) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := randomKeys(rng, 200)
+	check := func(what string, r kv.Reader) {
+		t.Helper()
+		for i := 0; i < 300; i++ {
+			start := []byte(keys[rng.IntN(len(keys))])
+			if i%3 == 0 {
+				start = start[:rng.IntN(len(start)+1)]
+			}
+			var end []byte
+			if i%4 != 0 {
+				end = []byte(keys[rng.IntN(len(keys))])
+			}
+			var want []string
+			if len(end) == 0 || bytes.Compare(start, end) < 0 {
+				if all := scanAll(t, r, start, end); len(all) > 0 {
+					want = all[:1]
+				}
+			}
+			var got []string
+			k, v, err := kv.First(r, start, end)
+			if err != nil {
+				t.Fatalf("%s: First(%q, %q): %v", what, start, end, err)
+			}
+			if k != nil {
+				got = []string{string(k) + "=" + string(v)}
+			}
+			wantList(t, fmt.Sprintf("%s: First(%q, %q)", what, start, end), got, want)
+		}
+	}
+	for round := 0; round < 4; round++ {
+		var kvs []string
+		for _, k := range keys {
+			if rng.IntN(3) == 0 {
+				kvs = append(kvs, k, fmt.Sprintf("v%d%s", round, k))
+			}
+		}
+		put(t, s, kvs...)
+		var gone []string
+		for _, k := range keys {
+			if rng.IntN(4) == 0 {
+				gone = append(gone, k)
+			}
+		}
+		del(t, s, gone...)
+		if err := s.View(func(r kv.Reader) error { check(fmt.Sprintf("view %d", round), r); return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	err := s.Update(func(tx kv.Txn) error {
+		for _, k := range keys {
+			switch rng.IntN(5) {
+			case 0:
+				if err := tx.Delete([]byte(k)); err != nil {
+					return err
+				}
+			case 1:
+				if err := tx.Put([]byte(k), []byte("t"+k)); err != nil {
+					return err
+				}
+			}
+		}
+		check("txn", tx)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 }
 
 func testScanBounds(t *testing.T, s kv.Store) {

@@ -8,8 +8,9 @@ import (
 )
 
 var (
-	_ kv.Reader = (*reader)(nil)
-	_ kv.Txn    = (*txn)(nil)
+	_ kv.Reader  = (*reader)(nil)
+	_ kv.Firster = (*reader)(nil)
+	_ kv.Txn     = (*txn)(nil)
 )
 
 // reader reads memtable layers (newest first) over a base reader.
@@ -31,6 +32,40 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
 	return scan(r.mem, r.base, start, end, fn)
 }
+
+// First is a Scan stopped at its first key, without the merge iterator:
+// the smallest key at or after start in any layer is the answer unless it
+// is a memtable tombstone (then it takes the Scan).
+func (r *reader) First(start, end []byte) ([]byte, []byte, error) {
+	var best *entry
+	probe := &entry{key: start}
+	for _, t := range r.mem {
+		t.Ascend(probe, func(e *entry) bool {
+			// Where layers share a key the newest (first) one wins.
+			if best == nil || bytes.Compare(e.key, best.key) < 0 {
+				best = e
+			}
+			return false
+		})
+	}
+	if best != nil && end != nil && bytes.Compare(best.key, end) >= 0 {
+		best = nil
+	}
+	bk, bv, err := kv.First(r.base, start, end)
+	if err != nil {
+		return nil, nil, err
+	}
+	if best == nil || (bk != nil && bytes.Compare(bk, best.key) < 0) {
+		return bk, bv, nil // no layer holds bk: it is below every layer's first key
+	}
+	if best.del {
+		return kv.First(scanOnly{r}, start, end)
+	}
+	return best.key, best.val, nil
+}
+
+// scanOnly hides a Reader's First.
+type scanOnly struct{ kv.Reader }
 
 // scan merges the memtable layers into the base's scan: a memtable entry
 // shadows the base's value of its key, and a tombstone hides it.
