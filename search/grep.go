@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"log/slog"
 	"path"
 	"runtime"
@@ -14,14 +15,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search/trigram"
-	"iter"
+	"golang.org/x/sys/unix"
 )
 
 // GrepRequest is one `padfs grep` run: GNU grep's options over the
@@ -401,7 +401,7 @@ func errText(err error) string {
 		return "No such file or directory"
 	case errors.Is(err, mvcc.ErrNotDir):
 		return "Not a directory"
-	case errors.Is(err, syscall.ELOOP):
+	case errors.Is(err, unix.ELOOP):
 		return "Too many levels of symbolic links"
 	case errors.Is(err, errDirLoop):
 		return "warning: recursive directory loop"
@@ -491,7 +491,7 @@ func (ix *Index) resolve(sid mvcc.SessionID, p string, at mvcc.HLC) (string, *mv
 				continue
 			}
 			if hops++; hops > 40 {
-				return fmt.Errorf("%s: %w", p, syscall.ELOOP)
+				return fmt.Errorf("%s: %w", p, unix.ELOOP)
 			}
 			link := pathOf(c.name)
 			if strings.HasPrefix(n.Target, "/") {
