@@ -375,6 +375,12 @@ func testFenced(t *testing.T, url string) {
 		t.Errorf("the fenced commit is in the log:\n%s", log)
 	}
 	sh(t, b.data, b.mnt, "mkdir after")
+	// The former holder read its session without asking the server while
+	// it held the lease; paused past the lease, it lost that too: it
+	// reads what the new holder wrote.
+	if got := sh(t, a.data, a.mnt, "ls"); got != "after\nbefore\n" {
+		t.Errorf("the former holder lists %q after the new holder's mkdir after; want after and before", got)
+	}
 	mb.stop()
 	ma.stop()
 }

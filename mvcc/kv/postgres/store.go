@@ -10,7 +10,10 @@
 //   - A View is a REPEATABLE READ READ ONLY transaction whose snapshot is
 //     taken when it begins; a Scan reads pages of rows in key order (keyset
 //     pagination: ORDER BY k, then k > the last key), growing the page as
-//     the callback keeps asking for more.
+//     the callback keeps asking for more. In a process that holds a
+//     session's lease, a View begins only at its first read that the
+//     cache cannot serve by that lease: reads of the leased session's keys
+//     need no round trip (localread.go).
 //   - Updates are serialized across every process on the database by a
 //     transaction-scoped advisory lock, so a READ COMMITTED transaction
 //     that holds it reads everything committed before it and nothing
