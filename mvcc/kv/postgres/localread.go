@@ -2,9 +2,12 @@ package postgres
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // Lease-local reads: a View of a process that holds a session's lease
@@ -30,7 +33,11 @@ import (
 //   - This process: its commits go into the cache as they commit. A View
 //     goes lease-local only when no commit of this process is in flight and
 //     the cache has applied the last one sent, and a commit waits (up to
-//     pinWait) for the lease-local Views that are reading their snapshot.
+//     pinWait) for the lease-local Views that are reading their snapshot;
+//     for those still reading then, it begins a transaction each before it
+//     commits (it holds the writer lock: their snapshot is the database
+//     before this commit, which for the session's keys is the View's own
+//     snapshot), and they go on in it when they must ask the server.
 //
 // So while the lease lives, the leased session's keys in the database are
 // what this process's cache holds for them. The privilege ends before the
@@ -41,20 +48,21 @@ import (
 // store, of another session, or of a chunk) begins a transaction as any
 // View does, reading the changes since the snapshot's generation: if one
 // of them touched a partition the View read from the snapshot (which only
-// a lease lost mid-View, or a commit that gave up waiting for it, can
-// cause), the View fails rather than mix two generations.
+// a lease lost mid-View can cause), the View fails rather than mix two
+// generations.
 
-// pinWait bounds how long a commit waits for lease-local Views (one that
-// waits on an Update of this process would otherwise deadlock with it).
-const pinWait = time.Second
+// pinWait bounds how long a commit waits for lease-local Views before it
+// begins transactions for them (a View that waits on an Update of this
+// process would otherwise deadlock with it).
+const pinWait = 20 * time.Millisecond
 
 // localState orders this process's commits and its lease-local Views.
 type localState struct {
 	mu       sync.Mutex
 	cond     *sync.Cond
-	pins     int // lease-local Views reading their snapshot
-	inflight int // commits sent and not yet applied to the cache
-	waiting  int // commits waiting for pins to end
+	pinned   map[*reader]struct{} // lease-local Views reading their snapshot
+	inflight int                  // commits sent and not yet applied to the cache
+	waiting  int                  // commits waiting for pinned Views
 	// floor: lease-local reads need the cache at this generation or
 	// later: this process's last commit sent, or the newest commit when a
 	// lease was taken (or renewed after it had run out on the server).
@@ -103,9 +111,17 @@ func (s *Store) isLocal(p []byte) bool {
 	return l != nil && l.local()
 }
 
-// pin returns a snapshot of the cache for a lease-local View, or nil when
+// prebegun is a transaction a commit began for a pinned View.
+type prebegun struct {
+	done chan struct{} // closed once begun (or failed)
+	conn *pgxpool.Conn
+	r    *reader // its generation, changes, cached
+	err  error
+}
+
+// pin returns a snapshot of the cache for lease-local View r, or nil when
 // one may not be taken now.
-func (s *Store) pin() *snapshot {
+func (s *Store) pin(r *reader) *snapshot {
 	ls := &s.local
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -114,29 +130,45 @@ func (s *Store) pin() *snapshot {
 	}
 	sn := s.cache.snapshot(ls.floor)
 	if sn != nil {
-		ls.pins++
+		if ls.pinned == nil {
+			ls.pinned = map[*reader]struct{}{}
+		}
+		ls.pinned[r] = struct{}{}
 	}
 	return sn
 }
 
-func (s *Store) unpin() {
-	ls := &s.local
-	ls.mu.Lock()
-	ls.pins--
-	if ls.pins == 0 && ls.waiting > 0 {
-		ls.cond.Broadcast()
-	}
-	ls.mu.Unlock()
-}
-
-// commitStart waits for the lease-local Views reading a snapshot (up to
-// pinWait), then notes a commit of generation gen in flight.
-func (s *Store) commitStart(gen int64) {
+// unpin ends r's pin; it returns the transaction a commit began for r,
+// if one did.
+func (s *Store) unpin(r *reader) *prebegun {
 	ls := &s.local
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.pins > 0 {
-		ls.waiting++
+	if _, ok := ls.pinned[r]; ok {
+		delete(ls.pinned, r)
+		if len(ls.pinned) == 0 && ls.waiting > 0 {
+			ls.cond.Broadcast()
+		}
+	}
+	return r.pre
+}
+
+// prebegunFor returns the transaction a commit began for r, if one did.
+func (s *Store) prebegunFor(r *reader) *prebegun {
+	s.local.mu.Lock()
+	defer s.local.mu.Unlock()
+	return r.pre
+}
+
+// commitStart waits for the lease-local Views reading a snapshot (up to
+// pinWait) and begins a transaction for each still reading, then notes a
+// commit of generation gen in flight. The caller's transaction holds the
+// writer lock.
+func (s *Store) commitStart(gen int64) {
+	ls := &s.local
+	ls.mu.Lock()
+	ls.waiting++ // no View pins until this commit is in flight
+	if len(ls.pinned) > 0 {
 		expired := false
 		t := time.AfterFunc(pinWait, func() {
 			ls.mu.Lock()
@@ -144,14 +176,39 @@ func (s *Store) commitStart(gen int64) {
 			ls.cond.Broadcast()
 			ls.mu.Unlock()
 		})
-		for ls.pins > 0 && !expired {
+		for len(ls.pinned) > 0 && !expired {
 			ls.cond.Wait()
 		}
 		t.Stop()
-		ls.waiting--
 	}
+	type late struct {
+		r    *reader
+		from int64
+	}
+	var lates []late
+	for r := range ls.pinned {
+		r.pre = &prebegun{done: make(chan struct{})}
+		lates = append(lates, late{r, r.snap.gen})
+	}
+	clear(ls.pinned)
+	ls.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, l := range lates {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			pre := l.r.pre
+			pre.r = &reader{s: s}
+			pre.conn, pre.err = s.open(context.Background(), pre.r, viewBegin, false, l.from)
+			close(pre.done)
+		}()
+	}
+	wg.Wait()
+	ls.mu.Lock()
+	ls.waiting--
 	ls.inflight++
 	ls.floor = max(ls.floor, gen)
+	ls.mu.Unlock()
 }
 
 func (s *Store) commitEnd() {
@@ -169,7 +226,7 @@ func (r *reader) localGet(key []byte) (v []byte, found, ok bool) {
 		return nil, false, false
 	}
 	if r.snap == nil {
-		if r.snap = r.s.pin(); r.snap == nil {
+		if r.snap = r.s.pin(r); r.snap == nil {
 			return nil, false, false
 		}
 	}
@@ -192,7 +249,7 @@ func (r *reader) localNext(pos *string, end []byte) (k, v []byte, found, known b
 			return nil, nil, false, false
 		}
 		if r.snap == nil {
-			if r.snap = r.s.pin(); r.snap == nil {
+			if r.snap = r.s.pin(r); r.snap == nil {
 				return nil, nil, false, false
 			}
 		}

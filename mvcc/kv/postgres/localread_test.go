@@ -357,3 +357,51 @@ func (t ptxn) Delete(k []byte) error {
 	}
 	return t.w.Delete(t.key(k))
 }
+
+// TestLeaseLocalViewAcrossOwnCommit: a lease-local View that waits for an
+// Update of its own process (which cannot wait for it for long) goes on
+// reading the generation it began with, also the keys it must ask the
+// server for (a miss, a store key). It used to fail ("a commit changed
+// what a lease-local read had read").
+func TestLeaseLocalViewAcrossOwnCommit(t *testing.T) {
+	a := open(t, pgtest.DB(t))
+	t.Cleanup(func() { a.Close() })
+	sid := strings.Repeat("w", 16)
+	la, err := a.Acquire(context.Background(), "S", postgres.LeaseOptions{Host: "h", Pid: 1, Session: []byte(sid)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer la.Release()
+	x, miss := []byte("I"+sid+"x"), []byte("D"+sid+"miss")
+	putKV(t, a, string(x), "0", "Mhlc", "0")
+	get(t, a, string(x))
+	st0 := a.Stats()
+	if err := a.View(func(r kv.Reader) error {
+		if v, err := r.Get(x); err != nil || string(v) != "0" {
+			return fmt.Errorf("x = %q, %v", v, err)
+		}
+		if err := a.Update(func(tx kv.Txn) error {
+			return errors.Join(tx.Put(x, []byte("1")), tx.Put(miss, []byte("1")), tx.Put([]byte("Mhlc"), []byte("1")))
+		}); err != nil {
+			return err
+		}
+		for _, k := range [][]byte{x, miss, []byte("Mhlc")} {
+			v, err := r.Get(k)
+			if err != nil {
+				return err
+			}
+			if want := map[string]string{string(x): "0", string(miss): "", "Mhlc": "0"}[string(k)]; string(v) != want {
+				return fmt.Errorf("after an Update of its own process the View reads %s = %q; want %q", k, v, want)
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if d := a.Stats().Sub(st0); d.LocalViews != 0 || d.Views != 1 {
+		t.Errorf("%v", d)
+	}
+	if got := get(t, a, string(miss)); got != "1" {
+		t.Errorf("after the View: %q", got)
+	}
+}

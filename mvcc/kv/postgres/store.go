@@ -345,13 +345,24 @@ func (r *reader) begin() error {
 		from = sn.gen
 	}
 	r.lazy = false
-	c, err := r.s.open(context.Background(), r, viewBegin, false, from)
-	if sn != nil {
-		// Pinned until the transaction's snapshot is taken: no commit of
-		// this process falls between the two.
-		r.s.unpin()
-		r.snap = nil
+	var c *pgxpool.Conn
+	var err error
+	pre := r.s.prebegunFor(r)
+	if pre == nil {
+		c, err = r.s.open(context.Background(), r, viewBegin, false, from)
+		if sn != nil {
+			// Pinned until the transaction's snapshot is taken: no commit
+			// of this process falls between the two, unless one gave up
+			// waiting and began a transaction for this View meanwhile.
+			if pre = r.s.unpin(r); pre != nil && c != nil {
+				r.s.endTx(c)
+			}
+		}
 	}
+	if pre != nil {
+		c, err = r.usePrebegun(pre)
+	}
+	r.snap = nil
 	if err != nil {
 		r.err = err
 		return err
@@ -364,11 +375,26 @@ func (r *reader) begin() error {
 	return nil
 }
 
+// usePrebegun makes the transaction a commit began for r r's.
+func (r *reader) usePrebegun(pre *prebegun) (*pgxpool.Conn, error) {
+	<-pre.done
+	if pre.err != nil {
+		return nil, pre.err
+	}
+	r.q, r.gen, r.nonce, r.changes, r.cached = pre.conn, pre.r.gen, pre.r.nonce, pre.r.changes, pre.r.cached
+	return pre.conn, nil
+}
+
 // end ends a View.
 func (r *reader) end() {
 	r.done = true
 	if r.snap != nil {
-		r.s.unpin()
+		if pre := r.s.unpin(r); pre != nil {
+			<-pre.done
+			if pre.conn != nil {
+				r.s.endTx(pre.conn)
+			}
+		}
 		r.snap = nil
 	}
 	if r.conn != nil {
@@ -522,6 +548,7 @@ type reader struct {
 	read    map[string]struct{} // partitions it read from snap
 	changes []change            // read when it began (from snap's generation)
 	conn    *pgxpool.Conn       // its transaction's, once begun
+	pre     *prebegun           // begun for it by a commit (guarded by local.mu)
 
 	// The last page read: a read that goes on where it ended reads a
 	// bigger one.
