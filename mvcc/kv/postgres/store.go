@@ -590,6 +590,16 @@ func (r *reader) get(key []byte) ([]byte, error) {
 			return v, nil
 		}
 	}
+	if r.cached {
+		if lo, hi, ok := groupOf(key); ok {
+			if v, found, ok, err := r.getGroup(key, lo, hi); err != nil || ok {
+				if !found {
+					v = nil
+				}
+				return v, err
+			}
+		}
+	}
 	var v []byte
 	r.s.trips.Add(1)
 	r.s.stats.gets.Add(1)
@@ -611,6 +621,67 @@ func (r *reader) get(key []byte) ([]byte, error) {
 		r.s.cache.fill(r.gen, string(key), string(key)+"\x00", false, []row{{bytes.Clone(key), v}})
 	}
 	return v, nil
+}
+
+// groupPage is how many rows a Get that misses in a key group reads.
+const groupPage = 128
+
+// groupOf returns the key group [lo, hi) a Get of key reads whole on a
+// miss: a directory's live entries (L sid parent name), looked up name by
+// name, new names too, so that the next lookups in that directory find
+// the cache covering them, present or absent.
+func groupOf(key []byte) (lo, hi string, ok bool) {
+	const n = 1 + 16 + 8
+	if len(key) <= n || key[0] != 'L' {
+		return "", "", false
+	}
+	lo = string(key[:n])
+	hi = prefixEnd(lo)
+	return lo, hi, hi != ""
+}
+
+// getGroup reads up to groupPage rows of group [lo, hi) into the cache and
+// answers the Get of key from them: ok false if the page ended before key.
+func (r *reader) getGroup(key []byte, lo, hi string) (v []byte, found, ok bool, err error) {
+	r.s.trips.Add(1)
+	r.s.stats.pages.Add(1)
+	rows, err := r.q.Query(context.Background(), "SELECT k, v FROM padfs_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3",
+		[]byte(lo), []byte(hi), groupPage)
+	if err != nil {
+		r.err = r.s.wrap(err)
+		return nil, false, false, r.err
+	}
+	var page []row
+	for rows.Next() {
+		var rw row
+		if err := rows.Scan(&rw.k, &rw.v); err != nil {
+			rows.Close()
+			r.err = r.s.wrap(err)
+			return nil, false, false, r.err
+		}
+		if rw.v == nil {
+			rw.v = []byte{}
+		}
+		page = append(page, rw)
+	}
+	if err := rows.Err(); err != nil {
+		r.err = r.s.wrap(err)
+		return nil, false, false, r.err
+	}
+	end := hi
+	if len(page) == groupPage {
+		end = string(page[len(page)-1].k) + "\x00"
+	}
+	r.s.cache.fill(r.gen, lo, end, false, page)
+	if string(key) >= end {
+		return nil, false, false, nil
+	}
+	for _, rw := range page {
+		if bytes.Equal(rw.k, key) {
+			return rw.v, true, true, nil
+		}
+	}
+	return nil, false, true, nil
 }
 
 func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
