@@ -166,11 +166,12 @@ func (s *Store) Acquire(ctx context.Context, name string, opt LeaseOptions) (*Le
 func (s *Store) takeLocked(ctx context.Context, tx pgx.Tx, name string, opt LeaseOptions, wait time.Duration) (*Lease, error) {
 	l := &Lease{s: s, name: name, ttl: opt.TTL, sid: bytes.Clone(opt.Session), stop: make(chan struct{}), stopped: make(chan struct{})}
 	sent := monoNow()
+	// A lease taken over must outlive the wait for its former holder.
 	err := tx.QueryRow(ctx, `INSERT INTO padfs_lease (name, token, host, pid, since, expires, sid)
-		VALUES ($1, 1, $2, $3, clock_timestamp(), clock_timestamp() + $4 * interval '1 millisecond', $5)
+		VALUES ($1, 1, $2, $3, clock_timestamp(), clock_timestamp() + ($4::bigint + $6::bigint) * interval '1 millisecond', $5)
 		ON CONFLICT (name) DO UPDATE SET token = padfs_lease.token + 1, host = EXCLUDED.host, pid = EXCLUDED.pid,
 			since = EXCLUDED.since, expires = EXCLUDED.expires, sid = EXCLUDED.sid
-		RETURNING token`, name, opt.Host, opt.Pid, opt.TTL.Milliseconds(), l.sid).Scan(&l.token)
+		RETURNING token`, name, opt.Host, opt.Pid, opt.TTL.Milliseconds(), l.sid, wait.Milliseconds()).Scan(&l.token)
 	if err != nil {
 		return nil, s.wrap(err)
 	}
@@ -194,9 +195,13 @@ func (s *Store) takeLocked(ctx context.Context, tx pgx.Tx, name string, opt Leas
 		}
 		// Renew it now: the wait used up part of it.
 		sent = monoNow()
-		if _, err := s.pool.Exec(ctx, `UPDATE padfs_lease SET expires = clock_timestamp() + $3 * interval '1 millisecond'
-			WHERE name = $1 AND token = $2`, name, l.token, opt.TTL.Milliseconds()); err != nil {
+		tag, err := s.pool.Exec(ctx, `UPDATE padfs_lease SET expires = clock_timestamp() + $3 * interval '1 millisecond'
+			WHERE name = $1 AND token = $2`, name, l.token, opt.TTL.Milliseconds())
+		if err != nil {
 			return nil, s.wrap(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil, fmt.Errorf("take lease %q over: %w", name, ErrFenced) // it ran out while we waited, and was taken
 		}
 	}
 	l.extend(sent)
