@@ -56,6 +56,45 @@ func TestPostgres(t *testing.T) {
 	t.Run("FurtherMount", func(t *testing.T) { testFurtherMount(t, srv.DB(t)) })
 	t.Run("Restart", func(t *testing.T) { testRestart(t, srv, srv.DB(t)) })
 	t.Run("Fsck", func(t *testing.T) { testFsck(t, srv.DB(t)) })
+	t.Run("OneWriter", func(t *testing.T) { testOneWriter(t, srv.DB(t)) })
+}
+
+// testOneWriter: commands of another host that would commit to a session
+// mounted read-write (checkpoint, restore, prune) fail with one line
+// naming the holder and change nothing; the holder, which reads its
+// session without asking the server (lease-local reads), goes on reading
+// and writing what the store holds; read-only commands work as before.
+func testOneWriter(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	sh(t, a.data, a.mnt, "printf 'one\\n' > f; mkdir d")
+	t0 := mustPgPadfs(t, b.data, url, "now")
+	sh(t, a.data, a.mnt, "printf 'two\\n' > f")
+	pid := strconv.Itoa(ma.cmd.Process.Pid)
+	for _, args := range [][]string{
+		{"checkpoint", "--session", s, "cp"},
+		{"restore", "--session", s, "--asof", t0},
+		{"prune", "--session", s, "--before", t0},
+	} {
+		r := pgPadfs(t, b.data, url, args...)
+		msg := strings.TrimSpace(r.errout)
+		if r.code == 0 || strings.Contains(msg, "\n") || !strings.Contains(msg, "mounted read-write by pid "+pid+" on host ") {
+			t.Errorf("%v from another host: exit %d, stderr %q; want one line naming pid %s", args, r.code, msg, pid)
+		}
+	}
+	if r := pgPadfs(t, b.data, url, "checkpoint", "--session", s, "--list"); strings.Contains(r.out, "cp") {
+		t.Errorf("a refused checkpoint is listed: %q", r.out)
+	}
+	if got := sh(t, a.data, a.mnt, "cat f; ls; printf 'three\\n' > f; cat f"); got != "two\nd\nf\nthree\n" {
+		t.Errorf("the holder after the refused commands: %q", got)
+	}
+	if log := mustPgPadfs(t, b.data, url, "log", "--session", s); strings.Count(log, "\n") < 3 {
+		t.Errorf("log of the session on host b:\n%s", log)
+	}
+	ma.stop()
+	// Unmounted, the session takes the other host's commits again.
+	mustPgPadfs(t, b.data, url, "checkpoint", "--session", s, "cp")
 }
 
 // testFsck: fsck and fsck --repair on a PostgreSQL store: a damaged
@@ -336,6 +375,12 @@ func testFenced(t *testing.T, url string) {
 		t.Errorf("the fenced commit is in the log:\n%s", log)
 	}
 	sh(t, b.data, b.mnt, "mkdir after")
+	// The former holder read its session without asking the server while
+	// it held the lease; paused past the lease, it lost that too: it
+	// reads what the new holder wrote.
+	if got := sh(t, a.data, a.mnt, "ls"); got != "after\nbefore\n" {
+		t.Errorf("the former holder lists %q after the new holder's mkdir after; want after and before", got)
+	}
 	mb.stop()
 	ma.stop()
 }

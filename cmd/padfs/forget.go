@@ -85,6 +85,14 @@ JSON.`,
 						return err
 					}
 				}
+				if force && (!hard || token != "") {
+					// Only a session's lease holder may commit to it.
+					release, err := takeLeaseForForce(a, sid)
+					if err != nil {
+						return err
+					}
+					defer release()
+				}
 				switch {
 				case !hard:
 					return softForget(a, sid, asJSON)

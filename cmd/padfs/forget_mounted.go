@@ -7,6 +7,7 @@ import (
 
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/mvcc/kv/postgres"
 )
 
 // infos describes every mount the set serves now.
@@ -51,4 +52,17 @@ func refuseMountedRW(a *App, sid mvcc.SessionID) error {
 			sid, h.Pid, h.Host, h.Since.UTC().Format(time.RFC3339))
 	}
 	return nil
+}
+
+// takeLeaseForForce takes session sid's lease from a process on another
+// host that holds it (on a shared store), so that a forced forget may
+// commit: that process's writes fail from then on, and the forget waits
+// for its lease to run out (up to the lease's TTL) so that it reads
+// nothing stale.
+func takeLeaseForForce(a *App, sid mvcc.SessionID) (func() error, error) {
+	_, release, err := storeopen.TakeOverLease(a.Store, sid, func(h *postgres.HeldError) {
+		fmt.Fprintf(a.Err, "padfs: taking session %s's lease from pid %d on host %s (its writes fail from now on); waiting up to %s for it to run out\n",
+			sid, h.Pid, h.Host, time.Until(h.Expires).Round(time.Second))
+	})
+	return release, err
 }

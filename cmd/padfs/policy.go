@@ -11,6 +11,7 @@ import (
 	"time"
 
 	padfs "github.com/padfs/padfs/fs"
+	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -84,6 +85,9 @@ func applyPolicy(a *App, p *policy) error {
 		return err
 	}
 	for _, si := range infos {
+		if h, err := storeopen.HeldElsewhere(a.Store, si.ID); err != nil || h != nil {
+			continue // only its lease holder may prune it (a mount on another host)
+		}
 		at, err := resolveBefore(a.Store, si.ID, p.Keep)
 		if err != nil {
 			return fmt.Errorf("policy: %w", err)

@@ -253,8 +253,11 @@ func LeaseMount(st *mvcc.Store, sid *mvcc.SessionID, ttl time.Duration) (release
 		return func() error { return nil }, nil
 	}
 	name, what := postgres.AllNames, "all sessions"
+	var key []byte
 	if sid != nil {
-		name, what = sid.String(), "session "+sid.String()
+		// A session's lease also guards its keys: this process's reads of
+		// them need no round trip (postgres/localread.go).
+		name, what, key = sid.String(), "session "+sid.String(), sid[:]
 	}
 	host, _ := os.Hostname()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -262,7 +265,7 @@ func LeaseMount(st *mvcc.Store, sid *mvcc.SessionID, ttl time.Duration) (release
 	if ttl <= 0 {
 		ttl = postgres.DefaultTTL
 	}
-	l, err := pg.Acquire(ctx, name, postgres.LeaseOptions{Host: host, Pid: os.Getpid(), TTL: ttl})
+	l, err := pg.Acquire(ctx, name, postgres.LeaseOptions{Host: host, Pid: os.Getpid(), TTL: ttl, Session: key})
 	var he *postgres.HeldError
 	switch {
 	case errors.As(err, &he):
@@ -279,4 +282,38 @@ func LeaseMount(st *mvcc.Store, sid *mvcc.SessionID, ttl time.Duration) (release
 		return nil, fmt.Errorf("cannot mount %s: take its lease: %w", what, err)
 	}
 	return l.Release, nil
+}
+
+// HeldElsewhere returns who holds session sid's lease if st is shared and
+// another process holds it (a read-write mount on another host): only
+// that process may commit to the session (postgres/localread.go).
+func HeldElsewhere(st *mvcc.Store, sid mvcc.SessionID) (*postgres.HeldError, error) {
+	pg, ok := Postgres(st)
+	if !ok || pg.Holds(sid.String()) {
+		return nil, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	return pg.Holder(ctx, sid.String())
+}
+
+// TakeOverLease takes session sid's lease from whoever holds it, for an
+// override that must commit to the session anyway (forget --force): the
+// holder's commits fail from then on, and it returns once the holder's
+// lease has run out (up to its TTL), so that the holder reads nothing
+// stale. It returns the holder (nil if another process held none) and
+// the release of the lease.
+func TakeOverLease(st *mvcc.Store, sid mvcc.SessionID, taking func(*postgres.HeldError)) (*postgres.HeldError, func() error, error) {
+	pg, ok := Postgres(st)
+	if !ok || pg.Holds(sid.String()) {
+		return nil, func() error { return nil }, nil
+	}
+	host, _ := os.Hostname()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	l, h, err := pg.TakeOver(ctx, sid.String(), postgres.LeaseOptions{Host: host, Pid: os.Getpid(), Session: sid[:], OnTakeOver: taking})
+	if err != nil {
+		return nil, nil, fmt.Errorf("session %s: take its lease: %w", sid, err)
+	}
+	return h, l.Release, nil
 }

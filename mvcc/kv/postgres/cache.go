@@ -16,7 +16,7 @@ import (
 // wrote or deleted:
 //
 //	partition of a key = its first 17 bytes for the session-keyed prefixes
-//	                     (kind byte + session id: H Z N K E D I X S P),
+//	                     (kind byte + session id: H Z N K E D I X S P L W),
 //	                     else its first byte (M meta, C chunks, R chunk refs)
 //
 // A transaction learns its generation in its first round trip, in the
@@ -44,14 +44,26 @@ import (
 // the database only. The cache is bounded (Options.CacheBytes): when full,
 // it is emptied.
 type cache struct {
-	mu      sync.Mutex
-	gen     int64               // the generation the cache describes
-	nonce   int64               // its change's nonce
-	ents    *btree.BTreeG[row]  // the rows of the spans
-	spans   *btree.BTreeG[span] // disjoint, never adjacent
+	mu    sync.Mutex
+	gen   int64 // the generation the cache describes
+	nonce int64 // its change's nonce
+	trees
 	bytes   int
 	max     int
 	pending map[int64]*batch // our commits sent but not yet applied: gen -> batch
+}
+
+// trees are the cache's rows and spans; a snapshot (cache.snapshot) is a
+// copy-on-write copy of them that the cache's later changes leave alone.
+type trees struct {
+	ents  *btree.BTreeG[row]  // the rows of the spans
+	spans *btree.BTreeG[span] // disjoint, never adjacent
+}
+
+// snapshot is the cache as of one generation, for a lease-local View.
+type snapshot struct {
+	trees
+	gen, nonce int64
 }
 
 // span is the range [lo, hi) (inf: no upper bound) whose rows the cache
@@ -81,16 +93,24 @@ func (c *cache) reset() {
 
 // partOf is the partition of key k.
 func partOf(k []byte) []byte {
-	if len(k) >= 17 {
-		switch k[0] {
-		case 'H', 'Z', 'N', 'K', 'E', 'D', 'I', 'X', 'S', 'P':
-			return k[:17]
-		}
+	if len(k) >= 17 && sessionKind(k[0]) {
+		return k[:17]
 	}
 	if len(k) == 0 {
 		return k
 	}
 	return k[:1]
+}
+
+// sessionKind reports whether keys of kind b are a session's: the kind
+// byte, then the session's 16-byte id (the mvcc key layout). The guard on
+// padfs_changes (sessionKinds) knows the same list.
+func sessionKind(b byte) bool {
+	switch b {
+	case 'H', 'Z', 'N', 'K', 'E', 'D', 'I', 'X', 'S', 'P', 'L', 'W':
+		return true
+	}
+	return false
 }
 
 // widenEnd is where a read that misses at pos may read ahead to (the end
@@ -230,7 +250,7 @@ func (c *cache) uncoverLocked(lo, hi string, inf bool) {
 }
 
 // spanBefore returns the span starting at or before k.
-func (c *cache) spanBefore(k string) (span, bool) {
+func (c *trees) spanBefore(k string) (span, bool) {
 	var out span
 	var ok bool
 	c.spans.Descend(span{lo: k}, func(s span) bool {
@@ -241,7 +261,7 @@ func (c *cache) spanBefore(k string) (span, bool) {
 }
 
 // covering returns the span holding k.
-func (c *cache) covering(k string) (span, bool) {
+func (c *trees) covering(k string) (span, bool) {
 	s, ok := c.spanBefore(k)
 	if ok && (s.inf || k < s.hi) {
 		return s, true
@@ -300,6 +320,11 @@ func (c *cache) get(g int64, k []byte) (v []byte, found, covered bool) {
 	if c.gen != g {
 		return nil, false, false
 	}
+	return c.lookup(k)
+}
+
+// lookup is get in the trees, whatever their generation.
+func (c *trees) lookup(k []byte) (v []byte, found, covered bool) {
 	if _, ok := c.covering(string(k)); !ok {
 		return nil, false, false
 	}
@@ -317,6 +342,11 @@ func (c *cache) next(g int64, pos *string, end []byte) (k, v []byte, found, know
 	if c.gen != g {
 		return nil, nil, false, false
 	}
+	return c.seek(pos, end)
+}
+
+// seek is next in the trees, whatever their generation.
+func (c *trees) seek(pos *string, end []byte) (k, v []byte, found, known bool) {
 	for {
 		s, ok := c.covering(*pos)
 		if !ok {
@@ -361,6 +391,18 @@ func (c *cache) fill(g int64, lo, hi string, inf bool, rows []row) bool {
 		return false
 	}
 	return true
+}
+
+// snapshot returns a copy of the cache as it is now (its generation and
+// rows), which the cache's later changes leave alone (copy on write).
+// It returns nil if the cache is older than generation min.
+func (c *cache) snapshot(min int64) *snapshot {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.gen < min {
+		return nil
+	}
+	return &snapshot{trees: trees{ents: c.ents.Copy(), spans: c.spans.Copy()}, gen: c.gen, nonce: c.nonce}
 }
 
 // begin registers batch b, about to commit as generation g, so that a

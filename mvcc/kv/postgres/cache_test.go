@@ -237,3 +237,38 @@ func TestScanPastPartition(t *testing.T) {
 		}
 	}
 }
+
+// TestGetReadsGroup: a Get of a directory's live entry that misses reads
+// the directory's entries (a page of them) into the cache: the next
+// lookups there, of names present or not, need no read; another process's
+// new entry is seen; a name past the page is read by itself.
+func TestGetReadsGroup(t *testing.T) {
+	url := pgtest.DB(t)
+	a, b := open(t, url), open(t, url)
+	t.Cleanup(func() { a.Close(); b.Close() })
+	dir := "L" + strings.Repeat("g", 16) + "parent.."
+	var kvs []string
+	for i := range 200 {
+		kvs = append(kvs, fmt.Sprintf("%sn%03d", dir, i), fmt.Sprint(i))
+	}
+	putKV(t, b, kvs...)
+	if got := get(t, a, dir+"n005"); got != "5" {
+		t.Fatalf("n005 = %q", got)
+	}
+	st0 := a.Stats()
+	for k, want := range map[string]string{"n000": "0", "n100": "100", "n099x": "-", "a": "-"} {
+		if got := get(t, a, dir+k); got != want {
+			t.Errorf("%s = %q; want %q", k, got, want)
+		}
+	}
+	if d := a.Stats().Sub(st0); d.Gets+d.Pages != 0 {
+		t.Errorf("lookups in a directory read before: %v; want no read but the begins", d)
+	}
+	if got := get(t, a, dir+"n199"); got != "199" {
+		t.Errorf("a name past the first page: %q", got)
+	}
+	putKV(t, b, dir+"n050x", "new")
+	if got := get(t, a, dir+"n050x"); got != "new" {
+		t.Errorf("another process's new entry reads %q", got)
+	}
+}

@@ -27,3 +27,11 @@ func (s *Store) Holder(ctx context.Context, name string) (*HeldError, error) {
 	}
 	return &h, nil
 }
+
+// Holds reports whether this process holds the lease name.
+func (s *Store) Holds(name string) bool {
+	s.leaseMu.Lock()
+	defer s.leaseMu.Unlock()
+	l := s.leases[name]
+	return l != nil && !l.Lost()
+}

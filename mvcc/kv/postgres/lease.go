@@ -1,11 +1,13 @@
 package postgres
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,6 +25,21 @@ import (
 //
 // The name "*" stands for everything: it conflicts with every other lease
 // (a mount of all sessions), and every lease conflicts with it.
+//
+// A session's lease (LeaseOptions.Session) also makes its holder the only
+// process that may commit to that session's keys: the guard on
+// padfs_changes (padfs_changes_guard, run by every commit that logs its
+// change, under the writer lock) refuses, naming the holder, a commit that
+// touches a partition of a session whose lease is live and not the
+// committer's; a writer that does not log (SQL by hand) logs the partition
+// "" (everything), which the guard refuses while any session's lease is
+// live. So while the lease lives, nothing changes the session's keys but
+// this process's own commits, and its reads of them can be served from
+// the cache with no round trip (lease-local reads: localread.go). The
+// privilege ends, by this process's monotonic clock, at the start of the
+// last renewal that succeeded + TTL - TTL/4: before the server lets
+// anyone else take the lease (TTL after that renewal reached it, by the
+// server's clock), unless the two clocks' rates differ by a quarter.
 
 // AllNames is the lease name that conflicts with every other.
 const AllNames = "*"
@@ -60,11 +77,37 @@ type Lease struct {
 	token int64
 	ttl   time.Duration
 
+	sid   []byte       // the session whose keys it guards; nil: none
+	until atomic.Int64 // monoNow() at which its lease-local reads stop
+
 	stop    chan struct{}
 	stopped chan struct{}
 	once    sync.Once
 	mu      sync.Mutex
 	lost    bool
+}
+
+// monoBase anchors monoNow.
+var monoBase = time.Now()
+
+// monoNow is the monotonic clock, in nanoseconds since monoBase (a SIGSTOP
+// does not stop it).
+func monoNow() int64 { return int64(time.Since(monoBase)) }
+
+// extend moves the end of the lease-local privilege to sent + TTL - TTL/4,
+// where sent is monoNow() before the statement that set the lease's
+// expiry to (the server's clock) + TTL was sent.
+func (l *Lease) extend(sent int64) {
+	l.until.Store(sent + int64(l.ttl-l.ttl/4))
+}
+
+// local reports whether reads of the lease's session may be served from
+// the cache: the lease is held, renewed in time, and not found lost.
+func (l *Lease) local() bool {
+	if l.sid == nil || monoNow() >= l.until.Load() {
+		return false
+	}
+	return !l.Lost()
 }
 
 // LeaseOptions tunes Acquire.
@@ -74,6 +117,12 @@ type LeaseOptions struct {
 	TTL  time.Duration // default DefaultTTL
 	// NoRenew leaves the lease to expire (tests of a paused holder).
 	NoRenew bool
+	// Session is the 16-byte id of the session whose keys the lease
+	// guards (see above); nil: it guards nothing.
+	Session []byte
+	// OnTakeOver, if set, is told whom TakeOver takes the lease from
+	// before it waits for that holder's lease to run out.
+	OnTakeOver func(*HeldError)
 }
 
 // Acquire takes the lease name, or fails with a *HeldError naming its live
@@ -108,27 +157,114 @@ func (s *Store) Acquire(ctx context.Context, name string, opt LeaseOptions) (*Le
 	case !errors.Is(err, pgx.ErrNoRows):
 		return nil, s.wrap(err)
 	}
-	l := &Lease{s: s, name: name, ttl: opt.TTL, stop: make(chan struct{}), stopped: make(chan struct{})}
-	err = tx.QueryRow(ctx, `INSERT INTO padfs_lease (name, token, host, pid, since, expires)
-		VALUES ($1, 1, $2, $3, clock_timestamp(), clock_timestamp() + $4 * interval '1 millisecond')
+	return s.takeLocked(ctx, tx, name, opt, 0)
+}
+
+// takeLocked writes the lease row for this process in tx (which holds the
+// writer lock) and commits; wait is how long to wait after that before
+// the lease is used (TakeOver's).
+func (s *Store) takeLocked(ctx context.Context, tx pgx.Tx, name string, opt LeaseOptions, wait time.Duration) (*Lease, error) {
+	l := &Lease{s: s, name: name, ttl: opt.TTL, sid: bytes.Clone(opt.Session), stop: make(chan struct{}), stopped: make(chan struct{})}
+	sent := monoNow()
+	// A lease taken over must outlive the wait for its former holder.
+	err := tx.QueryRow(ctx, `INSERT INTO padfs_lease (name, token, host, pid, since, expires, sid)
+		VALUES ($1, 1, $2, $3, clock_timestamp(), clock_timestamp() + ($4::bigint + $6::bigint) * interval '1 millisecond', $5)
 		ON CONFLICT (name) DO UPDATE SET token = padfs_lease.token + 1, host = EXCLUDED.host, pid = EXCLUDED.pid,
-			since = EXCLUDED.since, expires = EXCLUDED.expires
-		RETURNING token`, name, opt.Host, opt.Pid, opt.TTL.Milliseconds()).Scan(&l.token)
+			since = EXCLUDED.since, expires = EXCLUDED.expires, sid = EXCLUDED.sid
+		RETURNING token`, name, opt.Host, opt.Pid, opt.TTL.Milliseconds(), l.sid, wait.Milliseconds()).Scan(&l.token)
 	if err != nil {
+		return nil, s.wrap(err)
+	}
+	// Commits up to now may have changed the session; later ones of others
+	// cannot (the guard).
+	var g int64
+	if err := tx.QueryRow(ctx, "SELECT coalesce(max(gen), 0) FROM padfs_changes").Scan(&g); err != nil {
 		return nil, s.wrap(err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return nil, s.wrap(err)
 	}
+	s.raiseFloor(g)
+	if wait > 0 {
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			// Taken, but the former holder may still read: give it up.
+			s.pool.Exec(context.Background(), "UPDATE padfs_lease SET expires = clock_timestamp() WHERE name = $1 AND token = $2", name, l.token)
+			return nil, fmt.Errorf("take lease %q over: %w", name, ctx.Err())
+		}
+		// Renew it now: the wait used up part of it.
+		sent = monoNow()
+		tag, err := s.pool.Exec(ctx, `UPDATE padfs_lease SET expires = clock_timestamp() + $3 * interval '1 millisecond'
+			WHERE name = $1 AND token = $2`, name, l.token, opt.TTL.Milliseconds())
+		if err != nil {
+			return nil, s.wrap(err)
+		}
+		if tag.RowsAffected() == 0 {
+			return nil, fmt.Errorf("take lease %q over: %w", name, ErrFenced) // it ran out while we waited, and was taken
+		}
+	}
+	l.extend(sent)
 	s.leaseMu.Lock()
 	s.leases[name] = l
 	s.leaseMu.Unlock()
+	s.relist()
 	if opt.NoRenew {
 		close(l.stopped)
 	} else {
 		go l.renew()
 	}
 	return l, nil
+}
+
+// TakeOver takes the lease name even from a live holder (an override such
+// as `session forget --force`): the holder's commits fail from then on
+// (its token is stale), and TakeOver returns once the holder's lease has
+// run out by the server's clock, so that the holder's lease-local reads
+// have stopped before this process commits anything. It returns the
+// holder it took the lease from (nil if none held it).
+func (s *Store) TakeOver(ctx context.Context, name string, opt LeaseOptions) (*Lease, *HeldError, error) {
+	if s.closed.Load() {
+		return nil, nil, errClosed
+	}
+	if opt.TTL <= 0 {
+		opt.TTL = DefaultTTL
+	}
+	c, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return nil, nil, s.wrap(err)
+	}
+	defer c.Release()
+	tx, err := c.Begin(ctx)
+	if err != nil {
+		return nil, nil, s.wrap(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", int64(writerLock)); err != nil {
+		return nil, nil, s.wrap(err)
+	}
+	var h HeldError
+	var left time.Duration
+	var ms float64
+	err = tx.QueryRow(ctx, `SELECT name, host, pid, since, expires, extract(epoch FROM expires - clock_timestamp()) * 1000 FROM padfs_lease
+		WHERE expires > clock_timestamp() AND (name = $1 OR name = $2 OR $1 = $2) ORDER BY expires DESC LIMIT 1`, name, AllNames).
+		Scan(&h.Name, &h.Host, &h.Pid, &h.Since, &h.Expires, &ms)
+	var held *HeldError
+	switch {
+	case err == nil:
+		held = &h
+		left = time.Duration(ms*float64(time.Millisecond)) + 50*time.Millisecond
+		if h.Name != name {
+			return nil, &h, &h // another name ("*" or a session under "*"): not ours to take
+		}
+		if opt.OnTakeOver != nil {
+			opt.OnTakeOver(&h)
+		}
+	case !errors.Is(err, pgx.ErrNoRows):
+		return nil, nil, s.wrap(err)
+	}
+	l, err := s.takeLocked(ctx, tx, name, opt, left)
+	return l, held, err
 }
 
 var errClosed = errors.New("postgres store: closed")
@@ -164,21 +300,36 @@ func (l *Lease) renew() {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), ctxTimeout)
+		sent := monoNow()
 		// Renewing an expired lease that nobody took over (the server was
 		// away longer than the TTL) is safe: a taker would have changed
 		// the token, and commits in between failed their check.
-		tag, err := l.s.pool.Exec(ctx, `UPDATE padfs_lease SET expires = clock_timestamp() + $3 * interval '1 millisecond'
-			WHERE name = $1 AND token = $2`, l.name, l.token, l.ttl.Milliseconds())
+		// A lease that had run out may have let another process commit to
+		// the session meanwhile: lease-local reads then wait for the cache
+		// to see the commits up to the renewal.
+		var lapsed bool
+		var g int64
+		err := l.s.pool.QueryRow(ctx, `WITH old AS (SELECT expires <= clock_timestamp() AS lapsed FROM padfs_lease WHERE name = $1 AND token = $2)
+			UPDATE padfs_lease SET expires = clock_timestamp() + $3 * interval '1 millisecond' FROM old
+			WHERE name = $1 AND token = $2 RETURNING old.lapsed`, l.name, l.token, l.ttl.Milliseconds()).Scan(&lapsed)
+		if err == nil && lapsed {
+			err = l.s.pool.QueryRow(ctx, "SELECT coalesce(max(gen), 0) FROM padfs_changes").Scan(&g)
+		}
 		cancel()
 		switch {
-		case err != nil:
+		case err != nil && !errors.Is(err, pgx.ErrNoRows):
 			slog.Warn("renew lease", "lease", l.name, "err", err) // next tick retries
-		case tag.RowsAffected() == 0:
+		case err != nil:
 			slog.Error("lease lost: commits will fail", "lease", l.name, "token", l.token)
 			l.mu.Lock()
 			l.lost = true
 			l.mu.Unlock()
 			return
+		default:
+			if lapsed {
+				l.s.raiseFloor(g)
+			}
+			l.extend(sent)
 		}
 	}
 }
@@ -190,11 +341,13 @@ func (l *Lease) Release() error {
 	l.once.Do(func() {
 		close(l.stop)
 		<-l.stopped
+		l.until.Store(0) // no lease-local read from now on, before the server lets others in
 		l.s.leaseMu.Lock()
 		if l.s.leases[l.name] == l {
 			delete(l.s.leases, l.name)
 		}
 		l.s.leaseMu.Unlock()
+		l.s.relist()
 		ctx, cancel := context.WithTimeout(context.Background(), ctxTimeout)
 		defer cancel()
 		_, err = l.s.pool.Exec(ctx, "UPDATE padfs_lease SET expires = clock_timestamp() WHERE name = $1 AND token = $2",

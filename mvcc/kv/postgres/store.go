@@ -10,7 +10,10 @@
 //   - A View is a REPEATABLE READ READ ONLY transaction whose snapshot is
 //     taken when it begins; a Scan reads pages of rows in key order (keyset
 //     pagination: ORDER BY k, then k > the last key), growing the page as
-//     the callback keeps asking for more.
+//     the callback keeps asking for more. In a process that holds a
+//     session's lease, a View begins only at its first read that the
+//     cache cannot serve by that lease: reads of the leased session's keys
+//     need no round trip (localread.go).
 //   - Updates are serialized across every process on the database by a
 //     transaction-scoped advisory lock, so a READ COMMITTED transaction
 //     that holds it reads everything committed before it and nothing
@@ -86,9 +89,12 @@ type Store struct {
 	batch   *batch
 
 	leaseMu sync.Mutex
-	leases  map[string]*Lease // held by this process, checked at every commit
+	leases  map[string]*Lease                 // held by this process, checked at every commit
+	locals  atomic.Pointer[map[string]*Lease] // of them, those guarding a session: by its 16-byte id (localread.go)
+	local   localState
 
 	trips atomic.Int64 // round trips to the server (RoundTrips)
+	stats stats        // transactions and their round trips, by kind (Stats)
 	cache *cache       // nil: none
 
 	// Following other processes (notify.go).
@@ -103,6 +109,41 @@ type Store struct {
 // RoundTrips is the number of round trips to the server so far: each
 // statement, or pipelined batch of statements, the store waited for.
 func (s *Store) RoundTrips() int64 { return s.trips.Load() }
+
+// Stats counts a store's transactions and round trips by kind, so that the
+// cost of a filesystem operation can be told in round trips (Store.Stats).
+type Stats struct {
+	Views, LocalViews int64 // Views; of them, served from the cache with no round trip
+	Updates, Batches  int64 // Updates; the group commits they made
+	Begins            int64 // round trips beginning a transaction
+	Gets, Pages       int64 // round trips reading a key, a page of keys
+	Commits           int64 // round trips committing a batch
+	Trips             int64 // all round trips (RoundTrips)
+}
+
+type stats struct {
+	views, localViews, updates, batches, begins, gets, pages, commits atomic.Int64
+}
+
+// Stats returns the counts so far.
+func (s *Store) Stats() Stats {
+	return Stats{Views: s.stats.views.Load(), LocalViews: s.stats.localViews.Load(),
+		Updates: s.stats.updates.Load(), Batches: s.stats.batches.Load(),
+		Begins: s.stats.begins.Load(), Gets: s.stats.gets.Load(), Pages: s.stats.pages.Load(),
+		Commits: s.stats.commits.Load(), Trips: s.trips.Load()}
+}
+
+// Sub returns the counts of st since earlier.
+func (st Stats) Sub(earlier Stats) Stats {
+	return Stats{st.Views - earlier.Views, st.LocalViews - earlier.LocalViews, st.Updates - earlier.Updates,
+		st.Batches - earlier.Batches, st.Begins - earlier.Begins, st.Gets - earlier.Gets, st.Pages - earlier.Pages,
+		st.Commits - earlier.Commits, st.Trips - earlier.Trips}
+}
+
+func (st Stats) String() string {
+	return fmt.Sprintf("%d trips: %d views (%d local), %d updates in %d batches; %d begins, %d gets, %d pages, %d commits",
+		st.Trips, st.Views, st.LocalViews, st.Updates, st.Batches, st.Begins, st.Gets, st.Pages, st.Commits)
+}
 
 var _ kv.Store = (*Store)(nil)
 
@@ -140,6 +181,7 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	s := &Store{pool: pool, opts: opts, desc: desc, leases: map[string]*Lease{}, connCfg: cfg.ConnConfig.Copy(),
 		id: fmt.Sprintf("%016x", rand.Uint64()), stopBg: make(chan struct{}), wake: make(chan struct{}, 1)}
+	s.local.cond = sync.NewCond(&s.local.mu)
 	if opts.CacheBytes > 0 {
 		s.cache = newCache(opts.CacheBytes)
 	}
@@ -175,6 +217,29 @@ DO $d$ BEGIN
 			FOR EACH STATEMENT EXECUTE FUNCTION padfs_kv_changed();
 	END IF;
 END $d$;
+ALTER TABLE padfs_lease ADD COLUMN IF NOT EXISTS sid bytea;
+CREATE OR REPLACE FUNCTION padfs_changes_guard() RETURNS trigger LANGUAGE plpgsql AS $f$
+DECLARE
+	h record;
+BEGIN
+	SELECT l.name, l.host, l.pid, l.since INTO h FROM padfs_lease l
+	WHERE l.sid IS NOT NULL AND l.expires > clock_timestamp()
+		AND NOT (l.name || '/' || l.token) = ANY (string_to_array(coalesce(current_setting('padfs.mine', true), ''), ','))
+		AND EXISTS (SELECT 1 FROM unnest(NEW.parts) p WHERE length(p) = 0
+			OR get_byte(p, 0) = ANY ('{72,90,78,75,69,68,73,88,83,80,76,87}'::int[]) AND (length(p) < 17 OR substring(p FROM 2 FOR 16) = l.sid))
+	LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'session % is mounted read-write by pid % on host % since % (its lease): only its holder may write it',
+			h.name, h.pid, h.host, to_char(h.since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') USING ERRCODE = 'PF002';
+	END IF;
+	RETURN NEW;
+END $f$;
+DO $d$ BEGIN
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'padfs_changes_guard' AND tgrelid = 'padfs_changes'::regclass) THEN
+		CREATE TRIGGER padfs_changes_guard BEFORE INSERT ON padfs_changes
+			FOR EACH ROW EXECUTE FUNCTION padfs_changes_guard();
+	END IF;
+END $d$;
 CREATE OR REPLACE FUNCTION padfs_fence(n text, tok bigint) RETURNS void LANGUAGE plpgsql AS $f$
 BEGIN
 	IF NOT EXISTS (SELECT 1 FROM padfs_lease WHERE name = n AND token = tok AND expires > clock_timestamp()) THEN
@@ -183,8 +248,19 @@ BEGIN
 END $f$;
 `
 
-// fencedCode is the SQLSTATE padfs_fence raises.
-const fencedCode = "PF001"
+// fencedCode is the SQLSTATE padfs_fence raises, guardCode
+// padfs_changes_guard's.
+const (
+	fencedCode = "PF001"
+	guardCode  = "PF002"
+)
+
+// guardError is a commit the guard refused: it touched a session whose
+// lease another process holds. It is ErrHeld.
+type guardError struct{ msg string }
+
+func (e *guardError) Error() string { return e.msg }
+func (e *guardError) Unwrap() error { return ErrHeld }
 
 func (s *Store) createSchema(ctx context.Context) error {
 	c, err := s.pool.Acquire(ctx)
@@ -217,6 +293,9 @@ func (s *Store) wrap(err error) error {
 	if errors.As(err, &pe) && pe.Code == fencedCode {
 		return fmt.Errorf("%w: %s", ErrFenced, pe.Message)
 	}
+	if pe != nil && pe.Code == guardCode {
+		return &guardError{pe.Message}
+	}
 	if pe == nil && !errors.Is(err, kv.ErrClosed) {
 		// Not the server's answer: the connection's. Its cause is not
 		// handed on, so that a unix socket that is not there (ENOENT) is
@@ -238,37 +317,113 @@ func (s *Store) View(fn func(kv.Reader) error) error {
 	if s.closed.Load() {
 		return kv.ErrClosed
 	}
-	// The snapshot is taken at the first statement, which reads the
-	// generation: the View sees nothing committed after it began.
-	c, r, err := s.open(context.Background(), "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY", false)
+	s.stats.views.Add(1)
+	// A process holding a session's lease begins lazily: the View may be
+	// served by the cache alone (localread.go).
+	r := &reader{s: s, lazy: s.cache != nil && s.anyLocal()}
+	if !r.lazy {
+		if err := r.begin(); err != nil {
+			return err
+		}
+	}
+	defer r.end()
+	return fn(r)
+}
+
+// viewBegin begins a View's transaction. The snapshot is taken at the first
+// statement, which reads the generation: the View sees nothing committed
+// after it began.
+const viewBegin = "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY"
+
+// begin begins the View's transaction: at once, or at the first read a
+// lease-local View cannot serve from its snapshot, which must then be
+// the same as the transaction's generation for what the View read.
+func (r *reader) begin() error {
+	from := int64(-1)
+	sn := r.snap
+	if sn != nil {
+		from = sn.gen
+	}
+	r.lazy = false
+	var c *pgxpool.Conn
+	var err error
+	pre := r.s.prebegunFor(r)
+	if pre == nil {
+		c, err = r.s.open(context.Background(), r, viewBegin, false, from)
+		if sn != nil {
+			// Pinned until the transaction's snapshot is taken: no commit
+			// of this process falls between the two, unless one gave up
+			// waiting and began a transaction for this View meanwhile.
+			if pre = r.s.unpin(r); pre != nil && c != nil {
+				r.s.endTx(c)
+			}
+		}
+	}
+	if pre != nil {
+		c, err = r.usePrebegun(pre)
+	}
+	r.snap = nil
 	if err != nil {
+		r.err = err
 		return err
 	}
-	defer func() {
-		r.done = true
-		s.endTx(c)
-	}()
-	return fn(r)
+	r.conn = c
+	if sn != nil && len(r.read) > 0 && overtaken(sn, r.gen, r.nonce, r.changes, r.read) {
+		r.err = r.s.errOvertaken()
+		return r.err
+	}
+	return nil
+}
+
+// usePrebegun makes the transaction a commit began for r r's.
+func (r *reader) usePrebegun(pre *prebegun) (*pgxpool.Conn, error) {
+	<-pre.done
+	if pre.err != nil {
+		return nil, pre.err
+	}
+	r.q, r.gen, r.nonce, r.changes, r.cached = pre.conn, pre.r.gen, pre.r.nonce, pre.r.changes, pre.r.cached
+	return pre.conn, nil
+}
+
+// end ends a View.
+func (r *reader) end() {
+	r.done = true
+	if r.snap != nil {
+		if pre := r.s.unpin(r); pre != nil {
+			<-pre.done
+			if pre.conn != nil {
+				r.s.endTx(pre.conn)
+			}
+		}
+		r.snap = nil
+	}
+	if r.conn != nil {
+		r.s.endTx(r.conn)
+	} else if r.err == nil {
+		r.s.stats.localViews.Add(1)
+	}
 }
 
 // open acquires a connection and begins a transaction on it (beginTx).
 // While the server cannot be reached it retries for up to
 // Options.RetryFor: a begin that failed changed nothing.
-func (s *Store) open(ctx context.Context, begin string, write bool) (*pgxpool.Conn, *reader, error) {
+// The changes it reads start at generation from (-1: the cache's).
+func (s *Store) open(ctx context.Context, r *reader, begin string, write bool, from int64) (*pgxpool.Conn, error) {
 	deadline := time.Now().Add(s.opts.RetryFor)
 	pause := 20 * time.Millisecond
 	for {
 		c, err := s.pool.Acquire(ctx)
 		if err == nil {
-			r := &reader{s: s, q: c}
-			if err = s.beginTx(ctx, c, r, begin, write); err == nil {
-				return c, r, nil
+			r.q = c
+			if err = s.beginTx(ctx, c, r, begin, write, from); err == nil {
+				return c, nil
 			}
 			c.Exec(ctx, "ROLLBACK") // a broken connection is closed on release
 			c.Release()
 		}
 		if !unreachable(err) || s.closed.Load() || time.Now().Add(pause).After(deadline) {
-			return nil, nil, s.wrap(err)
+			r.q = nil
+			return nil, s.wrap(err)
 		}
 		time.Sleep(pause)
 		pause = min(2*pause, time.Second)
@@ -307,21 +462,23 @@ const (
 // (under the writer lock, for an Update) the generation it sees and the
 // changes the cache has not seen; the cache is brought to that
 // generation, and r reads it if it could be.
-func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin string, write bool) error {
+func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin string, write bool, from int64) error {
 	pb := &pgx.Batch{}
 	pb.Queue(begin)
 	if write {
 		pb.Queue("SELECT pg_advisory_xact_lock($1)", int64(writerLock))
 	}
 	pb.Queue(qNewest)
-	var from int64
 	if s.cache != nil {
 		s.cache.mu.Lock()
-		from = s.cache.gen
+		if from < 0 || from > s.cache.gen {
+			from = s.cache.gen
+		}
 		s.cache.mu.Unlock()
 		pb.Queue(qChanges, from)
 	}
 	s.trips.Add(1)
+	s.stats.begins.Add(1)
 	br := c.SendBatch(ctx, pb)
 	err := s.readBegin(br, r, write)
 	if cerr := br.Close(); err == nil {
@@ -339,8 +496,8 @@ func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
 			return err
 		}
 	}
-	var nonce int64
-	err := br.QueryRow().Scan(&r.gen, &nonce)
+	r.gen, r.nonce = 0, 0
+	err := br.QueryRow().Scan(&r.gen, &r.nonce)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 		return err
 	}
@@ -363,7 +520,8 @@ func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
 	if err := rows.Err(); err != nil {
 		return err
 	}
-	r.cached = s.cache.advance(r.gen, nonce, changes, write)
+	r.changes = changes
+	r.cached = s.cache.advance(r.gen, r.nonce, changes, write)
 	return nil
 }
 
@@ -379,9 +537,18 @@ type reader struct {
 	s      *Store
 	q      querier
 	gen    int64 // the generation the transaction reads
+	nonce  int64 // its change's
 	cached bool  // the cache was at gen when the transaction began
 	done   bool
 	err    error // a failed query: the transaction is aborted
+
+	// A View of a process holding a session's lease (localread.go).
+	lazy    bool                // not begun yet: reads try the snapshot first
+	snap    *snapshot           // pinned at its first lease-local read
+	read    map[string]struct{} // partitions it read from snap
+	changes []change            // read when it began (from snap's generation)
+	conn    *pgxpool.Conn       // its transaction's, once begun
+	pre     *prebegun           // begun for it by a commit (guarded by local.mu)
 
 	// The last page read: a read that goes on where it ended reads a
 	// bigger one.
@@ -404,6 +571,17 @@ func (r *reader) Get(key []byte) ([]byte, error) {
 }
 
 func (r *reader) get(key []byte) ([]byte, error) {
+	if r.lazy {
+		if v, found, ok := r.localGet(key); ok {
+			if !found {
+				return nil, nil
+			}
+			return v, nil
+		}
+		if err := r.begin(); err != nil {
+			return nil, err
+		}
+	}
 	if r.cached {
 		if v, found, covered := r.s.cache.get(r.gen, key); covered {
 			if !found {
@@ -412,8 +590,19 @@ func (r *reader) get(key []byte) ([]byte, error) {
 			return v, nil
 		}
 	}
+	if r.cached {
+		if lo, hi, ok := groupOf(key); ok {
+			if v, found, ok, err := r.getGroup(key, lo, hi); err != nil || ok {
+				if !found {
+					v = nil
+				}
+				return v, err
+			}
+		}
+	}
 	var v []byte
 	r.s.trips.Add(1)
+	r.s.stats.gets.Add(1)
 	err := r.q.QueryRow(context.Background(), "SELECT v FROM padfs_kv WHERE k = $1", key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		if r.cached {
@@ -432,6 +621,67 @@ func (r *reader) get(key []byte) ([]byte, error) {
 		r.s.cache.fill(r.gen, string(key), string(key)+"\x00", false, []row{{bytes.Clone(key), v}})
 	}
 	return v, nil
+}
+
+// groupPage is how many rows a Get that misses in a key group reads.
+const groupPage = 128
+
+// groupOf returns the key group [lo, hi) a Get of key reads whole on a
+// miss: a directory's live entries (L sid parent name), looked up name by
+// name, new names too, so that the next lookups in that directory find
+// the cache covering them, present or absent.
+func groupOf(key []byte) (lo, hi string, ok bool) {
+	const n = 1 + 16 + 8
+	if len(key) <= n || key[0] != 'L' {
+		return "", "", false
+	}
+	lo = string(key[:n])
+	hi = prefixEnd(lo)
+	return lo, hi, hi != ""
+}
+
+// getGroup reads up to groupPage rows of group [lo, hi) into the cache and
+// answers the Get of key from them: ok false if the page ended before key.
+func (r *reader) getGroup(key []byte, lo, hi string) (v []byte, found, ok bool, err error) {
+	r.s.trips.Add(1)
+	r.s.stats.pages.Add(1)
+	rows, err := r.q.Query(context.Background(), "SELECT k, v FROM padfs_kv WHERE k >= $1 AND k < $2 ORDER BY k LIMIT $3",
+		[]byte(lo), []byte(hi), groupPage)
+	if err != nil {
+		r.err = r.s.wrap(err)
+		return nil, false, false, r.err
+	}
+	var page []row
+	for rows.Next() {
+		var rw row
+		if err := rows.Scan(&rw.k, &rw.v); err != nil {
+			rows.Close()
+			r.err = r.s.wrap(err)
+			return nil, false, false, r.err
+		}
+		if rw.v == nil {
+			rw.v = []byte{}
+		}
+		page = append(page, rw)
+	}
+	if err := rows.Err(); err != nil {
+		r.err = r.s.wrap(err)
+		return nil, false, false, r.err
+	}
+	end := hi
+	if len(page) == groupPage {
+		end = string(page[len(page)-1].k) + "\x00"
+	}
+	r.s.cache.fill(r.gen, lo, end, false, page)
+	if string(key) >= end {
+		return nil, false, false, nil
+	}
+	for _, rw := range page {
+		if bytes.Equal(rw.k, key) {
+			return rw.v, true, true, nil
+		}
+	}
+	return nil, false, true, nil
 }
 
 func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
@@ -491,6 +741,20 @@ func (p *pager) next() (k, v []byte, ok bool, err error) {
 			p.finished = true
 			continue
 		}
+		if p.r.lazy {
+			k, v, found, known := p.r.localNext(&p.pos, p.end)
+			if found {
+				p.pos = string(k) + "\x00"
+				return k, v, true, nil
+			}
+			if known {
+				p.finished = true
+				continue
+			}
+			if err := p.r.begin(); err != nil {
+				return nil, nil, false, err
+			}
+		}
 		if p.r.cached {
 			k, v, found, known := p.r.s.cache.next(p.r.gen, &p.pos, p.end)
 			if found {
@@ -533,6 +797,7 @@ func (p *pager) fetch() error {
 	}
 	args = append(args, size)
 	r.s.trips.Add(1)
+	r.s.stats.pages.Add(1)
 	rows, err := r.q.Query(context.Background(), sql, args...)
 	if err != nil {
 		r.err = r.s.wrap(err)
@@ -610,6 +875,7 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 	if s.closed.Load() {
 		return kv.ErrClosed
 	}
+	s.stats.updates.Add(1)
 	s.waiting.Add(1)
 	s.mu.Lock()
 	s.waiting.Add(-1)
@@ -624,6 +890,7 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 			s.mu.Unlock()
 			return err
 		}
+		s.stats.batches.Add(1)
 		s.batch = b
 	}
 	t := &txn{b: b, undo: map[string]undo{}}
@@ -666,7 +933,8 @@ func callFn(fn func(kv.Txn) error, t *txn) (p any, err error) {
 
 // beginLocked starts a batch: a transaction holding the writer lock.
 func (s *Store) beginLocked() (*batch, error) {
-	c, r, err := s.open(context.Background(), "BEGIN", true)
+	r := &reader{s: s}
+	c, err := s.open(context.Background(), r, "BEGIN", true, -1)
 	if err != nil {
 		return nil, err
 	}
@@ -708,8 +976,19 @@ func (s *Store) finishLocked(b *batch) {
 		return true
 	})
 	gen := b.r.gen + 1
+	held := s.heldLeases()
 	pb := &pgx.Batch{}
 	if len(puts)+len(dels) > 0 {
+		// The leases it holds, for the guard on padfs_changes.
+		mine := make([]string, len(held))
+		for i, l := range held {
+			mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
+		}
+		pb.Queue("SELECT set_config('padfs.mine', $1, true)", strings.Join(mine, ","))
+		// A former holder's commit fails as fenced, before the guard refuses it.
+		for _, l := range held {
+			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
+		}
 		// First, so that the trigger on padfs_kv sees it logged.
 		pb.Queue("INSERT INTO padfs_changes (gen, nonce, parts) SELECT $1, $2, $3::bytea[] WHERE set_config('padfs.logged', 'on', true) = 'on'",
 			gen, b.nonce, parts)
@@ -723,8 +1002,10 @@ func (s *Store) finishLocked(b *batch) {
 	if len(dels) > 0 {
 		pb.Queue("DELETE FROM padfs_kv WHERE k = ANY($1::bytea[])", dels)
 	}
-	for _, l := range s.heldLeases() {
-		pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
+	if len(puts)+len(dels) == 0 {
+		for _, l := range held {
+			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
+		}
 	}
 	if len(puts)+len(dels) > 0 {
 		pb.Queue("SELECT pg_notify('"+notifyChannel+"', $1)", s.id)
@@ -732,9 +1013,12 @@ func (s *Store) finishLocked(b *batch) {
 	pb.Queue("COMMIT")
 	logged := len(puts)+len(dels) > 0 && s.cache != nil
 	if logged {
+		s.commitStart(gen)
+		defer s.commitEnd() // after committed, below
 		s.cache.begin(gen, b)
 	}
 	s.trips.Add(1)
+	s.stats.commits.Add(1)
 	err := b.conn.SendBatch(ctx, pb).Close()
 	if err != nil || b.conn.Conn().PgConn().TxStatus() != 'I' {
 		b.conn.Exec(ctx, "ROLLBACK")
