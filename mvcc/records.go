@@ -60,7 +60,9 @@ type Inode struct {
 	// Content: Inline for small files, else Extents in file order.
 	Inline  []byte   `cbor:"15,keyasint,omitempty"`
 	Extents []Extent `cbor:"16,keyasint,omitempty"`
-	// ContentHash is the SHA-256 of the whole content (what sha256sum prints).
+	// ContentHash is the SHA-256 of the whole content (what sha256sum
+	// prints), or nil: since this build a content of more than one chunk,
+	// or with holes, has none (each byte is hashed once, for its chunk).
 	ContentHash []byte `cbor:"17,keyasint,omitempty"`
 	// ContentHLC is the commit that last changed the content; equal values
 	// mean equal bytes (the fs layer keeps the kernel's page cache on it).
