@@ -135,3 +135,53 @@ func BenchmarkCDC(b *testing.B) {
 		}
 	}
 }
+
+// cdcCutBytewise is cdcCut one byte a step, as FastCDC defines it.
+func cdcCutBytewise(data []byte) int {
+	n := len(data)
+	if n <= chunkMin {
+		return n
+	}
+	n = min(n, chunkMax)
+	var h uint64
+	i := chunkMin
+	for ; i < min(n, cdcNormal); i++ {
+		if h = h<<1 + gear[data[i]]; h&cdcMaskS == 0 {
+			return i + 1
+		}
+	}
+	for ; i < n; i++ {
+		if h = h<<1 + gear[data[i]]; h&cdcMaskL == 0 {
+			return i + 1
+		}
+	}
+	return n
+}
+
+// The unrolled hash cuts where the bytewise one does, at every offset of
+// its eight-byte step: on random and low-entropy bytes and on inputs of
+// lengths around the bounds.
+func TestCDCMatchesBytewise(t *testing.T) {
+	low := randBytes(13, 4<<20)
+	for i := range low {
+		low[i] &= 3
+	}
+	inputs := [][]byte{randBytes(14, 8<<20), low}
+	for _, l := range []int{chunkMin - 1, chunkMin, chunkMin + 1, chunkMin + 7, cdcNormal - 3, cdcNormal, cdcNormal + 5, chunkMax - 1, chunkMax, chunkMax + 9} {
+		inputs = append(inputs, randBytes(byte(l), l))
+	}
+	offsets := map[int]bool{}
+	for k, in := range inputs {
+		for p, pos := in, 0; len(p) > 0; {
+			got, want := cdcCut(p), cdcCutBytewise(p)
+			if got != want {
+				t.Fatalf("input %d at %d: cut after %d bytes, bytewise %d", k, pos, got, want)
+			}
+			offsets[got%8] = true
+			p, pos = p[got:], pos+got
+		}
+	}
+	if len(offsets) != 8 {
+		t.Errorf("cuts fell at only %d of the 8 offsets of a step", len(offsets))
+	}
+}

@@ -42,6 +42,15 @@ var gear = func() (g [256]uint64) {
 	return g
 }()
 
+// gear1 is gear shifted left by one: two steps of the hash fold into one,
+// h<<2 + gear1[a] + gear[b], whose table sum does not wait for h.
+var gear1 = func() (g [256]uint64) {
+	for i, v := range gear {
+		g[i] = v << 1
+	}
+	return g
+}()
+
 // cdcCut returns the length of the chunk that starts data (all of it if it
 // is the tail of the input and ends before any cut).
 func cdcCut(data []byte) int {
@@ -52,21 +61,51 @@ func cdcCut(data []byte) int {
 	n = min(n, chunkMax)
 	data = data[:n]
 	norm := min(n, cdcNormal)
-	var h uint64
-	i := chunkMin
-	for ; i < norm; i++ {
-		h = h<<1 + gear[data[i]]
-		if h&cdcMaskS == 0 {
-			return i + 1
-		}
+	h, i := cdcScan(data[:norm], 0, chunkMin, cdcMaskS)
+	if i < 0 {
+		return -i
 	}
-	for ; i < n; i++ {
-		h = h<<1 + gear[data[i]]
-		if h&cdcMaskL == 0 {
-			return i + 1
-		}
+	if _, i = cdcScan(data, h, i, cdcMaskL); i < 0 {
+		return -i
 	}
 	return n
+}
+
+// cdcScan rolls the hash x over data[i:] and returns minus the length up
+// to the first byte after which x&mask is zero, or, if there is none, the
+// hash at the end and len(data). The hash is a chain of dependent
+// shift-adds, one a byte; two bytes fold into one step,
+// x<<2 + (gear1[a] + gear[b]), whose table sum does not wait for x, which
+// halves the chain (the hash between, x<<1 + gear[a], is tested off it).
+// Eight bytes are tested a step; a step that holds a cut is rolled again
+// one byte at a time. The hashes, and so the cuts, are those of one byte
+// a step (TestCDCMatchesBytewise).
+func cdcScan(data []byte, x uint64, i int, mask uint64) (uint64, int) {
+	p := data[i:]
+	for ; len(p) >= 8; p = p[8:] {
+		q, x0 := p[:8], x
+		x1 := x<<1 + gear[q[0]]
+		x2 := x<<2 + (gear1[q[0]] + gear[q[1]])
+		x3 := x2<<1 + gear[q[2]]
+		x4 := x2<<2 + (gear1[q[2]] + gear[q[3]])
+		x5 := x4<<1 + gear[q[4]]
+		x6 := x4<<2 + (gear1[q[4]] + gear[q[5]])
+		x7 := x6<<1 + gear[q[6]]
+		x = x6<<2 + (gear1[q[6]] + gear[q[7]])
+		if (x1&mask == 0) || (x2&mask == 0) || (x3&mask == 0) || (x4&mask == 0) ||
+			(x5&mask == 0) || (x6&mask == 0) || (x7&mask == 0) || (x&mask == 0) {
+			// A cut among these eight: find it one byte a step.
+			x = x0
+			break
+		}
+	}
+	for ; len(p) > 0; p = p[1:] {
+		x = x<<1 + gear[p[0]]
+		if x&mask == 0 {
+			return 0, len(p) - len(data) - 1
+		}
+	}
+	return x, len(data)
 }
 
 // cdc cuts the bytes of a reader into chunks of chunkMin..chunkMax bytes

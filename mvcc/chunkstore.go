@@ -7,7 +7,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"hash/crc32"
 	"io"
 	"slices"
@@ -20,10 +19,15 @@ import (
 // stages so that a large commit keeps two cores busy (chunking on one,
 // hashing and storing on the other):
 //
-//	caller: read r -> chunker -> chunk bytes cut straight into their frame in a batch,
-//	        SHA-256 of the whole file
+//	caller: read r -> chunker -> chunk bytes cut straight into their frame in a batch
 //	storer: SHA-256 of each chunk, CRC-32C of each frame,
 //	        then one kv Update that puts the batch's chunks not yet stored
+//
+// Each byte is hashed once, for its chunk's key. A content of one chunk
+// and no hole has that chunk's hash as its whole-file SHA-256 (the same
+// bytes); a longer one has none, as a sparse file has none (ContentHash
+// nil: its events show no sha256, diff compares its extents): a second
+// SHA-256 pass over the whole file cost as much CPU as the chunk keys.
 //
 // Each chunk's bytes are written once by the chunker, into their place in
 // the batch buffer behind a 4-byte header that the storer fills in, so the
@@ -62,9 +66,8 @@ func putBatch(b *chunkBatch) {
 // chunkStorer is the second stage: it runs in the caller's goroutine
 // until a second batch is needed, then in its own.
 type chunkStorer struct {
-	s     *Store
-	c     Content
-	whole hash.Hash // of the file's bytes (caller)
+	s *Store
+	c Content
 
 	started bool
 	todo    chan *chunkBatch // to the storer, in file order
@@ -73,7 +76,6 @@ type chunkStorer struct {
 	exited  chan struct{}    // closed when the storer goroutine returns
 	err     error            // the storer's first error
 	made    int              // batches allocated (caller only)
-	holes   uint64           // hole bytes so far (caller)
 }
 
 // putChunks stores the chunks of the file whose bytes are head followed by
@@ -99,7 +101,6 @@ func (s *Store) putSparse(ctx context.Context, sp Sparse) (*Content, error) {
 		}
 		if d.Off > pos {
 			b.items = append(b.items, batchItem{off: -1, n: uint64(d.Off - pos)})
-			cs.hashHole(uint64(d.Off - pos))
 		}
 		var err error
 		if b, err = cs.cut(ctx, b, io.NewSectionReader(sp.R, d.Off, d.Len)); err != nil {
@@ -109,13 +110,12 @@ func (s *Store) putSparse(ctx context.Context, sp Sparse) (*Content, error) {
 	}
 	if pos < sp.Size {
 		b.items = append(b.items, batchItem{off: -1, n: uint64(sp.Size - pos)})
-		cs.hashHole(uint64(sp.Size - pos))
 	}
 	return cs.close(b)
 }
 
 func (s *Store) newChunkStorer() *chunkStorer {
-	return &chunkStorer{s: s, whole: sha256.New(), made: 1}
+	return &chunkStorer{s: s, made: 1}
 }
 
 // cut chunks r into b (and the batches after it, handed to the storer as
@@ -140,12 +140,8 @@ func (cs *chunkStorer) cut(ctx context.Context, b *chunkBatch, r io.Reader) (*ch
 		}
 		if hole {
 			b.items = append(b.items, batchItem{off: -1, n: uint64(len(data))})
-			cs.hashHole(uint64(len(data)))
 			continue
 		}
-		// Here rather than in the storer, which has the other SHA-256 pass
-		// (of each chunk): the two stages then cost about the same.
-		cs.whole.Write(data)
 		if len(data) > 0 && &data[0] == &dst[:1][0] {
 			b.buf = b.buf[:off+4+len(data)]
 		} else { // not cut in place (cannot happen: chunks never exceed chunkMax)
@@ -179,8 +175,8 @@ func (cs *chunkStorer) close(b *chunkBatch) (*Content, error) {
 			return nil, err
 		}
 	}
-	if cs.holes <= hashHolesMax {
-		cs.c.Hash = cs.whole.Sum(nil)
+	if e := cs.c.Extents; len(e) == 1 && e[0].Chunk != nil {
+		cs.c.Hash = bytes.Clone(e[0].Chunk) // one chunk: its key is the file's SHA-256
 	}
 	return &cs.c, nil
 }
@@ -254,18 +250,6 @@ func (cs *chunkStorer) abort(b *chunkBatch, err error) error {
 		cs.finish()
 	}
 	return err
-}
-
-// hashHole feeds n zeros to the whole-file hash (caller), unless the file
-// has more hole bytes than hashHolesMax: then it gets no whole-file hash,
-// so stop feeding it zeros.
-func (cs *chunkStorer) hashHole(n uint64) {
-	cs.holes += n
-	for left := n; left > 0 && cs.holes <= hashHolesMax; {
-		c := min(left, uint64(len(zeros)))
-		cs.whole.Write(zeros[:c])
-		left -= c
-	}
 }
 
 // store hashes and frames the chunks of b, adds them to the content, and

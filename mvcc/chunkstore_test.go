@@ -14,7 +14,9 @@ import (
 )
 
 // refContent is what PutContent must return for data, computed the plain
-// way: a fresh chunker, one SHA-256 per chunk, one over everything.
+// way: a fresh chunker, one SHA-256 per chunk, and the whole-file SHA-256
+// of inline content and of content that is one chunk, no hole (of longer
+// content, none).
 func refContent(t *testing.T, data []byte) (*Content, map[Hash][]byte) {
 	t.Helper()
 	sum := sha256.Sum256(data)
@@ -32,6 +34,9 @@ func refContent(t *testing.T, data []byte) (*Content, map[Hash][]byte) {
 	for {
 		k, err := ch.next(buf)
 		if errors.Is(err, io.EOF) {
+			if len(c.Extents) != 1 || c.Extents[0].Chunk == nil {
+				c.Hash = nil
+			}
 			return c, chunks
 		}
 		if err != nil {
@@ -165,5 +170,72 @@ func TestPutContentErrors(t *testing.T) {
 	}
 	if n := runtime.NumGoroutine(); n > goroutines {
 		t.Fatalf("%d goroutines after the failures, %d before", n, goroutines)
+	}
+}
+
+// Content of one chunk has that chunk's key as its whole-file SHA-256;
+// longer content has none (no second pass over its bytes), and diff still
+// tells equal content from unequal by its extents.
+func TestContentHashOnlyWhenFree(t *testing.T) {
+	st := lcOpen(t).st
+	put := func(data []byte) *Inode {
+		t.Helper()
+		c, err := st.PutContent(t.Context(), bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := &Inode{Mode: sIFREG | 0o644}
+		c.Apply(n)
+		return n
+	}
+	one := randBytes(20, chunkMin+100)
+	if n, sum := put(one), sha256.Sum256(one); !bytes.Equal(n.ContentHash, sum[:]) || len(n.Extents) != 1 {
+		t.Errorf("one chunk: %d extents, hash %x, want 1 and sha256 %x", len(n.Extents), n.ContentHash, sum)
+	}
+	big := randBytes(21, 3<<20)
+	a, a2 := put(big), put(big)
+	big[2<<20] ^= 1
+	b := put(big)
+	if a.ContentHash != nil || len(a.Extents) < 2 {
+		t.Fatalf("3 MiB: %d extents, hash %x, want several and none", len(a.Extents), a.ContentHash)
+	}
+	if !sameContent(a, a2) || sameContent(a, b) {
+		t.Errorf("same content: equal %v (want true), one byte changed %v (want false)", sameContent(a, a2), sameContent(a, b))
+	}
+}
+
+// A store opened by this build's bolt (which keeps chunks in nested
+// buckets) is at format 4, so that a padfs before nested values refuses it
+// (ErrFormat) instead of finding its chunks missing; its content reads
+// back, also through a bolt that writes flat.
+func TestNestedValuesRaiseFormat(t *testing.T) {
+	dir := t.TempDir()
+	st, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := storeFormat(t, st); f != formatNestedValues {
+		t.Fatalf("format %d after the open, want %d", f, formatNestedValues)
+	}
+	h, err := st.CreateSession("s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := randBytes(22, 1<<20)
+	writeFile(t, st, h.ID, h.Root, "f", data)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if st, err = openDirFlat(dir); err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	n, err := st.Walk(h.ID, "f", Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.ReadAll(n)
+	if err != nil || !bytes.Equal(got, data) {
+		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
 	}
 }

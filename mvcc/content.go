@@ -27,9 +27,11 @@ const (
 	// MaxFileSize is the largest size of a file (EFBIG beyond): 2^62
 	// keeps every offset plus length far from int64 overflow.
 	MaxFileSize = 1 << 62
-	// hashHolesMax: a file with more hole bytes than this has no
-	// whole-file hash (ContentHash nil, no sha256 in its events), since
-	// hashing its zeros would cost what the holes save.
+	// hashHolesMax: an imported file with more hole bytes than this has
+	// no whole-file hash (ContentHash nil, no sha256 in its events),
+	// since hashing its zeros would cost what the holes save. (Content
+	// written through PutContent has one only when it is inline or a
+	// single chunk: chunkstore.go.)
 	hashHolesMax = 16 << 20
 	// MaxInMemory is the largest file Content reads into memory (diff,
 	// redact, grep); above it, ErrTooBig.
@@ -43,7 +45,7 @@ type Content struct {
 	Size    uint64
 	Inline  []byte
 	Extents []Extent
-	Hash    []byte // SHA-256 of all bytes
+	Hash    []byte // SHA-256 of all bytes; nil when not free (chunkstore.go)
 }
 
 // PutContent chunks r and stores every chunk not yet present. It runs

@@ -16,10 +16,18 @@ func OpenDir(dir string) (*Store, error) { return openDirMmap(dir, 0) }
 // openDirMmap is OpenDir with bbolt's initial memory map of mmap bytes (0:
 // its default).
 func openDirMmap(dir string, mmap int) (*Store, error) {
+	return openDirOpts(dir, bolt.Options{MmapSize: mmap})
+}
+
+// openDirFlat is OpenDir with bolt keeping every value flat, as before
+// format 4: the store keeps the format it has (tests of older formats).
+func openDirFlat(dir string) (*Store, error) { return openDirOpts(dir, bolt.Options{Flat: true}) }
+
+func openDirOpts(dir string, bo bolt.Options) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	b, err := bolt.Open(filepath.Join(dir, StoreFile), bolt.Options{MmapSize: mmap})
+	b, err := bolt.Open(filepath.Join(dir, StoreFile), bo)
 	if err != nil {
 		return nil, err
 	}

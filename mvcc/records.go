@@ -11,9 +11,15 @@ import (
 
 // FormatVersion is the newest on-disk format this build reads; a store with
 // a newer one is refused at open with ErrFormat. New stores start at format
-// 1, move to 2 with their first keyed xattr (xattr.go) and to 3 with their
-// first live-entry index (liveidx.go).
-const FormatVersion = formatLiveIndex
+// 1, move to 2 with their first keyed xattr (xattr.go), to 3 with their
+// first live-entry index (liveidx.go) and to 4 when a driver that keeps
+// large values apart opens them (kv/bolt's nested values: the records are
+// the same, but a padfs before format 4 would find such a value missing).
+const FormatVersion = formatNestedValues
+
+// formatNestedValues is the store format whose bolt file may keep large
+// values in nested buckets (kv/bolt.FormatNestedValues).
+const formatNestedValues = 4
 
 // Records are CBOR maps with small integer keys (fields can be added without
 // rewriting old records), framed as crc32c(payload)[4] || payload so that a
@@ -60,7 +66,9 @@ type Inode struct {
 	// Content: Inline for small files, else Extents in file order.
 	Inline  []byte   `cbor:"15,keyasint,omitempty"`
 	Extents []Extent `cbor:"16,keyasint,omitempty"`
-	// ContentHash is the SHA-256 of the whole content (what sha256sum prints).
+	// ContentHash is the SHA-256 of the whole content (what sha256sum
+	// prints), or nil: since this build a content of more than one chunk,
+	// or with holes, has none (each byte is hashed once, for its chunk).
 	ContentHash []byte `cbor:"17,keyasint,omitempty"`
 	// ContentHLC is the commit that last changed the content; equal values
 	// mean equal bytes (the fs layer keeps the kernel's page cache on it).

@@ -3,6 +3,7 @@ package mvcc
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
 	"strings"
@@ -135,10 +136,23 @@ func redactBytes(data []byte, needle, repl string) ([]byte, int, error) {
 // contentKey identifies equal content (one read and one rewrite for every
 // version sharing it).
 func contentKey(k []byte, n *Inode) string {
-	if len(n.ContentHash) == 0 {
-		return "key:" + string(k)
+	switch {
+	case len(n.ContentHash) > 0:
+		return fmt.Sprintf("%x:%d", n.ContentHash, n.Size)
+	case n.Extents != nil:
+		// No whole-file hash (more than one chunk, or holes): equal
+		// extents are equal bytes.
+		h := sha256.New()
+		var l [9]byte
+		for _, e := range n.Extents {
+			l[0] = byte(len(e.Chunk)) // 0: a hole
+			binary.BigEndian.PutUint64(l[1:], e.Len)
+			h.Write(l[:])
+			h.Write(e.Chunk)
+		}
+		return fmt.Sprintf("ext:%x:%d", h.Sum(nil), n.Size)
 	}
-	return fmt.Sprintf("%x:%d", n.ContentHash, n.Size)
+	return "key:" + string(k)
 }
 
 // PlanRedact returns the receipt of redacting needle (replaced by repl) in

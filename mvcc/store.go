@@ -71,6 +71,16 @@ func New(kvs kv.Store) (*Store, error) {
 			return fmt.Errorf("%w: store format %d is newer than this padfs understands (%d); upgrade padfs",
 				ErrFormat, binary.BigEndian.Uint64(v), FormatVersion)
 		}
+		if m, ok := kvs.(kv.MinFormater); ok && m.MinFormat() > 0 {
+			// The driver's layout (bolt's nested values) is what an
+			// older padfs would misread: the format makes it refuse.
+			if m.MinFormat() > FormatVersion {
+				return fmt.Errorf("%w: the store driver needs format %d, newer than this padfs understands (%d)", ErrFormat, m.MinFormat(), FormatVersion)
+			}
+			if err := raiseFormat(tx, m.MinFormat()); err != nil {
+				return err
+			}
+		}
 		if v, err = tx.Get(metaKey("hlc")); err != nil {
 			return err
 		} else if len(v) == 8 {

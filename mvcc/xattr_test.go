@@ -199,7 +199,7 @@ func putInlineXattrs(t *testing.T, st *Store, sid SessionID, ino Ino, set map[st
 
 func TestInlineXattrsOfOldStoresReadAndMove(t *testing.T) {
 	dir := t.TempDir()
-	st, err := OpenDir(dir)
+	st, err := openDirFlat(dir) // bolt keeping the format the store has
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestInlineXattrsOfOldStoresReadAndMove(t *testing.T) {
 	st.Close()
 
 	// Reopened by this build: the inline sets read, the format stays 1.
-	if st, err = OpenDir(dir); err != nil {
+	if st, err = openDirFlat(dir); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
@@ -252,7 +252,7 @@ func TestInlineXattrsOfOldStoresReadAndMove(t *testing.T) {
 
 	// And after a reopen.
 	st.Close()
-	if st, err = OpenDir(dir); err != nil {
+	if st, err = openDirFlat(dir); err != nil {
 		t.Fatal(err)
 	}
 	wantXattrs(t, "reopened, as of t3", mustXattrs(t, st, sid, f.Ino, t3), "user.a", "1", "user.c", "3", "user.e", "")

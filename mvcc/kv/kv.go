@@ -100,6 +100,14 @@ type Compactor interface {
 	Compact(progress func(done, total int64)) error
 }
 
+// MinFormater is implemented by drivers whose files a padfs older than
+// some mvcc store format would misread: the mvcc layer raises the store's
+// format to MinFormat (0: none) when it opens the store, so that such a
+// padfs refuses it.
+type MinFormater interface {
+	MinFormat() uint64
+}
+
 // PrefixEnd returns the smallest key greater than every key starting with
 // prefix, or nil if there is none (prefix is all 0xff).
 func PrefixEnd(prefix []byte) []byte {

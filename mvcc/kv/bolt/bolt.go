@@ -1,4 +1,5 @@
-// Package bolt is the embedded kv.Store driver: one bbolt file, one bucket.
+// Package bolt is the embedded kv.Store driver: one bbolt file, one bucket
+// (each large value nested in a bucket of its own: bigvalue.go).
 //
 // Every Update is one bbolt read-write transaction and is fsync'ed when it
 // commits, so it survives a power loss as soon as Update returns; Sync has
@@ -57,6 +58,10 @@ type Options struct {
 	Timeout time.Duration
 	// Mode is the permission of a newly created file (default 0600).
 	Mode fs.FileMode
+	// Flat keeps every value flat in the bucket, as padfs did before
+	// nested values (bigvalue.go); MinFormat is then 0. For tests of
+	// stores of older formats.
+	Flat bool
 	// MmapSize is the initial size of the memory map (default on 64-bit
 	// systems: 64 GiB of address space, not of disk nor of memory). A writer
 	// that must grow the map holds bbolt's map lock while it copies its

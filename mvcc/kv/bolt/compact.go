@@ -96,7 +96,10 @@ func (s *Store) copyTo(dst *bbolt.DB, progress func(done, total int64)) (err err
 		if src == nil {
 			return fmt.Errorf("bucket %q missing: %w", bucketName, ErrCorrupt)
 		}
-		total := int64(src.Stats().KeyN)
+		// KeyN counts a nested value twice (its entry and the value in
+		// its bucket); BucketN counts src and each nested bucket.
+		st := src.Stats()
+		total := int64(st.KeyN - (st.BucketN - 1))
 		var done int64
 		report(done, total)
 		c := src.Cursor()
@@ -107,7 +110,8 @@ func (s *Store) copyTo(dst *bbolt.DB, progress func(done, total int64)) (err err
 				// Keys arrive in order: pack pages nearly full.
 				b.FillPercent = 0.9
 				for size := 0; k != nil && size < compactBatch; k, v = c.Next() {
-					if err := b.Put(k, v); err != nil {
+					v = entryValue(src, k, v)
+					if err := putValue(b, k, v, s.opts.Flat); err != nil {
 						return err
 					}
 					size += len(k) + len(v)

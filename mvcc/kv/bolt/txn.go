@@ -53,7 +53,7 @@ func (r *reader) call(fn func() error) error {
 
 func (r *reader) Get(key []byte) (v []byte, err error) {
 	defer r.leave(r.enter(), &err)
-	return r.b.Get(key), nil
+	return getValue(r.b, key), nil
 }
 
 func (r *reader) First(start, end []byte) (k, v []byte, err error) {
@@ -85,6 +85,7 @@ func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) (er
 		if r.writable {
 			last = append(last[:0], k...)
 		}
+		v = entryValue(r.b, k, v)
 		r.inCaller = true
 		more, err := fn(k, v)
 		r.inCaller = false
@@ -116,7 +117,7 @@ func (t *txn) Put(key, value []byte) (err error) {
 	k := append([]byte(nil), key...)
 	v := make([]byte, len(value)) // make+copy: not zeroed first
 	copy(v, value)
-	if err := t.b.Put(k, v); err != nil {
+	if err := putValue(t.b, k, v, t.s.opts.Flat); err != nil {
 		return fmt.Errorf("kv/bolt %s: put: %w", t.s.path, err)
 	}
 	return nil
@@ -130,7 +131,7 @@ func (t *txn) PutStable(key, value []byte) (err error) {
 	if value == nil {
 		value = []byte{}
 	}
-	if err := t.b.Put(key, value); err != nil {
+	if err := putValue(t.b, key, value, t.s.opts.Flat); err != nil {
 		return fmt.Errorf("kv/bolt %s: put: %w", t.s.path, err)
 	}
 	return nil
@@ -139,7 +140,7 @@ func (t *txn) PutStable(key, value []byte) (err error) {
 func (t *txn) Delete(key []byte) (err error) {
 	defer t.leave(t.enter(), &err)
 	t.writes++
-	if err := t.b.Delete(key); err != nil {
+	if err := deleteValue(t.b, key); err != nil {
 		return fmt.Errorf("kv/bolt %s: delete: %w", t.s.path, err)
 	}
 	return nil

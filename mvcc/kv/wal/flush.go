@@ -217,3 +217,12 @@ func (s *Store) Compact(progress func(done, total int64)) error {
 	s.noteFold(0)
 	return err
 }
+
+// MinFormat is the base's (kv.MinFormater): the base's files are what an
+// older padfs would misread.
+func (s *Store) MinFormat() uint64 {
+	if m, ok := s.base.(kv.MinFormater); ok {
+		return m.MinFormat()
+	}
+	return 0
+}
