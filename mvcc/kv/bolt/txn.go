@@ -67,7 +67,7 @@ func (r *reader) First(start, end []byte) (k, v []byte, err error) {
 	if k == nil || (end != nil && bytes.Compare(k, end) >= 0) {
 		return nil, nil, nil
 	}
-	return k, v, nil
+	return k, entryValue(r.b, k, v), nil
 }
 
 func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) (err error) {
