@@ -8,6 +8,7 @@ import (
 	"math"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,14 +36,25 @@ import (
 //	        400-byte window (squared), and the query as a
 //	        phrase (as typed, or its words as text or as an
 //	        identifier)
-//	def     re-rank: the share of the query's words one name    1.2     0..1
+//	def     re-rank: the share of the query's units one name    1.2     0..1
 //	        the file declares holds (its declarations read
 //	        from its content), squared; a name the query
 //	        spells exactly, case included, adds 0.2
+//	doc     re-rank: the share of the query's words one         0.8     0..1
+//	        comment block (or paragraph of prose) holds, each
+//	        at the start of a word, squared
+//
+// The path and def rankers cover the query's units: its identifiers as
+// typed. A compound (AfterFunc) is one unit, matched whole or, for less,
+// by its parts (stop words included: After); a unit typed as an
+// identifier (a capital, a compound) weighs twice a plain word, and a
+// declared name spelled otherwise (parseInt for ParseInt) counts 0.7.
+// Declaration keywords (func, type, struct) are no units.
 //
 // BM25 scores are normalized by the best candidate's; the others are
-// absolute. A test file's (or test data's) sum counts 0.9: a query means
-// the code more often than its tests.
+// absolute. The sum of a test file's (or test data's) parts counts 0.7,
+// and so does generated code's (a "Code generated ... DO NOT EDIT." line,
+// seen when re-ranking): a query means the code a person wrote.
 //
 // Candidates are the union of each index ranker's best (the path's words
 // are an index ranker too, for recall by name). A file the index has
@@ -64,8 +76,11 @@ const (
 	// maxOccurrences bounds the occurrences of a word the proximity ranker
 	// looks at in one file.
 	maxOccurrences = 2000
-	// testPrior scales the score of test files.
-	testPrior = 0.9
+	// testPrior scales the score of test files and test data, and
+	// generatedPrior that of generated code: code search means the code
+	// a person wrote more often than its tests or a generator's output.
+	testPrior      = 0.7
+	generatedPrior = 0.7
 )
 
 // Rankers, in the order of Hit.Explain.
@@ -75,17 +90,18 @@ const (
 	rPath
 	rProx
 	rDef
+	rDoc
 	numRankers
 	// numFirstPass rankers need no content: they pick what is re-ranked.
 	numFirstPass = rPath + 1
 )
 
-var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def"}
-var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2}
+var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def", "doc"}
+var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2, 0.8}
 
 // rankerNormalized: scores divided by the best candidate's (BM25 has no
 // scale of its own).
-var rankerNormalized = [numRankers]bool{true, true, false, false, false}
+var rankerNormalized = [numRankers]bool{true, true, false, false, false, false}
 
 // Hit is one result of a ranked search.
 type Hit struct {
@@ -143,6 +159,10 @@ type rq struct {
 	// phrases are the query's words as a phrase, as text and as
 	// identifiers (snake_case, concatenated).
 	phrases [][]byte
+	// units are what the path and declaration rankers cover: each
+	// identifier of the query as typed, a word or a compound (AfterFunc).
+	units      []unit
+	unitWeight float64 // the units' weights' sum
 	// idents are the query's identifiers as typed.
 	idents map[string]bool
 	// comps caches the path components pathScore analyzed.
@@ -173,6 +193,10 @@ func parseQuery(q, prefix string) (*rq, error) {
 	if len(r.stems) == 0 {
 		return nil, errors.New("empty query (no words but stop words)")
 	}
+	r.units = queryUnits(q)
+	for _, u := range r.units {
+		r.unitWeight += u.weight
+	}
 	if len(r.words) > 1 {
 		// As typed (a declaration pasted whole), then its words as text,
 		// snake_case and one identifier, stop words included.
@@ -184,6 +208,89 @@ func parseQuery(q, prefix string) (*rq, error) {
 		}
 	}
 	return r, nil
+}
+
+// unit is one identifier of a query: lowercased whole, and its parts
+// with their stems. A compound's parts keep their stop words (After in
+// AfterFunc): matching one part of a name is not matching the name.
+type unit struct {
+	typed, whole string
+	parts, stems []string
+	// cased: typed as an identifier (a capital, or a compound), so that
+	// a declaration spelled otherwise is another name (ParseInt, parseInt).
+	cased bool
+	// weight is the unit's share of the query in the path and
+	// declaration rankers: an identifier typed as one (MustCompile in
+	// "func MustCompile(str string)") is what the query is about more
+	// than a plain word.
+	weight float64
+}
+
+const (
+	// casedWeight is the weight of a unit typed as an identifier.
+	casedWeight = 2
+	// compoundParts scales a path's match of a compound identifier's
+	// parts, each on its own.
+	compoundParts = 0.6
+)
+
+// queryUnits splits q into its identifiers; a lone stop word is none.
+func queryUnits(q string) []unit {
+	var us []unit
+	var cur unit
+	seen := map[string]bool{}
+	codetok.Split([]byte(q), func(start, end, nparts int) {
+		u := cur
+		cur = unit{}
+		u.typed = q[start:end]
+		u.whole = strings.ToLower(u.typed)
+		u.cased = u.typed != u.whole || nparts > 1
+		u.weight = 1
+		if u.cased {
+			u.weight = casedWeight
+		}
+		if len(u.parts) == 0 || seen[u.whole] {
+			return
+		}
+		if len(u.parts) == 1 && u.stems[0] == "" {
+			return // a stop word
+		}
+		for i, st := range u.stems {
+			if st == "" {
+				u.stems[i] = u.parts[i]
+			}
+		}
+		seen[u.whole] = true
+		us = append(us, u)
+	}, func(start, end int) {
+		w := strings.ToLower(q[start:end])
+		st := ""
+		if ts := codeAn.Analyze([]byte(w)); len(ts) > 0 {
+			st = string(ts[0].Term)
+		}
+		cur.parts = append(cur.parts, w)
+		cur.stems = append(cur.stems, st)
+	})
+	// Keywords that introduce a declaration (func, type, struct, ...)
+	// are syntax, not names, in a query that has names too.
+	names := us[:0:0]
+	for _, u := range us {
+		if !declKeywords[u.typed] {
+			names = append(names, u)
+		}
+	}
+	if len(names) > 0 {
+		us = names
+	}
+	return us
+}
+
+// declKeywords are the words that introduce or shape a declaration in the
+// languages codetok.Decls reads, as typed (lowercase).
+var declKeywords = map[string]bool{
+	"func": true, "type": true, "struct": true, "interface": true, "const": true, "var": true, "package": true,
+	"def": true, "class": true, "function": true, "fn": true, "let": true, "impl": true, "trait": true, "enum": true,
+	"pub": true, "static": true, "public": true, "private": true, "void": true, "typedef": true,
 }
 
 // within reports whether p is in the query's path restriction.
@@ -203,9 +310,13 @@ type cand struct {
 	n        *mvcc.Inode
 	data     []byte
 	read     bool // data holds the content
-	score    float64
-	part     [numRankers]float64
-	rank     [numRankers]int
+	// generatedChecked: prior includes isGenerated(data).
+	generatedChecked bool
+	// prior scales the sum (tests, generated code); 0 until computed.
+	prior float64
+	score float64
+	part  [numRankers]float64
+	rank  [numRankers]int
 }
 
 // SearchWith is Search with options.
@@ -637,17 +748,23 @@ func fuse(cs []*cand, nr int) {
 		}
 	}
 	for _, c := range cs {
+		if c.prior == 0 {
+			c.prior = 1
+			if isTestPath(c.path) {
+				c.prior = testPrior
+			}
+		}
+		if c.read && !c.generatedChecked {
+			c.generatedChecked = true
+			if isGenerated(c.data) {
+				c.prior *= generatedPrior
+			}
+		}
+		// Scaled part by part, so that the parts still add up.
 		c.score = 0
 		for i := range nr {
+			c.part[i] *= c.prior
 			c.score += c.part[i]
-		}
-		if isTestPath(c.path) {
-			// Scaled part by part, so that the parts still add up.
-			c.score = 0
-			for i := range nr {
-				c.part[i] *= testPrior
-				c.score += c.part[i]
-			}
 		}
 	}
 	sort.SliceStable(cs, func(a, b int) bool {
@@ -669,8 +786,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 	if err := parallel(ctx, len(cs), func(i int) error {
 		c := cs[i]
 		if !isBinary(c.data) {
-			c.raw[rProx] = proxScore(bytes.ToLower(c.data), r)
+			low := bytes.ToLower(c.data)
+			c.raw[rProx] = proxScore(low, r)
 			c.raw[rDef] = defScore(c.path, c.data, r)
+			c.raw[rDoc] = docScore(c.path, c.data, low, r)
 		}
 		return nil
 	}); err != nil {
@@ -702,10 +821,10 @@ type pathComp struct {
 	weight float64
 }
 
-// pathScore is the path ranker: for each query word, its best match
+// pathScore is the path ranker: for each query unit, its best match
 // among the path's components (the file name, without extension, counts
 // fully, its directory 0.7, directories above 0.4), averaged over the
-// query's words, to the power 1.5.
+// query's units by weight, to the power 1.5.
 func pathScore(p string, r *rq) float64 {
 	comps := strings.Split(p, "/")
 	base := comps[len(comps)-1]
@@ -735,34 +854,64 @@ func pathScore(p string, r *rq) float64 {
 		c.weight = w
 		cs = append(cs, c)
 	}
+	// A unit's match is its best among the components, a compound's the
+	// better of the whole (afterfunc) and the mean of its parts'.
 	var total float64
-	for qi, word := range r.words {
-		stem := r.stems[qi]
-		var best float64
-		for _, c := range cs {
-			var m float64
-			for _, w := range c.words {
-				switch {
-				case w == word || w == stem:
-					m = max(m, 1)
-				case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
-					m = max(m, 0.8) // abbreviation (reg, register) or a longer form
+	for _, u := range r.units {
+		var whole float64
+		var parts float64
+		for pi, word := range u.parts {
+			stem := u.stems[pi]
+			var best float64
+			for _, c := range cs {
+				best = max(best, wordMatch(c, word, stem)*c.weight)
+				if pi == 0 && len(u.parts) > 1 {
+					for _, w := range c.words {
+						if w == u.whole {
+							whole = max(whole, c.weight)
+						}
+					}
 				}
 			}
-			if m == 0 && len(stem) >= 4 && strings.Contains(c.s, stem) {
-				m = 0.6 // inside a compound name: alloc in regalloc
-			}
-			if m == 0 && len(word) >= 3 {
-				if p := commonPrefix(c.s, word); p >= 3 {
-					m = 0.4 * min(1, float64(p)/4) // reg in regalloc
-				}
-			}
-			best = max(best, m*c.weight)
+			parts += best
 		}
-		total += best
+		parts /= float64(len(u.parts))
+		if len(u.parts) > 1 {
+			// An identifier is a name, not a bag of words: its parts
+			// apart (parse/int.go for ParseInt) are weak evidence.
+			parts *= compoundParts
+		}
+		total += u.weight * max(whole, parts)
 	}
-	s := total / float64(len(r.words))
+	if r.unitWeight == 0 {
+		return 0
+	}
+	s := total / r.unitWeight
 	return s * math.Sqrt(s)
+}
+
+// wordMatch is how well a query word (and its stem) matches path
+// component c: exactly or by stem 1, by abbreviation 0.8, inside a
+// compound 0.6, by a common prefix up to 0.4.
+func wordMatch(c pathComp, word, stem string) float64 {
+	var m float64
+	for _, w := range c.words {
+		switch {
+		case w == word || w == stem:
+			m = max(m, 1)
+		case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
+			m = max(m, 0.8) // abbreviation (reg, register) or a longer form
+		}
+	}
+	if m == 0 && len(stem) >= 4 && strings.Contains(c.s, stem) {
+		m = 0.6 // inside a compound name: alloc in regalloc
+	}
+	if m == 0 && len(word) >= 3 {
+		if p := commonPrefix(c.s, word); p >= 3 {
+			m = 0.4 * min(1, float64(p)/4) // reg in regalloc
+		}
+	}
+	return m
 }
 
 func commonPrefix(a, b string) int {
@@ -777,8 +926,35 @@ func commonPrefix(a, b string) int {
 // than the code it tests.
 func isTestPath(p string) bool {
 	base := path.Base(p)
-	return strings.Contains(base, "_test.") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
-		strings.HasPrefix(base, "test_") || strings.Contains(p, "testdata/") || strings.HasPrefix(p, "testdata/")
+	if strings.Contains(base, "_test.") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasPrefix(base, "test_") {
+		return true
+	}
+	// A directory of tests or test data. Not "test": often the code of a
+	// test command (Go's cmd/go/internal/test).
+	for _, d := range strings.Split(path.Dir(p), "/") {
+		switch d {
+		case "testdata", "tests", "__tests__":
+			return true
+		}
+	}
+	return false
+}
+
+// isGenerated reports whether data is generated code: a line near its top
+// says "Code generated ... DO NOT EDIT." (Go's convention,
+// go.dev/s/generatedcode, which other generators follow too).
+func isGenerated(data []byte) bool {
+	head := data[:min(len(data), 2048)]
+	i := bytes.Index(head, []byte("DO NOT EDIT"))
+	if i < 0 {
+		return false
+	}
+	line := head[:i]
+	if j := bytes.LastIndexByte(line, '\n'); j >= 0 {
+		line = line[j+1:]
+	}
+	return bytes.Contains(bytes.ToLower(line), []byte("generated"))
 }
 
 // proxScore is the proximity ranker over lowercased content: the share
@@ -834,8 +1010,9 @@ func proxScore(low []byte, r *rq) float64 {
 }
 
 // defScore is the declaration re-ranker: the largest share of the
-// query's words that one name declared in data holds (its words, or
-// their stems' prefixes: Alloc for allocation), squared, and 0.2 more
+// query's units (by weight) that one name declared in data holds (the
+// unit as typed; else its whole or its words, or their stems' prefixes:
+// Alloc for allocation, at 0.7 for an identifier), squared, and 0.2 more
 // for a name the query spells exactly.
 func defScore(p string, data []byte, r *rq) float64 {
 	var best float64
@@ -851,23 +1028,50 @@ func defScore(p string, data []byte, r *rq) float64 {
 		for i, w := range words {
 			words[i] = strings.ToLower(w)
 		}
-		hit := 0
-		for qi, w := range r.words {
-			s := r.stems[qi]
-			for _, nw := range words {
-				if nw == w || nw == s || len(s) >= 3 && strings.HasPrefix(nw, s) || len(nw) >= 3 && strings.HasPrefix(w, nw) {
-					hit++
-					break
+		lname := strings.ToLower(name)
+		var hit float64
+		for _, u := range r.units {
+			if u.cased && name == u.typed {
+				hit += u.weight
+				continue
+			}
+			if lname == u.whole || len(u.parts) > 1 && slices.Contains(words, u.whole) {
+				// The name, spelled otherwise: another identifier if
+				// the query spelled one.
+				hit += u.weight * casedFactor(u)
+				continue
+			}
+			n := 0
+			for pi, w := range u.parts {
+				s := u.stems[pi]
+				for _, nw := range words {
+					if nw == w || nw == s || len(s) >= 3 && strings.HasPrefix(nw, s) || len(nw) >= 3 && strings.HasPrefix(w, nw) {
+						n++
+						break
+					}
 				}
 			}
+			hit += u.weight * casedFactor(u) * float64(n) / float64(len(u.parts))
 		}
-		best = max(best, float64(hit)/float64(len(r.words)))
+		if r.unitWeight > 0 {
+			best = max(best, hit/r.unitWeight)
+		}
 	}
 	s := 0.8 * best * best
 	if exact {
 		s += 0.2
 	}
 	return s
+}
+
+// casedFactor is what a declared name that is not the query's
+// identifier as typed counts: less for an identifier (a capital, a
+// compound) than for a plain word.
+func casedFactor(u unit) float64 {
+	if u.cased {
+		return 0.7
+	}
+	return 1
 }
 
 func isWordRune(c rune) bool {

@@ -1,0 +1,136 @@
+package search
+
+import (
+	"bytes"
+
+	"github.com/padfs/padfs/search/codetok"
+)
+
+// commentBlocks calls fn with each block of comment text of a file:
+// consecutive line comments (//, or # in shell and Python) as one block,
+// each /* */ comment, and for prose (Markdown, text, a README) each
+// paragraph. A concept query ("wait for a collection of goroutines to
+// finish") is answered in prose: a doc comment says what the code does.
+func commentBlocks(p string, data []byte, fn func(start, end int)) {
+	lang := codetok.LangOf(p)
+	prose := lang == codetok.LangMarkdown || lang == codetok.LangNone && isProseName(p)
+	hash := lang == codetok.LangShell || lang == codetok.LangPython
+	slashes := !prose && !hash && lang != codetok.LangNone
+	bs, be := -1, -1 // the current block, data[bs:be]
+	flush := func() {
+		if bs >= 0 && be > bs {
+			fn(bs, be)
+		}
+		bs, be = -1, -1
+	}
+	extend := func(start, end int) {
+		if bs < 0 {
+			bs = start
+		}
+		be = end
+	}
+	inBlockComment := false
+	pos := 0
+	for pos < len(data) {
+		end := bytes.IndexByte(data[pos:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += pos
+		}
+		line := data[pos:end]
+		t := bytes.TrimLeft(line, " \t")
+		tOff := pos + len(line) - len(t)
+		switch {
+		case prose:
+			if len(bytes.TrimSpace(t)) == 0 {
+				flush()
+			} else {
+				extend(pos, end)
+			}
+		case inBlockComment:
+			if i := bytes.Index(t, []byte("*/")); i >= 0 {
+				extend(pos, tOff+i)
+				inBlockComment = false
+				flush()
+			} else {
+				extend(pos, end)
+			}
+		case hash && len(t) > 0 && t[0] == '#' && !bytes.HasPrefix(t, []byte("#!")):
+			extend(tOff, end)
+		case slashes && bytes.HasPrefix(t, []byte("//")):
+			extend(tOff, end)
+		case slashes && bytes.HasPrefix(t, []byte("/*")):
+			flush()
+			if i := bytes.Index(t[2:], []byte("*/")); i >= 0 {
+				fn(tOff+2, tOff+2+i)
+			} else {
+				inBlockComment = true
+				extend(tOff, end)
+			}
+		default:
+			flush()
+		}
+		pos = end + 1
+	}
+	flush()
+}
+
+// isProseName: a file without a language whose name says it is prose
+// (README, README.vendor, CONTRIBUTING, notes.txt).
+func isProseName(p string) bool {
+	base := p[bytes.LastIndexByte([]byte(p), '/')+1:]
+	lower := bytes.ToLower([]byte(base))
+	for _, pre := range []string{"readme", "contributing", "hacking", "install", "changelog", "license"} {
+		if bytes.HasPrefix(lower, []byte(pre)) {
+			return true
+		}
+	}
+	return bytes.HasSuffix(lower, []byte(".txt")) || bytes.HasSuffix(lower, []byte(".rst"))
+}
+
+// docScore is the comment ranker (re-rank): the largest share of the
+// query's words that one comment block holds, each word at the start of
+// a word of the comment (its stem: "goroutines" for goroutine), squared.
+// low is the file's content lowercased (the same offsets as data).
+func docScore(p string, data, low []byte, r *rq) float64 {
+	if len(r.needles) == 0 {
+		return 0
+	}
+	best := 0
+	commentBlocks(p, data, func(start, end int) {
+		if best == len(r.needles) {
+			return
+		}
+		lb := low[start:end]
+		n := 0
+		for _, nd := range r.needles {
+			if hasWordPrefix(lb, []byte(nd)) {
+				n++
+			}
+		}
+		best = max(best, n)
+	})
+	f := float64(best) / float64(len(r.needles))
+	return f * f
+}
+
+// hasWordPrefix reports whether nd occurs in b at the start of a word.
+func hasWordPrefix(b, nd []byte) bool {
+	off := 0
+	for {
+		i := bytes.Index(b[off:], nd)
+		if i < 0 {
+			return false
+		}
+		at := off + i
+		if at == 0 || !isASCIIAlnum(b[at-1]) {
+			return true
+		}
+		off = at + 1
+	}
+}
+
+func isASCIIAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
+}
