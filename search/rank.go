@@ -27,10 +27,14 @@ import (
 //	text    BM25 of the content's words (identifiers split,     0.8     / best
 //	        stemmed; the index's text field)
 //	decl    BM25 of the names the file declares (decl field)    0.3     / best
-//	path    the query's words in the path: file name first,     1.5     0..1
+//	path    the query's units in the path: file name first,     1.5     0..1
 //	        then its directory; exact, stem, prefix (an
-//	        abbreviation: reg for register) and infix (alloc in
-//	        regalloc) matches; to the power 1.5, so that one
+//	        abbreviation: reg for register), common
+//	        abbreviations (cmd, msg), infix (alloc in regalloc),
+//	        and names made of pieces of the query's words
+//	        (netpoll, malloc, mgcmark: rankabbrev.go); the
+//	        extension by the words for its kind ("shell
+//	        script", "assembly"); to the power 1.5, so that one
 //	        word of four in a file name counts little
 //	prox    re-rank: the most of the query's words in one       0.5     0..1
 //	        400-byte window (squared), and the query as a
@@ -163,6 +167,7 @@ type rq struct {
 	// identifier of the query as typed, a word or a compound (AfterFunc).
 	units      []unit
 	unitWeight float64 // the units' weights' sum
+	pieces     []segPiece
 	// idents are the query's identifiers as typed.
 	idents map[string]bool
 	// comps caches the path components pathScore analyzed.
@@ -194,6 +199,7 @@ func parseQuery(q, prefix string) (*rq, error) {
 		return nil, errors.New("empty query (no words but stop words)")
 	}
 	r.units = queryUnits(q)
+	r.pieces = queryPieces(r.units)
 	for _, u := range r.units {
 		r.unitWeight += u.weight
 	}
@@ -229,6 +235,8 @@ type unit struct {
 const (
 	// casedWeight is the weight of a unit typed as an identifier.
 	casedWeight = 2
+	// abbrevMatch is a path word's match of a query word it abbreviates.
+	abbrevMatch = 0.8
 	// compoundParts scales a path's match of a compound identifier's
 	// parts, each on its own.
 	compoundParts = 0.6
@@ -819,6 +827,9 @@ type pathComp struct {
 	s      string
 	words  []string
 	weight float64
+	// seg: the units (by bit) whose pieces one of its words is made of
+	// (netpoll: network poller); see segment.
+	seg uint32
 }
 
 // pathScore is the path ranker: for each query unit, its best match
@@ -849,22 +860,34 @@ func pathScore(p string, r *rq) float64 {
 			for _, t := range wholeAn.Analyze([]byte(comps[i])) {
 				c.words = append(c.words, string(t.Term))
 			}
+			for _, w := range codetok.Words(comps[i], false) {
+				c.seg |= segment(strings.ToLower(w), r.pieces)
+			}
 			r.comps[comps[i]] = c
 		}
 		c.weight = w
 		cs = append(cs, c)
 	}
+	// The extension, as the words that name its kind: "shell script",
+	// "assembly" in a query mean a file of that kind.
+	if kw := kindWords[strings.ToLower(path.Ext(base))]; kw != nil {
+		cs = append(cs, pathComp{words: kw, weight: kindWeight})
+	}
 	// A unit's match is its best among the components, a compound's the
 	// better of the whole (afterfunc) and the mean of its parts'.
 	var total float64
-	for _, u := range r.units {
+	for ui, u := range r.units {
 		var whole float64
 		var parts float64
 		for pi, word := range u.parts {
 			stem := u.stems[pi]
 			var best float64
 			for _, c := range cs {
-				best = max(best, wordMatch(c, word, stem)*c.weight)
+				m := wordMatch(c, word, stem)
+				if ui < maxSegUnits && c.seg&(1<<ui) != 0 {
+					m = max(m, abbrevMatch)
+				}
+				best = max(best, m*c.weight)
 				if pi == 0 && len(u.parts) > 1 {
 					for _, w := range c.words {
 						if w == u.whole {
@@ -900,7 +923,9 @@ func wordMatch(c pathComp, word, stem string) float64 {
 		case w == word || w == stem:
 			m = max(m, 1)
 		case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
-			m = max(m, 0.8) // abbreviation (reg, register) or a longer form
+			m = max(m, abbrevMatch) // abbreviation (reg, register) or a longer form
+		case slices.Contains(abbreviations()[stem], w):
+			m = max(m, abbrevMatch) // cmd for command
 		}
 	}
 	if m == 0 && len(stem) >= 4 && strings.Contains(c.s, stem) {
@@ -913,6 +938,24 @@ func wordMatch(c pathComp, word, stem string) float64 {
 	}
 	return m
 }
+
+// kindWords are the words that name a kind of file, by extension (Go's
+// own is left out: "go" in a query names the project more often than
+// the language). kindWeight is their weight in the path ranker.
+var kindWords = map[string][]string{
+	".s": {"assembly", "asm"}, ".asm": {"assembly", "asm"},
+	".sh": {"shell", "script", "sh"}, ".bash": {"shell", "script", "bash"}, ".zsh": {"shell", "script", "zsh"}, ".rc": {"shell", "script", "rc"},
+	".py": {"python", "script", "py"}, ".pl": {"perl", "script"}, ".rb": {"ruby", "script"},
+	".js": {"javascript", "js"}, ".mjs": {"javascript", "js"}, ".ts": {"typescript", "ts"}, ".tsx": {"typescript", "tsx"}, ".jsx": {"javascript", "jsx"},
+	".cc": {"cpp"}, ".cpp": {"cpp"}, ".hpp": {"cpp"},
+	".rs": {"rust"}, ".java": {"java"}, ".kt": {"kotlin"}, ".swift": {"swift"},
+	".md": {"markdown", "md", "documentation"}, ".rst": {"restructuredtext", "documentation"},
+	".html": {"html"}, ".css": {"css", "stylesheet"}, ".json": {"json"}, ".yaml": {"yaml"}, ".yml": {"yaml"},
+	".toml": {"toml"}, ".xml": {"xml"}, ".sql": {"sql"}, ".proto": {"protobuf", "proto"},
+	".mk": {"makefile"}, ".bat": {"batch", "script"}, ".ps1": {"powershell", "script"},
+}
+
+const kindWeight = 0.7
 
 func commonPrefix(a, b string) int {
 	n := 0
