@@ -1126,6 +1126,11 @@ func isWordRune(c rune) bool {
 func snippet(data []byte, terms []string) (int, string) {
 	bestLine, bestScore, bestNum := []byte(nil), 0, 0
 	num := 0
+	// Lowercased once; line by line only where that changes lengths
+	// (some non-ASCII letters).
+	all := bytes.ToLower(data)
+	same := len(all) == len(data)
+	off := 0
 	for len(data) > 0 {
 		num++
 		i := bytes.IndexByte(data, '\n')
@@ -1135,7 +1140,13 @@ func snippet(data []byte, terms []string) (int, string) {
 		} else {
 			line, data = data[:i], data[i+1:]
 		}
-		low := bytes.ToLower(line)
+		var low []byte
+		if same {
+			low = all[off : off+len(line)]
+			off += len(line) + 1
+		} else {
+			low = bytes.ToLower(line)
+		}
 		score := 0
 		for _, t := range terms {
 			if c := bytes.Count(low, []byte(t)); c > 0 {

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -386,5 +387,21 @@ func TestSegment(t *testing.T) {
 		if strings.Join(got, ",") != strings.Join(c.want, ",") {
 			t.Errorf("%q in %q: units %q, want %q", c.word, c.q, got, c.want)
 		}
+	}
+}
+
+// TestDocScoreNonASCII: content whose lowercase is shorter (İ -> i) is
+// scored by its comment blocks, not past them.
+func TestDocScoreNonASCII(t *testing.T) {
+	r, err := parseQuery("istanbul time zone", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("package tz\n\n" + strings.Repeat("// İİİİ\nvar _ = 0\n", 50) + "// Istanbul time zone rules.\nvar x = 1\n")
+	if s := docScore("tz/zone.go", data, bytes.ToLower(data), r); s != 1 {
+		t.Errorf("docScore = %v, want 1 (every word in the last comment)", s)
+	}
+	if _, s := snippet(data, r.needles); !strings.Contains(s, "Istanbul time zone") {
+		t.Errorf("snippet %q, want the comment naming the query", s)
 	}
 }
