@@ -639,7 +639,7 @@ func (ix *Index) rankByReading(ctx context.Context, r *rq, files []fileRef, k in
 		avg[rankText] = allTextBytes * (textTokens / textBytes) / n
 	}
 	bm25 := func(i int, tf map[string]int, dl int) float64 {
-		const k1, b = 1.2, 0.75
+		const k1, b = 1.2, bm25B
 		var s float64
 		for t, f := range tf {
 			df := float64(st[i].df[t])

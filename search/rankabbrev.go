@@ -102,6 +102,9 @@ func segment(word string, ps []segPiece) uint32 {
 	maxSkip := len(word) / 4
 	bestCov, bestUnits := 0, uint32(0)
 	steps := 0 // bounds the search: a pathological name gives up
+	// A word that starts with a one-letter piece (m in malloc) must be
+	// covered to its end: no letter skipped.
+	oneLetter := false
 	var rec func(pos, skipped int, used uint32, cov, pieces, longest int)
 	rec = func(pos, skipped int, used uint32, cov, pieces, longest int) {
 		if steps++; steps > maxSegSteps {
@@ -119,10 +122,12 @@ func segment(word string, ps []segPiece) uint32 {
 				continue
 			}
 			if p.units&used == 0 && strings.HasPrefix(word[pos:], p.s) {
+				oneLetter = len(p.s) == 1 || oneLetter && pos > 0
 				rec(pos+len(p.s), skipped, used|p.units, cov+len(p.s), pieces+1, max(longest, len(p.s)))
+				oneLetter = oneLetter && pos > 0
 			}
 		}
-		if skipped < maxSkip {
+		if skipped < maxSkip && !oneLetter {
 			rec(pos+1, skipped+1, used, cov, pieces, longest)
 		}
 	}
