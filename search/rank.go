@@ -301,6 +301,50 @@ var declKeywords = map[string]bool{
 	"pub": true, "static": true, "public": true, "private": true, "void": true, "typedef": true,
 }
 
+// mayName reports whether a declared name (lowercased) may match one of
+// the query's units in defScore: every match there needs a unit's part,
+// or its stem, to share its first three letters (all of a shorter one)
+// with a word of the name.
+func (r *rq) mayName(lname string) bool {
+	for _, u := range r.units {
+		for pi, w := range u.parts {
+			if strings.Contains(lname, w[:min(3, len(w))]) {
+				return true
+			}
+			if s := u.stems[pi]; strings.Contains(lname, s[:min(3, len(s))]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lower lowercases content for the re-rankers: ASCII only, which keeps
+// offsets (docScore, snippet) and is several times faster than
+// bytes.ToLower on non-ASCII text, unless a query word is not ASCII.
+func (r *rq) lower(data []byte) []byte {
+	for _, nd := range r.needles {
+		for i := 0; i < len(nd); i++ {
+			if nd[i] >= utf8.RuneSelf {
+				return bytes.ToLower(data)
+			}
+		}
+	}
+	return lowerASCII(data)
+}
+
+// lowerASCII is a copy of b with ASCII letters lowercased.
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
+}
+
 // within reports whether p is in the query's path restriction.
 func (r *rq) within(p string) bool {
 	return r.prefix == "" || p == r.prefix || strings.HasPrefix(p, r.prefix+"/")
@@ -317,7 +361,8 @@ type cand struct {
 	force    bool
 	n        *mvcc.Inode
 	data     []byte
-	read     bool // data holds the content
+	read     bool   // data holds the content
+	low      []byte // data lowercased (rq.lower), once re-ranked
 	// generatedChecked: prior includes isGenerated(data).
 	generatedChecked bool
 	// prior scales the sum (tests, generated code); 0 until computed.
@@ -794,10 +839,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 	if err := parallel(ctx, len(cs), func(i int) error {
 		c := cs[i]
 		if !isBinary(c.data) {
-			low := bytes.ToLower(c.data)
-			c.raw[rProx] = proxScore(low, r)
+			c.low = r.lower(c.data)
+			c.raw[rProx] = proxScore(c.low, r)
 			c.raw[rDef] = defScore(c.path, c.data, r)
-			c.raw[rDoc] = docScore(c.path, c.data, low, r)
+			c.raw[rDoc] = docScore(c.path, c.data, c.low, r)
 		}
 		return nil
 	}); err != nil {
@@ -811,7 +856,7 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 	for _, c := range cs {
 		h := Hit{Path: c.path, Score: c.score, Degraded: degraded}
 		if !isBinary(c.data) {
-			h.Line, h.Snippet = snippet(c.data, r.needles)
+			h.Line, h.Snippet = snippet(c.data, c.low, r.needles)
 		}
 		for i := range numRankers {
 			h.Explain = append(h.Explain, Contribution{Ranker: rankerNames[i], Raw: c.raw[i], Rank: c.rank[i], Weight: rankerWeights[i], Score: c.part[i]})
@@ -1064,6 +1109,10 @@ func defScore(p string, data []byte, r *rq) float64 {
 		if !exact && len(name) >= 3 && r.idents[name] {
 			exact = true
 		}
+		lname := strings.ToLower(name)
+		if !r.mayName(lname) {
+			continue // most of a file's names: no match below can hold
+		}
 		words := codetok.Words(name, false)
 		if len(words) == 0 {
 			continue
@@ -1071,7 +1120,6 @@ func defScore(p string, data []byte, r *rq) float64 {
 		for i, w := range words {
 			words[i] = strings.ToLower(w)
 		}
-		lname := strings.ToLower(name)
 		var hit float64
 		for _, u := range r.units {
 			if u.cased && name == u.typed {
@@ -1123,12 +1171,11 @@ func isWordRune(c rune) bool {
 
 // snippet picks the line with the most distinct query words (then the
 // most occurrences) and returns its number and text, trimmed.
-func snippet(data []byte, terms []string) (int, string) {
+func snippet(data, all []byte, terms []string) (int, string) {
 	bestLine, bestScore, bestNum := []byte(nil), 0, 0
 	num := 0
-	// Lowercased once; line by line only where that changes lengths
-	// (some non-ASCII letters).
-	all := bytes.ToLower(data)
+	// all is data lowercased; line by line only where that changed
+	// lengths (some non-ASCII letters).
 	same := len(all) == len(data)
 	off := 0
 	for len(data) > 0 {

@@ -403,7 +403,7 @@ func TestDocScoreNonASCII(t *testing.T) {
 	if s := docScore("tz/zone.go", data, bytes.ToLower(data), r); s != 1 {
 		t.Errorf("docScore = %v, want 1 (every word in the last comment)", s)
 	}
-	if _, s := snippet(data, r.needles); !strings.Contains(s, "Istanbul time zone") {
+	if _, s := snippet(data, bytes.ToLower(data), r.needles); !strings.Contains(s, "Istanbul time zone") {
 		t.Errorf("snippet %q, want the comment naming the query", s)
 	}
 }

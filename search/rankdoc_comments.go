@@ -100,13 +100,7 @@ func docScore(p string, data, low []byte, r *rq) float64 {
 	if len(low) != len(data) {
 		// Lowercasing changed lengths (some non-ASCII letters): fold
 		// ASCII only, so that offsets into data hold.
-		low = make([]byte, len(data))
-		for i, c := range data {
-			if c >= 'A' && c <= 'Z' {
-				c += 'a' - 'A'
-			}
-			low[i] = c
-		}
+		low = lowerASCII(data)
 	}
 	best := 0
 	commentBlocks(p, data, func(start, end int) {
