@@ -280,7 +280,16 @@ func queryUnits(q string) []unit {
 		cur.stems = append(cur.stems, st)
 	})
 	// Keywords that introduce a declaration (func, type, struct, ...)
-	// are syntax, not names, in a query that has names too.
+	// are syntax, not names, in a query that is code (an identifier
+	// typed as one, or brackets) and has names too; in prose ("function
+	// inlining budget", "type checker") they are words.
+	code := strings.ContainsAny(q, "(){}[]*")
+	for _, u := range us {
+		code = code || u.cased
+	}
+	if !code {
+		return us
+	}
 	names := us[:0:0]
 	for _, u := range us {
 		if !declKeywords[u.typed] {

@@ -407,3 +407,28 @@ func TestDocScoreNonASCII(t *testing.T) {
 		t.Errorf("snippet %q, want the comment naming the query", s)
 	}
 }
+
+// TestQueryUnits: identifiers as typed are units (a compound keeps its
+// stop words); declaration keywords are dropped from code, not prose.
+func TestQueryUnits(t *testing.T) {
+	for q, want := range map[string]string{
+		"AfterFunc":                   "afterfunc[after func]*",
+		"function inlining budget":    "function[function] inlining[inlining] budget[budget]",
+		"func Stable(data Interface)": "stable[stable]* data[data] interface[interface]*",
+		"type g struct stackguard0":   "stackguard0[stackguard]*",
+		"wait for the goroutines":     "wait[wait] goroutines[goroutines]",
+		"type checker":                "type[type] checker[checker]",
+	} {
+		var got []string
+		for _, u := range queryUnits(q) {
+			s := u.whole + "[" + strings.Join(u.parts, " ") + "]"
+			if u.cased {
+				s += "*"
+			}
+			got = append(got, s)
+		}
+		if strings.Join(got, " ") != want {
+			t.Errorf("%q: units %q, want %q", q, strings.Join(got, " "), want)
+		}
+	}
+}
