@@ -58,7 +58,8 @@ import (
 // BM25 scores are normalized by the best candidate's; the others are
 // absolute. The sum of a test file's (or test data's) parts counts 0.7,
 // and so does generated code's (a "Code generated ... DO NOT EDIT." line,
-// seen when re-ranking): a query means the code a person wrote.
+// seen when re-ranking): a query means the code a person wrote. A file
+// most of whose declarations are deprecated counts 0.8.
 //
 // Candidates are the union of each index ranker's best (the path's words
 // are an index ranker too, for recall by name). A file the index has
@@ -85,6 +86,10 @@ const (
 	// a person wrote more often than its tests or a generator's output.
 	testPrior      = 0.7
 	generatedPrior = 0.7
+	// deprecatedPrior scales a file most of whose declarations are
+	// deprecated (io/ioutil's against os): the API a query means is the
+	// one that replaced them.
+	deprecatedPrior = 0.8
 )
 
 // Rankers, in the order of Hit.Explain.
@@ -372,13 +377,12 @@ type cand struct {
 	data     []byte
 	read     bool   // data holds the content
 	low      []byte // data lowercased (rq.lower), once re-ranked
-	// generatedChecked: prior includes isGenerated(data).
-	generatedChecked bool
-	// prior scales the sum (tests, generated code); 0 until computed.
-	prior float64
-	score float64
-	part  [numRankers]float64
-	rank  [numRankers]int
+	// contentPrior scales the sum for what the content says (generated,
+	// deprecated); 0 until re-ranked.
+	contentPrior float64
+	score        float64
+	part         [numRankers]float64
+	rank         [numRankers]int
 }
 
 // SearchWith is Search with options.
@@ -810,22 +814,17 @@ func fuse(cs []*cand, nr int) {
 		}
 	}
 	for _, c := range cs {
-		if c.prior == 0 {
-			c.prior = 1
-			if isTestPath(c.path) {
-				c.prior = testPrior
-			}
+		prior := 1.0
+		if isTestPath(c.path) {
+			prior = testPrior
 		}
-		if c.read && !c.generatedChecked {
-			c.generatedChecked = true
-			if isGenerated(c.data) {
-				c.prior *= generatedPrior
-			}
+		if c.contentPrior > 0 {
+			prior *= c.contentPrior
 		}
 		// Scaled part by part, so that the parts still add up.
 		c.score = 0
 		for i := range nr {
-			c.part[i] *= c.prior
+			c.part[i] *= prior
 			c.score += c.part[i]
 		}
 	}
@@ -850,8 +849,16 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 		if !isBinary(c.data) {
 			c.low = r.lower(c.data)
 			c.raw[rProx] = proxScore(c.low, r)
-			c.raw[rDef] = defScore(c.path, c.data, r)
+			var decls int
+			c.raw[rDef], decls = defScore(c.path, c.data, r)
 			c.raw[rDoc] = docScore(c.path, c.data, c.low, r)
+			c.contentPrior = 1
+			if isGenerated(c.data) {
+				c.contentPrior *= generatedPrior
+			}
+			if isDeprecated(c.low, decls) {
+				c.contentPrior *= deprecatedPrior
+			}
 		}
 		return nil
 	}); err != nil {
@@ -1054,6 +1061,31 @@ func isGenerated(data []byte) bool {
 	return bytes.Contains(bytes.ToLower(line), []byte("generated"))
 }
 
+// isDeprecated reports whether at least half of a file's declarations
+// (decls of them) are marked deprecated: a comment line that starts
+// "Deprecated:" (Go's convention) or an @deprecated tag (Javadoc, JSDoc).
+// low is the content lowercased.
+func isDeprecated(low []byte, decls int) bool {
+	if decls == 0 {
+		return false
+	}
+	n := bytes.Count(low, []byte("@deprecated"))
+	for off := 0; ; {
+		i := bytes.Index(low[off:], []byte("deprecated:"))
+		if i < 0 {
+			break
+		}
+		at := off + i
+		// The comment's text starts there: "// Deprecated:", "# Deprecated:".
+		line := low[bytes.LastIndexByte(low[:at], '\n')+1 : at]
+		if len(bytes.Trim(line, " \t/#*")) == 0 {
+			n++
+		}
+		off = at + 1
+	}
+	return 2*n >= decls
+}
+
 // proxScore is the proximity ranker over lowercased content: the share
 // of the query's words found together in one window (squared), and a
 // bonus for the whole query as a phrase.
@@ -1106,15 +1138,17 @@ func proxScore(low []byte, r *rq) float64 {
 	return s
 }
 
-// defScore is the declaration re-ranker: the largest share of the
+// defScore is the declaration re-ranker (and the number of names the
+// file declares): the largest share of the
 // query's units (by weight) that one name declared in data holds (the
 // unit as typed; else its whole or its words, or their stems' prefixes:
 // Alloc for allocation, at 0.7 for an identifier), squared, and 0.2 more
 // for a name the query spells exactly.
-func defScore(p string, data []byte, r *rq) float64 {
+func defScore(p string, data []byte, r *rq) (float64, int) {
 	var best float64
 	exact := false
-	for _, name := range codetok.Decls(p, data) {
+	decls := codetok.Decls(p, data)
+	for _, name := range decls {
 		if !exact && len(name) >= 3 && r.idents[name] {
 			exact = true
 		}
@@ -1161,7 +1195,7 @@ func defScore(p string, data []byte, r *rq) float64 {
 	if exact {
 		s += 0.2
 	}
-	return s
+	return s, len(decls)
 }
 
 // casedFactor is what a declared name that is not the query's
