@@ -46,7 +46,8 @@ import (
 //	        spells exactly, case included, adds 0.2
 //	doc     re-rank: the share of the query's words one         0.8     0..1
 //	        comment block (or paragraph of prose) holds, each
-//	        at the start of a word, squared
+//	        at the start of a word, squared (0.8), and how many
+//	        blocks hold half of them (0.2, five or more: 1)
 //
 // The path and def rankers cover the query's units: its identifiers as
 // typed. A compound (AfterFunc) is one unit, matched whole or, for less,

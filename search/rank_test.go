@@ -422,8 +422,8 @@ func TestDocScoreNonASCII(t *testing.T) {
 		t.Fatal(err)
 	}
 	data := []byte("package tz\n\n" + strings.Repeat("// İİİİ\nvar _ = 0\n", 50) + "// Istanbul time zone rules.\nvar x = 1\n")
-	if s := docScore("tz/zone.go", data, bytes.ToLower(data), r); s != 1 {
-		t.Errorf("docScore = %v, want 1 (every word in the last comment)", s)
+	if s := docScore("tz/zone.go", data, bytes.ToLower(data), r); math.Abs(s-0.84) > 1e-9 {
+		t.Errorf("docScore = %v, want 0.84 (every word in the last comment, one such block)", s)
 	}
 	if _, s := snippet(data, bytes.ToLower(data), r.needles); !strings.Contains(s, "Istanbul time zone") {
 		t.Errorf("snippet %q, want the comment naming the query", s)
@@ -452,5 +452,20 @@ func TestQueryUnits(t *testing.T) {
 		if strings.Join(got, " ") != want {
 			t.Errorf("%q: units %q, want %q", q, strings.Join(got, " "), want)
 		}
+	}
+}
+
+// TestDocScoreManyBlocks: a file that discusses the query in many
+// comments scores above one that says it once, as well.
+func TestDocScoreManyBlocks(t *testing.T) {
+	r, err := parseQuery("goroutine stack growth", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	once := []byte("package a\n\n// Goroutine stack growth.\nfunc f() {}\n")
+	many := []byte("package a\n\n// Goroutine stack growth.\nfunc f() {}\n" + strings.Repeat("// The goroutine's stack.\nvar _ = 0\n", 5))
+	s1, s5 := docScore("a/once.go", once, bytes.ToLower(once), r), docScore("a/many.go", many, bytes.ToLower(many), r)
+	if math.Abs(s1-0.84) > 1e-9 || math.Abs(s5-1) > 1e-9 {
+		t.Errorf("docScore once %v, many %v; want 0.84 (0.8 + 0.2/5) and 1", s1, s5)
 	}
 }

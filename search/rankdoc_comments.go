@@ -91,8 +91,11 @@ func isProseName(p string) bool {
 
 // docScore is the comment ranker (re-rank): the largest share of the
 // query's words that one comment block holds, each word at the start of
-// a word of the comment (its stem: "goroutines" for goroutine), squared.
-// low is the file's content lowercased (the same offsets as data).
+// a word of the comment (its stem: "goroutines" for goroutine), squared,
+// 0.8 of it; and 0.2 for the number of blocks that hold half the words
+// or more (at least two), saturated at five: a file about the query
+// discusses it in many comments, one that mentions it in one. low is the
+// file's content lowercased (the same offsets as data).
 func docScore(p string, data, low []byte, r *rq) float64 {
 	if len(r.needles) == 0 {
 		return 0
@@ -102,11 +105,9 @@ func docScore(p string, data, low []byte, r *rq) float64 {
 		// ASCII only, so that offsets into data hold.
 		low = lowerASCII(data)
 	}
-	best := 0
+	best, good := 0, 0
+	half := (len(r.needles) + 1) / 2
 	commentBlocks(p, data, func(start, end int) {
-		if best == len(r.needles) {
-			return
-		}
 		lb := low[start:end]
 		n := 0
 		for _, nd := range r.needles {
@@ -115,9 +116,12 @@ func docScore(p string, data, low []byte, r *rq) float64 {
 			}
 		}
 		best = max(best, n)
+		if n >= half && n >= 2 {
+			good++
+		}
 	})
 	f := float64(best) / float64(len(r.needles))
-	return f * f
+	return 0.8*f*f + 0.2*min(1, float64(good)/5)
 }
 
 // hasWordPrefix reports whether nd occurs in b at the start of a word.
