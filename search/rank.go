@@ -173,7 +173,7 @@ type rq struct {
 	// identifier of the query as typed, a word or a compound (AfterFunc).
 	units      []unit
 	unitWeight float64 // the units' weights' sum
-	pieces     []segPiece
+	pieces     *segPieces
 	// idents are the query's identifiers as typed.
 	idents map[string]bool
 	// comps caches the path components pathScore analyzed.

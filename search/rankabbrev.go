@@ -56,7 +56,7 @@ const (
 // queryPieces are the pieces of r's single-word units: each word's
 // prefixes, its abbreviations, and the acronyms of two to four
 // consecutive words.
-func queryPieces(units []unit) []segPiece {
+func queryPieces(units []unit) *segPieces {
 	var ps []segPiece
 	single := func(i int) bool { return i < maxSegUnits && len(units[i].parts) == 1 }
 	for i, u := range units {
@@ -82,7 +82,17 @@ func queryPieces(units []unit) []segPiece {
 			}
 		}
 	}
-	return ps
+	sp := &segPieces{all: ps}
+	for _, p := range ps {
+		sp.first[p.s[0]] = append(sp.first[p.s[0]], p)
+	}
+	return sp
+}
+
+// segPieces are a query's pieces, and by their first byte.
+type segPieces struct {
+	all   []segPiece
+	first [256][]segPiece
 }
 
 // segment finds the pieces word is best made of: most letters covered
@@ -90,7 +100,8 @@ func queryPieces(units []unit) []segPiece {
 // or more, one letter only as the first), and returns the units they
 // stand for (0: none, or a word mostly one query word's prefix). A word
 // that is an acronym of the query's words matches them too.
-func segment(word string, ps []segPiece) uint32 {
+func segment(word string, sp *segPieces) uint32 {
+	ps := sp.all
 	for _, p := range ps {
 		if p.s == word && p.units&(p.units-1) != 0 {
 			return p.units // an acronym: mvs, ecdh
@@ -116,7 +127,7 @@ func segment(word string, ps []segPiece) uint32 {
 			}
 			return
 		}
-		for _, p := range ps {
+		for _, p := range sp.first[word[pos]] {
 			// One letter is a piece only at the start (m in malloc).
 			if len(p.s) == 1 && pos > 0 {
 				continue
