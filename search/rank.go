@@ -130,13 +130,15 @@ type Hit struct {
 // Contribution is one ranker's part of a hit's score.
 type Contribution struct {
 	Ranker string `json:"ranker"`
-	// Raw is the ranker's own score (BM25 for text and decl; 0..1 for path
-	// and prox).
+	// Raw is the ranker's own score (BM25 for text and decl; 0..1 for
+	// path, prox, def and doc).
 	Raw float64 `json:"raw"`
 	// Rank is the hit's place among the candidates by this ranker alone
 	// (1 is best; 0: the ranker did not score it).
 	Rank int `json:"rank"`
-	// Weight times Raw normalized by the best candidate's is Score.
+	// Weight times Raw (normalized by the best candidate's for text and
+	// decl) times the file's prior (0.7 for tests, test data and
+	// generated code, 0.8 for mostly deprecated code, else 1) is Score.
 	Weight float64 `json:"weight"`
 	Score  float64 `json:"score"`
 }
