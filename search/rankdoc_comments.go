@@ -8,8 +8,9 @@ import (
 
 // commentBlocks calls fn with each block of comment text of a file:
 // consecutive line comments (//, or # in shell and Python) as one block,
-// each /* */ comment, and for prose (Markdown, text, a README) each
-// paragraph. A concept query ("wait for a collection of goroutines to
+// each /* */ comment, each paragraph of a multi-line string (Go's raw
+// strings: help and usage text; Python's docstrings), and for prose
+// (Markdown, text, a README) each paragraph. A concept query ("wait for a collection of goroutines to
 // finish") is answered in prose: a doc comment says what the code does.
 func commentBlocks(p string, data []byte, fn func(start, end int)) {
 	lang := codetok.LangOf(p)
@@ -30,6 +31,9 @@ func commentBlocks(p string, data []byte, fn func(start, end int)) {
 		be = end
 	}
 	inBlockComment := false
+	// closeStr ends the multi-line string being read (Go's raw strings:
+	// help text, usage; Python's docstrings), read as prose.
+	var closeStr []byte
 	pos := 0
 	for pos < len(data) {
 		end := bytes.IndexByte(data[pos:], '\n')
@@ -45,6 +49,16 @@ func commentBlocks(p string, data []byte, fn func(start, end int)) {
 		case prose:
 			if len(bytes.TrimSpace(t)) == 0 {
 				flush()
+			} else {
+				extend(pos, end)
+			}
+		case closeStr != nil:
+			if i := bytes.Index(line, closeStr); i >= 0 {
+				extend(pos, pos+i)
+				closeStr = nil
+				flush()
+			} else if len(bytes.TrimSpace(t)) == 0 {
+				flush() // a paragraph
 			} else {
 				extend(pos, end)
 			}
@@ -67,6 +81,23 @@ func commentBlocks(p string, data []byte, fn func(start, end int)) {
 			} else {
 				inBlockComment = true
 				extend(tOff, end)
+			}
+		case lang == codetok.LangGo && bytes.Count(line, []byte("`"))%2 == 1:
+			flush()
+			closeStr = []byte("`")
+			if at := pos + bytes.LastIndexByte(line, '`') + 1; len(bytes.TrimSpace(data[at:end])) > 0 {
+				extend(at, end)
+			}
+		case lang == codetok.LangPython && (bytes.HasPrefix(t, []byte(`"""`)) || bytes.HasPrefix(t, []byte("'''"))):
+			flush()
+			q := t[:3]
+			if i := bytes.Index(t[3:], q); i >= 0 {
+				fn(tOff+3, tOff+3+i)
+			} else {
+				closeStr = q
+				if len(bytes.TrimSpace(t[3:])) > 0 {
+					extend(tOff+3, end)
+				}
 			}
 		default:
 			flush()
