@@ -8,6 +8,7 @@ import (
 	"math"
 	"path"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -26,23 +27,40 @@ import (
 //	text    BM25 of the content's words (identifiers split,     0.8     / best
 //	        stemmed; the index's text field)
 //	decl    BM25 of the names the file declares (decl field)    0.3     / best
-//	path    the query's words in the path: file name first,     1.5     0..1
+//	path    the query's units in the path: file name first,     1.5     0..1
 //	        then its directory; exact, stem, prefix (an
-//	        abbreviation: reg for register) and infix (alloc in
-//	        regalloc) matches; to the power 1.5, so that one
+//	        abbreviation: reg for register), common
+//	        abbreviations (cmd, msg), infix (alloc in regalloc),
+//	        and names made of pieces of the query's words
+//	        (netpoll, malloc, mgcmark: rankabbrev.go); the
+//	        extension by the words for its kind ("shell
+//	        script", "assembly"); to the power 1.5, so that one
 //	        word of four in a file name counts little
 //	prox    re-rank: the most of the query's words in one       0.5     0..1
 //	        400-byte window (squared), and the query as a
 //	        phrase (as typed, or its words as text or as an
 //	        identifier)
-//	def     re-rank: the share of the query's words one name    1.2     0..1
+//	def     re-rank: the share of the query's units one name    1.2     0..1
 //	        the file declares holds (its declarations read
 //	        from its content), squared; a name the query
 //	        spells exactly, case included, adds 0.2
+//	doc     re-rank: the share of the query's words one         0.8     0..1
+//	        comment block (or paragraph of prose) holds, each
+//	        at the start of a word, squared (0.8), and how many
+//	        blocks hold half of them (0.2, five or more: 1)
+//
+// The path and def rankers cover the query's units: its identifiers as
+// typed. A compound (AfterFunc) is one unit, matched whole or, for less,
+// by its parts (stop words included: After); a unit typed as an
+// identifier (a capital, a compound) weighs twice a plain word, and a
+// declared name spelled otherwise (parseInt for ParseInt) counts 0.7.
+// Declaration keywords (func, type, struct) are no units.
 //
 // BM25 scores are normalized by the best candidate's; the others are
-// absolute. A test file's (or test data's) sum counts 0.9: a query means
-// the code more often than its tests.
+// absolute. The sum of a test file's (or test data's) parts counts 0.7,
+// and so does generated code's (a "Code generated ... DO NOT EDIT." line,
+// seen when re-ranking): a query means the code a person wrote. A file
+// most of whose declarations are deprecated counts 0.8.
 //
 // Candidates are the union of each index ranker's best (the path's words
 // are an index ranker too, for recall by name). A file the index has
@@ -64,8 +82,15 @@ const (
 	// maxOccurrences bounds the occurrences of a word the proximity ranker
 	// looks at in one file.
 	maxOccurrences = 2000
-	// testPrior scales the score of test files.
-	testPrior = 0.9
+	// testPrior scales the score of test files and test data, and
+	// generatedPrior that of generated code: code search means the code
+	// a person wrote more often than its tests or a generator's output.
+	testPrior      = 0.7
+	generatedPrior = 0.7
+	// deprecatedPrior scales a file most of whose declarations are
+	// deprecated (io/ioutil's against os): the API a query means is the
+	// one that replaced them.
+	deprecatedPrior = 0.8
 )
 
 // Rankers, in the order of Hit.Explain.
@@ -75,17 +100,18 @@ const (
 	rPath
 	rProx
 	rDef
+	rDoc
 	numRankers
 	// numFirstPass rankers need no content: they pick what is re-ranked.
 	numFirstPass = rPath + 1
 )
 
-var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def"}
-var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2}
+var rankerNames = [numRankers]string{"text", "decl", "path", "prox", "def", "doc"}
+var rankerWeights = [numRankers]float64{0.8, 0.3, 1.5, 0.5, 1.2, 0.8}
 
 // rankerNormalized: scores divided by the best candidate's (BM25 has no
 // scale of its own).
-var rankerNormalized = [numRankers]bool{true, true, false, false, false}
+var rankerNormalized = [numRankers]bool{true, true, false, false, false, false}
 
 // Hit is one result of a ranked search.
 type Hit struct {
@@ -104,13 +130,15 @@ type Hit struct {
 // Contribution is one ranker's part of a hit's score.
 type Contribution struct {
 	Ranker string `json:"ranker"`
-	// Raw is the ranker's own score (BM25 for text and decl; 0..1 for path
-	// and prox).
+	// Raw is the ranker's own score (BM25 for text and decl; 0..1 for
+	// path, prox, def and doc).
 	Raw float64 `json:"raw"`
 	// Rank is the hit's place among the candidates by this ranker alone
 	// (1 is best; 0: the ranker did not score it).
 	Rank int `json:"rank"`
-	// Weight times Raw normalized by the best candidate's is Score.
+	// Weight times Raw (normalized by the best candidate's for text and
+	// decl) times the file's prior (0.7 for tests, test data and
+	// generated code, 0.8 for mostly deprecated code, else 1) is Score.
 	Weight float64 `json:"weight"`
 	Score  float64 `json:"score"`
 }
@@ -143,6 +171,11 @@ type rq struct {
 	// phrases are the query's words as a phrase, as text and as
 	// identifiers (snake_case, concatenated).
 	phrases [][]byte
+	// units are what the path and declaration rankers cover: each
+	// identifier of the query as typed, a word or a compound (AfterFunc).
+	units      []unit
+	unitWeight float64 // the units' weights' sum
+	pieces     *segPieces
 	// idents are the query's identifiers as typed.
 	idents map[string]bool
 	// comps caches the path components pathScore analyzed.
@@ -173,6 +206,11 @@ func parseQuery(q, prefix string) (*rq, error) {
 	if len(r.stems) == 0 {
 		return nil, errors.New("empty query (no words but stop words)")
 	}
+	r.units = queryUnits(q)
+	r.pieces = queryPieces(r.units)
+	for _, u := range r.units {
+		r.unitWeight += u.weight
+	}
 	if len(r.words) > 1 {
 		// As typed (a declaration pasted whole), then its words as text,
 		// snake_case and one identifier, stop words included.
@@ -184,6 +222,144 @@ func parseQuery(q, prefix string) (*rq, error) {
 		}
 	}
 	return r, nil
+}
+
+// unit is one identifier of a query: lowercased whole, and its parts
+// with their stems. A compound's parts keep their stop words (After in
+// AfterFunc): matching one part of a name is not matching the name.
+type unit struct {
+	typed, whole string
+	parts, stems []string
+	// cased: typed as an identifier (a capital, or a compound), so that
+	// a declaration spelled otherwise is another name (ParseInt, parseInt).
+	cased bool
+	// weight is the unit's share of the query in the path and
+	// declaration rankers: an identifier typed as one (MustCompile in
+	// "func MustCompile(str string)") is what the query is about more
+	// than a plain word.
+	weight float64
+}
+
+const (
+	// casedWeight is the weight of a unit typed as an identifier.
+	casedWeight = 2
+	// abbrevMatch is a path word's match of a query word it abbreviates.
+	abbrevMatch = 0.8
+	// compoundParts scales a path's match of a compound identifier's
+	// parts, each on its own.
+	compoundParts = 0.6
+)
+
+// queryUnits splits q into its identifiers; a lone stop word is none.
+func queryUnits(q string) []unit {
+	var us []unit
+	var cur unit
+	seen := map[string]bool{}
+	codetok.Split([]byte(q), func(start, end, nparts int) {
+		u := cur
+		cur = unit{}
+		u.typed = q[start:end]
+		u.whole = strings.ToLower(u.typed)
+		u.cased = u.typed != u.whole || nparts > 1
+		u.weight = 1
+		if u.cased {
+			u.weight = casedWeight
+		}
+		if len(u.parts) == 0 || seen[u.whole] {
+			return
+		}
+		if len(u.parts) == 1 && u.stems[0] == "" {
+			return // a stop word
+		}
+		for i, st := range u.stems {
+			if st == "" {
+				u.stems[i] = u.parts[i]
+			}
+		}
+		seen[u.whole] = true
+		us = append(us, u)
+	}, func(start, end int) {
+		w := strings.ToLower(q[start:end])
+		st := ""
+		if ts := codeAn.Analyze([]byte(w)); len(ts) > 0 {
+			st = string(ts[0].Term)
+		}
+		cur.parts = append(cur.parts, w)
+		cur.stems = append(cur.stems, st)
+	})
+	// Keywords that introduce a declaration (func, type, struct, ...)
+	// are syntax, not names, in a query that is code (an identifier
+	// typed as one, or brackets) and has names too; in prose ("function
+	// inlining budget", "type checker") they are words.
+	code := strings.ContainsAny(q, "(){}[]*")
+	for _, u := range us {
+		code = code || u.cased
+	}
+	if !code {
+		return us
+	}
+	names := us[:0:0]
+	for _, u := range us {
+		if !declKeywords[u.typed] {
+			names = append(names, u)
+		}
+	}
+	if len(names) > 0 {
+		us = names
+	}
+	return us
+}
+
+// declKeywords are the words that introduce or shape a declaration in the
+// languages codetok.Decls reads, as typed (lowercase).
+var declKeywords = map[string]bool{
+	"func": true, "type": true, "struct": true, "interface": true, "const": true, "var": true, "package": true,
+	"def": true, "class": true, "function": true, "fn": true, "let": true, "impl": true, "trait": true, "enum": true,
+	"pub": true, "static": true, "public": true, "private": true, "void": true, "typedef": true,
+}
+
+// mayName reports whether a declared name (lowercased) may match one of
+// the query's units in defScore: every match there needs a unit's part,
+// or its stem, to share its first three letters (all of a shorter one)
+// with a word of the name.
+func (r *rq) mayName(lname string) bool {
+	for _, u := range r.units {
+		for pi, w := range u.parts {
+			if strings.Contains(lname, w[:min(3, len(w))]) {
+				return true
+			}
+			if s := u.stems[pi]; strings.Contains(lname, s[:min(3, len(s))]) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lower lowercases content for the re-rankers: ASCII only, which keeps
+// offsets (docScore, snippet) and is several times faster than
+// bytes.ToLower on non-ASCII text, unless a query word is not ASCII.
+func (r *rq) lower(data []byte) []byte {
+	for _, nd := range r.needles {
+		for i := 0; i < len(nd); i++ {
+			if nd[i] >= utf8.RuneSelf {
+				return bytes.ToLower(data)
+			}
+		}
+	}
+	return lowerASCII(data)
+}
+
+// lowerASCII is a copy of b with ASCII letters lowercased.
+func lowerASCII(b []byte) []byte {
+	out := make([]byte, len(b))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		out[i] = c
+	}
+	return out
 }
 
 // within reports whether p is in the query's path restriction.
@@ -202,10 +378,14 @@ type cand struct {
 	force    bool
 	n        *mvcc.Inode
 	data     []byte
-	read     bool // data holds the content
-	score    float64
-	part     [numRankers]float64
-	rank     [numRankers]int
+	read     bool   // data holds the content
+	low      []byte // data lowercased (rq.lower), once re-ranked
+	// contentPrior scales the sum for what the content says (generated,
+	// deprecated); 0 until re-ranked.
+	contentPrior float64
+	score        float64
+	part         [numRankers]float64
+	rank         [numRankers]int
 }
 
 // SearchWith is Search with options.
@@ -520,7 +700,7 @@ func (ix *Index) rankByReading(ctx context.Context, r *rq, files []fileRef, k in
 		avg[rankText] = allTextBytes * (textTokens / textBytes) / n
 	}
 	bm25 := func(i int, tf map[string]int, dl int) float64 {
-		const k1, b = 1.2, 0.75
+		const k1, b = 1.2, bm25B
 		var s float64
 		for t, f := range tf {
 			df := float64(st[i].df[t])
@@ -637,17 +817,18 @@ func fuse(cs []*cand, nr int) {
 		}
 	}
 	for _, c := range cs {
+		prior := 1.0
+		if isTestPath(c.path) {
+			prior = testPrior
+		}
+		if c.contentPrior > 0 {
+			prior *= c.contentPrior
+		}
+		// Scaled part by part, so that the parts still add up.
 		c.score = 0
 		for i := range nr {
+			c.part[i] *= prior
 			c.score += c.part[i]
-		}
-		if isTestPath(c.path) {
-			// Scaled part by part, so that the parts still add up.
-			c.score = 0
-			for i := range nr {
-				c.part[i] *= testPrior
-				c.score += c.part[i]
-			}
 		}
 	}
 	sort.SliceStable(cs, func(a, b int) bool {
@@ -669,8 +850,18 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 	if err := parallel(ctx, len(cs), func(i int) error {
 		c := cs[i]
 		if !isBinary(c.data) {
-			c.raw[rProx] = proxScore(bytes.ToLower(c.data), r)
-			c.raw[rDef] = defScore(c.path, c.data, r)
+			c.low = r.lower(c.data)
+			c.raw[rProx] = proxScore(c.low, r)
+			var decls int
+			c.raw[rDef], decls = defScore(c.path, c.data, r)
+			c.raw[rDoc] = docScore(c.path, c.data, c.low, r)
+			c.contentPrior = 1
+			if isGenerated(c.data) {
+				c.contentPrior *= generatedPrior
+			}
+			if isDeprecated(c.low, decls) {
+				c.contentPrior *= deprecatedPrior
+			}
 		}
 		return nil
 	}); err != nil {
@@ -684,7 +875,7 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 	for _, c := range cs {
 		h := Hit{Path: c.path, Score: c.score, Degraded: degraded}
 		if !isBinary(c.data) {
-			h.Line, h.Snippet = snippet(c.data, r.needles)
+			h.Line, h.Snippet = snippet(c.data, c.low, r.needles)
 		}
 		for i := range numRankers {
 			h.Explain = append(h.Explain, Contribution{Ranker: rankerNames[i], Raw: c.raw[i], Rank: c.rank[i], Weight: rankerWeights[i], Score: c.part[i]})
@@ -700,12 +891,15 @@ type pathComp struct {
 	s      string
 	words  []string
 	weight float64
+	// seg: the units (by bit) whose pieces one of its words is made of
+	// (netpoll: network poller); see segment.
+	seg uint32
 }
 
-// pathScore is the path ranker: for each query word, its best match
+// pathScore is the path ranker: for each query unit, its best match
 // among the path's components (the file name, without extension, counts
 // fully, its directory 0.7, directories above 0.4), averaged over the
-// query's words, to the power 1.5.
+// query's units by weight, to the power 1.5.
 func pathScore(p string, r *rq) float64 {
 	comps := strings.Split(p, "/")
 	base := comps[len(comps)-1]
@@ -730,40 +924,102 @@ func pathScore(p string, r *rq) float64 {
 			for _, t := range wholeAn.Analyze([]byte(comps[i])) {
 				c.words = append(c.words, string(t.Term))
 			}
+			for _, w := range codetok.Words(comps[i], false) {
+				c.seg |= segment(strings.ToLower(w), r.pieces)
+			}
 			r.comps[comps[i]] = c
 		}
 		c.weight = w
 		cs = append(cs, c)
 	}
-	var total float64
-	for qi, word := range r.words {
-		stem := r.stems[qi]
-		var best float64
-		for _, c := range cs {
-			var m float64
-			for _, w := range c.words {
-				switch {
-				case w == word || w == stem:
-					m = max(m, 1)
-				case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
-					m = max(m, 0.8) // abbreviation (reg, register) or a longer form
-				}
-			}
-			if m == 0 && len(stem) >= 4 && strings.Contains(c.s, stem) {
-				m = 0.6 // inside a compound name: alloc in regalloc
-			}
-			if m == 0 && len(word) >= 3 {
-				if p := commonPrefix(c.s, word); p >= 3 {
-					m = 0.4 * min(1, float64(p)/4) // reg in regalloc
-				}
-			}
-			best = max(best, m*c.weight)
-		}
-		total += best
+	// The extension, as the words that name its kind: "shell script",
+	// "assembly" in a query mean a file of that kind.
+	if kw := kindWords[strings.ToLower(path.Ext(base))]; kw != nil {
+		cs = append(cs, pathComp{words: kw, weight: kindWeight})
 	}
-	s := total / float64(len(r.words))
+	// A unit's match is its best among the components, a compound's the
+	// better of the whole (afterfunc) and the mean of its parts'.
+	var total float64
+	for ui, u := range r.units {
+		var whole float64
+		var parts float64
+		for pi, word := range u.parts {
+			stem := u.stems[pi]
+			var best float64
+			for _, c := range cs {
+				m := wordMatch(c, word, stem)
+				if ui < maxSegUnits && c.seg&(1<<ui) != 0 {
+					m = max(m, abbrevMatch)
+				}
+				best = max(best, m*c.weight)
+				if pi == 0 && len(u.parts) > 1 {
+					for _, w := range c.words {
+						if w == u.whole {
+							whole = max(whole, c.weight)
+						}
+					}
+				}
+			}
+			parts += best
+		}
+		parts /= float64(len(u.parts))
+		if len(u.parts) > 1 {
+			// An identifier is a name, not a bag of words: its parts
+			// apart (parse/int.go for ParseInt) are weak evidence.
+			parts *= compoundParts
+		}
+		total += u.weight * max(whole, parts)
+	}
+	if r.unitWeight == 0 {
+		return 0
+	}
+	s := total / r.unitWeight
 	return s * math.Sqrt(s)
 }
+
+// wordMatch is how well a query word (and its stem) matches path
+// component c: exactly or by stem 1, by abbreviation 0.8, inside a
+// compound 0.6, by a common prefix up to 0.4.
+func wordMatch(c pathComp, word, stem string) float64 {
+	var m float64
+	for _, w := range c.words {
+		switch {
+		case w == word || w == stem:
+			m = max(m, 1)
+		case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
+			m = max(m, abbrevMatch) // abbreviation (reg, register) or a longer form
+		case slices.Contains(abbreviations()[stem], w):
+			m = max(m, abbrevMatch) // cmd for command
+		}
+	}
+	if m == 0 && len(stem) >= 4 && strings.Contains(c.s, stem) {
+		m = 0.6 // inside a compound name: alloc in regalloc
+	}
+	if m == 0 && len(word) >= 3 {
+		if p := commonPrefix(c.s, word); p >= 3 {
+			m = 0.4 * min(1, float64(p)/4) // reg in regalloc
+		}
+	}
+	return m
+}
+
+// kindWords are the words that name a kind of file, by extension (Go's
+// own is left out: "go" in a query names the project more often than
+// the language). kindWeight is their weight in the path ranker.
+var kindWords = map[string][]string{
+	".s": {"assembly", "asm"}, ".asm": {"assembly", "asm"},
+	".sh": {"shell", "script", "sh"}, ".bash": {"shell", "script", "bash"}, ".zsh": {"shell", "script", "zsh"}, ".rc": {"shell", "script", "rc"},
+	".py": {"python", "script", "py"}, ".pl": {"perl", "script"}, ".rb": {"ruby", "script"},
+	".js": {"javascript", "js"}, ".mjs": {"javascript", "js"}, ".ts": {"typescript", "ts"}, ".tsx": {"typescript", "tsx"}, ".jsx": {"javascript", "jsx"},
+	".cc": {"cpp"}, ".cpp": {"cpp"}, ".hpp": {"cpp"},
+	".rs": {"rust"}, ".java": {"java"}, ".kt": {"kotlin"}, ".swift": {"swift"},
+	".md": {"markdown", "md", "documentation"}, ".rst": {"restructuredtext", "documentation"},
+	".html": {"html"}, ".css": {"css", "stylesheet"}, ".json": {"json"}, ".yaml": {"yaml"}, ".yml": {"yaml"},
+	".toml": {"toml"}, ".xml": {"xml"}, ".sql": {"sql"}, ".proto": {"protobuf", "proto"},
+	".mk": {"makefile"}, ".bat": {"batch", "script"}, ".ps1": {"powershell", "script"},
+}
+
+const kindWeight = 0.7
 
 func commonPrefix(a, b string) int {
 	n := 0
@@ -777,8 +1033,60 @@ func commonPrefix(a, b string) int {
 // than the code it tests.
 func isTestPath(p string) bool {
 	base := path.Base(p)
-	return strings.Contains(base, "_test.") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
-		strings.HasPrefix(base, "test_") || strings.Contains(p, "testdata/") || strings.HasPrefix(p, "testdata/")
+	if strings.Contains(base, "_test.") || strings.Contains(base, ".test.") || strings.Contains(base, ".spec.") ||
+		strings.HasPrefix(base, "test_") {
+		return true
+	}
+	// A directory of tests or test data. Not "test": often the code of a
+	// test command (Go's cmd/go/internal/test).
+	for _, d := range strings.Split(path.Dir(p), "/") {
+		switch d {
+		case "testdata", "tests", "__tests__":
+			return true
+		}
+	}
+	return false
+}
+
+// isGenerated reports whether data is generated code: a line near its top
+// says "Code generated ... DO NOT EDIT." (Go's convention,
+// go.dev/s/generatedcode, which other generators follow too).
+func isGenerated(data []byte) bool {
+	head := data[:min(len(data), 2048)]
+	i := bytes.Index(head, []byte("DO NOT EDIT"))
+	if i < 0 {
+		return false
+	}
+	line := head[:i]
+	if j := bytes.LastIndexByte(line, '\n'); j >= 0 {
+		line = line[j+1:]
+	}
+	return bytes.Contains(bytes.ToLower(line), []byte("generated"))
+}
+
+// isDeprecated reports whether at least half of a file's declarations
+// (decls of them) are marked deprecated: a comment line that starts
+// "Deprecated:" (Go's convention) or an @deprecated tag (Javadoc, JSDoc).
+// low is the content lowercased.
+func isDeprecated(low []byte, decls int) bool {
+	if decls == 0 {
+		return false
+	}
+	n := bytes.Count(low, []byte("@deprecated"))
+	for off := 0; ; {
+		i := bytes.Index(low[off:], []byte("deprecated:"))
+		if i < 0 {
+			break
+		}
+		at := off + i
+		// The comment's text starts there: "// Deprecated:", "# Deprecated:".
+		line := low[bytes.LastIndexByte(low[:at], '\n')+1 : at]
+		if len(bytes.Trim(line, " \t/#*")) == 0 {
+			n++
+		}
+		off = at + 1
+	}
+	return 2*n >= decls
 }
 
 // proxScore is the proximity ranker over lowercased content: the share
@@ -833,16 +1141,23 @@ func proxScore(low []byte, r *rq) float64 {
 	return s
 }
 
-// defScore is the declaration re-ranker: the largest share of the
-// query's words that one name declared in data holds (its words, or
-// their stems' prefixes: Alloc for allocation), squared, and 0.2 more
+// defScore is the declaration re-ranker (and the number of names the
+// file declares): the largest share of the
+// query's units (by weight) that one name declared in data holds (the
+// unit as typed; else its whole or its words, or their stems' prefixes:
+// Alloc for allocation, at 0.7 for an identifier), squared, and 0.2 more
 // for a name the query spells exactly.
-func defScore(p string, data []byte, r *rq) float64 {
+func defScore(p string, data []byte, r *rq) (float64, int) {
 	var best float64
 	exact := false
-	for _, name := range codetok.Decls(p, data) {
+	decls := codetok.Decls(p, data)
+	for _, name := range decls {
 		if !exact && len(name) >= 3 && r.idents[name] {
 			exact = true
+		}
+		lname := strings.ToLower(name)
+		if !r.mayName(lname) {
+			continue // most of a file's names: no match below can hold
 		}
 		words := codetok.Words(name, false)
 		if len(words) == 0 {
@@ -851,23 +1166,49 @@ func defScore(p string, data []byte, r *rq) float64 {
 		for i, w := range words {
 			words[i] = strings.ToLower(w)
 		}
-		hit := 0
-		for qi, w := range r.words {
-			s := r.stems[qi]
-			for _, nw := range words {
-				if nw == w || nw == s || len(s) >= 3 && strings.HasPrefix(nw, s) || len(nw) >= 3 && strings.HasPrefix(w, nw) {
-					hit++
-					break
+		var hit float64
+		for _, u := range r.units {
+			if u.cased && name == u.typed {
+				hit += u.weight
+				continue
+			}
+			if lname == u.whole || len(u.parts) > 1 && slices.Contains(words, u.whole) {
+				// The name, spelled otherwise: another identifier if
+				// the query spelled one.
+				hit += u.weight * casedFactor(u)
+				continue
+			}
+			n := 0
+			for pi, w := range u.parts {
+				s := u.stems[pi]
+				for _, nw := range words {
+					if nw == w || nw == s || len(s) >= 3 && strings.HasPrefix(nw, s) || len(nw) >= 3 && strings.HasPrefix(w, nw) {
+						n++
+						break
+					}
 				}
 			}
+			hit += u.weight * casedFactor(u) * float64(n) / float64(len(u.parts))
 		}
-		best = max(best, float64(hit)/float64(len(r.words)))
+		if r.unitWeight > 0 {
+			best = max(best, hit/r.unitWeight)
+		}
 	}
 	s := 0.8 * best * best
 	if exact {
 		s += 0.2
 	}
-	return s
+	return s, len(decls)
+}
+
+// casedFactor is what a declared name that is not the query's
+// identifier as typed counts: less for an identifier (a capital, a
+// compound) than for a plain word.
+func casedFactor(u unit) float64 {
+	if u.cased {
+		return 0.7
+	}
+	return 1
 }
 
 func isWordRune(c rune) bool {
@@ -876,9 +1217,13 @@ func isWordRune(c rune) bool {
 
 // snippet picks the line with the most distinct query words (then the
 // most occurrences) and returns its number and text, trimmed.
-func snippet(data []byte, terms []string) (int, string) {
+func snippet(data, all []byte, terms []string) (int, string) {
 	bestLine, bestScore, bestNum := []byte(nil), 0, 0
 	num := 0
+	// all is data lowercased; line by line only where that changed
+	// lengths (some non-ASCII letters).
+	same := len(all) == len(data)
+	off := 0
 	for len(data) > 0 {
 		num++
 		i := bytes.IndexByte(data, '\n')
@@ -888,7 +1233,13 @@ func snippet(data []byte, terms []string) (int, string) {
 		} else {
 			line, data = data[:i], data[i+1:]
 		}
-		low := bytes.ToLower(line)
+		var low []byte
+		if same {
+			low = all[off : off+len(line)]
+			off += len(line) + 1
+		} else {
+			low = bytes.ToLower(line)
+		}
 		score := 0
 		for _, t := range terms {
 			if c := bytes.Count(low, []byte(t)); c > 0 {

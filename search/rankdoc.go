@@ -32,10 +32,14 @@ const (
 	pathGramQueryAnalyzer = "padfs_path_grams_query"
 	trigramFilter         = "padfs_trigrams"
 	// bm25B is BM25's length normalization for every field (bleve's
-	// default is 0.75): source files that matter are often long, and a
-	// long file that uses a word as often as a short one per line is not
-	// less about it.
-	bm25B = 0.4
+	// default is 0.75): source files that matter are often long (the
+	// implementation a query means is the package's big file, its tests
+	// and helpers the short ones), and a long file that uses a word as
+	// often as a short one per line is not less about it. On the relevance
+	// set MRR@10 rose steadily from b = 0.6 (0.716) through 0.4 (0.724),
+	// 0.25 (0.734) to 0.1 (0.763); 0 (no normalization) ranked worse.
+	// Scoring only: the index does not change with it.
+	bm25B = 0.1
 )
 
 // addCodeAnalyzers registers the code analyzers in im (they are stored

@@ -33,7 +33,7 @@ func TestSearchExplainPathAsOf(t *testing.T) {
 		t.Errorf("first hit %q, want the declaration in src/util.go", lines[0])
 	}
 	for _, l := range []string{lines[1], lines[3]} {
-		for _, r := range []string{"text ", "decl ", "path ", "prox ", "def "} {
+		for _, r := range []string{"text ", "decl ", "path ", "prox ", "def ", "doc "} {
 			if !strings.HasPrefix(l, "         ") || !strings.Contains(l, r) {
 				t.Errorf("explain line %q lacks %q", l, r)
 			}
@@ -68,7 +68,7 @@ func TestSearchExplainPathAsOf(t *testing.T) {
 		sum += c.Score
 		names = append(names, c.Ranker)
 	}
-	if h.Path != "src/util.go" || strings.Join(names, ",") != "text,decl,path,prox,def" || sum < h.Score-1e-6 || sum > h.Score+1e-6 {
+	if h.Path != "src/util.go" || strings.Join(names, ",") != "text,decl,path,prox,def,doc" || sum < h.Score-1e-6 || sum > h.Score+1e-6 {
 		t.Errorf("search --json: %+v", h)
 	}
 

@@ -42,22 +42,48 @@ type corpus struct {
 // process does (search.Options{Background: true}: catch-up in the
 // background, bleve in an index worker process) and waits until the index
 // covers the import. Store and index are closed by t.Cleanup.
-func loadCorpus(t *testing.T, dir string) *corpus {
+//
+// With keep set (PADFS_RELEVANCE_DATA), the data directory is keep: made
+// and imported into on the first run, reused by later ones (the index
+// then opens at once unless its format changed), so that tuning the
+// ranker does not rebuild the index each time.
+func loadCorpus(t *testing.T, dir, keep string) *corpus {
 	t.Helper()
-	data := t.TempDir()
+	data := keep
+	if data == "" {
+		data = t.TempDir()
+	}
 	st, err := storeopen.OpenDir(data)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
 	c := &corpus{st: st}
-	start := time.Now()
-	h, stats, err := st.ImportTree(context.Background(), dir, mvcc.ImportOptions{Name: "relevance"})
-	if err != nil {
-		t.Fatalf("import %s: %v", dir, err)
+	sidFile := filepath.Join(data, "relevance.session")
+	if b, err := os.ReadFile(sidFile); keep != "" && err == nil {
+		f := strings.Fields(string(b))
+		if len(f) != 3 {
+			t.Fatalf("%s: want session, files, bytes", sidFile)
+		}
+		if c.sid, err = mvcc.ParseSessionID(f[0]); err != nil {
+			t.Fatalf("%s: %v", sidFile, err)
+		}
+		c.files, _ = strconv.Atoi(f[1])
+		c.bytes, _ = strconv.ParseInt(f[2], 10, 64)
+	} else {
+		start := time.Now()
+		h, stats, err := st.ImportTree(context.Background(), dir, mvcc.ImportOptions{Name: "relevance"})
+		if err != nil {
+			t.Fatalf("import %s: %v", dir, err)
+		}
+		c.importTime = time.Since(start)
+		c.sid, c.files, c.bytes = h.ID, stats.Files, stats.Bytes
+		if keep != "" {
+			if err := os.WriteFile(sidFile, fmt.Appendf(nil, "%s %d %d\n", c.sid, c.files, c.bytes), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
-	c.importTime = time.Since(start)
-	c.sid, c.files, c.bytes = h.ID, stats.Files, stats.Bytes
 	var last uint64
 	if err := st.View(func(tx *mvcc.ReadTx) error {
 		var err error
@@ -69,7 +95,7 @@ func loadCorpus(t *testing.T, dir string) *corpus {
 
 	var logs bytes.Buffer
 	cpu0 := selfCPU()
-	start = time.Now()
+	start := time.Now()
 	ix, err := search.OpenWith(data, st, search.Options{Background: true,
 		Logger: slog.New(slog.NewTextHandler(&logs, nil))})
 	if err != nil {
@@ -178,7 +204,10 @@ func procCPU(pid int) (time.Duration, error) {
 // search/relevance, its paths to GOROOT/src); PADFS_RELEVANCE_ROUNDS=N
 // (default 3) asks each query N times for the latency figures, of which
 // the ranking uses the first. PADFS_RELEVANCE_HITS=FILE writes every
-// query's hits to FILE, to diff two runs. Nothing here asserts a quality target:
+// query's hits to FILE, to diff two runs. PADFS_RELEVANCE_DATA=DIR keeps
+// the data directory (store and index) in DIR and reuses it on the next
+// run: the index's build figures are then those of reopening it (a
+// rebuild if its format changed). Nothing here asserts a quality target:
 // the numbers are for the README and for whoever tunes the ranker.
 func TestRelevance(t *testing.T) {
 	if os.Getenv("PADFS_RELEVANCE") == "" {
@@ -199,7 +228,7 @@ func TestRelevance(t *testing.T) {
 		}
 	}
 	src := filepath.Join(goroot(t), "src")
-	c := loadCorpus(t, src)
+	c := loadCorpus(t, src, os.Getenv("PADFS_RELEVANCE_DATA"))
 	rep := Run(qs, 10, rounds, c.searcher())
 
 	ver, _ := exec.Command("go", "version").Output()
@@ -272,7 +301,7 @@ func TestRelevanceMini(t *testing.T) {
 			t.Fatalf("line %d: %v", q.Line, err)
 		}
 	}
-	c := loadCorpus(t, dir)
+	c := loadCorpus(t, dir, "")
 	if c.files != 5 {
 		t.Errorf("imported %d files, want the 5 of %s", c.files, dir)
 	}
