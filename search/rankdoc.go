@@ -101,7 +101,7 @@ func (f *analyzedField) Size() int { return 64 }
 // Analyze runs on scorch's analysis goroutines. The analyzer lowercases
 // in place: data must be the document's own copy.
 func (f *analyzedField) Analyze() {
-	f.freqs, f.length = termFreqs(f.an.Analyze(f.data))
+	f.freqs, f.length = analyzeFreqs(f.an, f.data)
 	f.data = nil
 }
 
