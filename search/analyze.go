@@ -1,6 +1,8 @@
 package search
 
 import (
+	"math"
+
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/analysis/token/lowercase"
 	"github.com/blevesearch/bleve/v2/analysis/token/ngram"
@@ -116,4 +118,49 @@ func isASCII(b []byte) bool {
 		}
 	}
 	return true
+}
+
+// termCounts is a field's term frequencies kept compact from its analysis
+// to its segment's build (every document of a batch waits for the batch):
+// a frequency map costs about 100 bytes a term, its terms and counts
+// here about 15. The map is made each time bleve asks for it (twice a
+// document, see termsField).
+type termCounts struct {
+	terms  []byte   // the terms, one after the other
+	ends   []uint32 // where each term ends in terms
+	counts []int32
+}
+
+func compactCounts(m index.TokenFrequencies) termCounts {
+	var c termCounts
+	n := 0
+	for k := range m {
+		n += len(k)
+	}
+	c.terms = make([]byte, 0, n)
+	c.ends = make([]uint32, 0, len(m))
+	c.counts = make([]int32, 0, len(m))
+	for k, tf := range m {
+		c.terms = append(c.terms, k...)
+		c.ends = append(c.ends, uint32(len(c.terms)))
+		c.counts = append(c.counts, int32(min(tf.Frequency(), math.MaxInt32)))
+	}
+	return c
+}
+
+// tokenFrequencies is the frequency map: one allocation for all entries,
+// and keys that are substrings of one string.
+func (c termCounts) tokenFrequencies() index.TokenFrequencies {
+	keys := string(c.terms)
+	tfs := make([]index.TokenFreq, len(c.ends))
+	m := make(index.TokenFrequencies, len(c.ends))
+	start := 0
+	for i, e := range c.ends {
+		end := int(e)
+		tfs[i].Term = c.terms[start:end:end]
+		tfs[i].SetFrequency(int(c.counts[i]))
+		m[keys[start:end]] = &tfs[i]
+		start = end
+	}
+	return m
 }
