@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -280,26 +281,37 @@ func TestCatchUpCreatedAndLinked(t *testing.T) {
 	}
 }
 
-// TestTextFieldMatchesBleve: the text field (an analyzedField with the
-// code analyzer) counts the same terms, with the same frequencies and
-// length (BM25's inputs), as a bleve TextField with that analyzer, for a
-// corpus of Go sources and odd text.
+// TestTextFieldMatchesBleve: the ranked-search fields (analyzedFields,
+// analyzed by distinct token) count the same terms, with the same
+// frequencies and length (BM25's inputs), as a bleve TextField with the
+// same analyzer, for a corpus of Go sources, their paths and odd text.
 func TestTextFieldMatchesBleve(t *testing.T) {
 	files := corpus(t)
-	files["odd"] = []byte("Don't STOP: the a an fmt.Println(3.14) foo_bar ÉCOLE école 東京 x\r\ny")
-	for p, data := range files {
-		want := document.NewTextFieldCustom("text", nil, append([]byte(nil), data...), textOpts, codeAn)
-		want.Analyze()
-		got := &analyzedField{name: "text", data: append([]byte(nil), data...), an: codeAn}
-		got.Analyze()
-		if got.AnalyzedLength() != want.AnalyzedLength() || len(got.freqs) != len(want.AnalyzedTokenFrequencies()) {
-			t.Fatalf("%s: %d tokens, %d terms; bleve %d, %d", p, got.AnalyzedLength(), len(got.freqs),
-				want.AnalyzedLength(), len(want.AnalyzedTokenFrequencies()))
+	files["odd"] = []byte("Don't STOP: the a an fmt.Println(3.14) foo_bar ÉCOLE école 東京 x\r\ny İstanbul ǅemal ΣΑΣ KELVIN\u212a")
+	for _, an := range []struct {
+		name string
+		an   analysis.Analyzer
+	}{{"code", codeAn}, {"whole", wholeAn}, {"pathgram", pathGramAn}} {
+		if _, ok := distinctAnalyzer(an.an); !ok {
+			t.Fatalf("%s analyzer: not analyzed by distinct token", an.name)
 		}
-		for term, wf := range want.AnalyzedTokenFrequencies() {
-			gf := got.freqs[term]
-			if gf == nil || gf.Frequency() != wf.Frequency() || string(gf.Term) != term {
-				t.Fatalf("%s: term %q: got %+v, bleve frequency %d", p, term, gf, wf.Frequency())
+		for p, data := range files {
+			for _, in := range [][]byte{data, []byte(p), declText(p, data)} {
+				want := document.NewTextFieldCustom("text", nil, append([]byte(nil), in...), textOpts, an.an)
+				want.Analyze()
+				got := &analyzedField{name: "text", data: append([]byte(nil), in...), an: an.an}
+				got.Analyze()
+				freqs := got.AnalyzedTokenFrequencies()
+				if got.AnalyzedLength() != want.AnalyzedLength() || len(freqs) != len(want.AnalyzedTokenFrequencies()) {
+					t.Fatalf("%s, %s: %d tokens, %d terms; bleve %d, %d", an.name, p, got.AnalyzedLength(), len(freqs),
+						want.AnalyzedLength(), len(want.AnalyzedTokenFrequencies()))
+				}
+				for term, wf := range want.AnalyzedTokenFrequencies() {
+					gf := freqs[term]
+					if gf == nil || gf.Frequency() != wf.Frequency() || string(gf.Term) != term {
+						t.Fatalf("%s, %s: term %q: got %+v, bleve frequency %d", an.name, p, term, gf, wf.Frequency())
+					}
+				}
 			}
 		}
 	}

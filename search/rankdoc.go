@@ -86,7 +86,7 @@ type analyzedField struct {
 	name   string
 	data   []byte
 	an     analysis.Analyzer
-	freqs  index.TokenFrequencies
+	freqs  termCounts
 	length int
 }
 
@@ -98,14 +98,15 @@ func (f *analyzedField) NumPlainTextBytes() uint64           { return uint64(len
 func (f *analyzedField) EncodedFieldType() byte              { return 't' }
 func (f *analyzedField) AnalyzedLength() int                 { return f.length }
 func (f *analyzedField) AnalyzedTokenFrequencies() index.TokenFrequencies {
-	return f.freqs
+	return f.freqs.tokenFrequencies()
 }
 func (f *analyzedField) Size() int { return 64 }
 
 // Analyze runs on scorch's analysis goroutines. The analyzer lowercases
 // in place: data must be the document's own copy.
 func (f *analyzedField) Analyze() {
-	f.freqs, f.length = termFreqs(f.an.Analyze(f.data))
+	m, n := analyzeFreqs(f.an, f.data)
+	f.freqs, f.length = compactCounts(m), n
 	f.data = nil
 }
 

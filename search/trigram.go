@@ -110,12 +110,17 @@ func bucketTerms(codes []uint32) []byte {
 // It hands bleve their frequency map directly: the token stream that a
 // bleve TextField goes through cost an allocation per trigram and
 // another per map entry, most of the heap and the garbage of a build.
+//
+// The map is made each time it is asked for, not kept: scorch analyzes
+// every document of a batch before building its segment, which asks
+// twice per document (counting terms, then adding postings), and kept
+// maps were most of the index worker's live heap (169 of 412 MB at its
+// peak while indexing Go's src); making one costs about as much as the
+// collector's marking of it.
 type termsField struct {
-	name   string
-	terms  []byte // width bytes each, distinct
-	width  int
-	freqs  index.TokenFrequencies
-	length int
+	name  string
+	terms []byte // width bytes each, distinct
+	width int
 }
 
 func newTermsField(name string, terms []byte, width int) *termsField {
@@ -128,15 +133,13 @@ func (f *termsField) Options() index.FieldIndexingOptions { return trigramOpts }
 func (f *termsField) Value() []byte                       { return nil }
 func (f *termsField) NumPlainTextBytes() uint64           { return 0 }
 func (f *termsField) EncodedFieldType() byte              { return 't' }
-func (f *termsField) AnalyzedLength() int                 { return f.length }
-func (f *termsField) AnalyzedTokenFrequencies() index.TokenFrequencies {
-	return f.freqs
-}
-func (f *termsField) Size() int { return 64 + 2*len(f.terms) }
+func (f *termsField) AnalyzedLength() int                 { return len(f.terms) / f.width }
+func (f *termsField) Size() int                           { return 64 + 2*len(f.terms) }
+func (f *termsField) Analyze()                            {}
 
-// Analyze builds the frequency map (on scorch's analysis goroutines): one
-// allocation for all entries, and keys that are substrings of one string.
-func (f *termsField) Analyze() {
+// AnalyzedTokenFrequencies builds the frequency map: one allocation for
+// all entries, and keys that are substrings of one string.
+func (f *termsField) AnalyzedTokenFrequencies() index.TokenFrequencies {
 	w := f.width
 	n := len(f.terms) / w
 	keys := string(f.terms)
@@ -146,7 +149,7 @@ func (f *termsField) Analyze() {
 		tfs[i].Term = f.terms[i*w : (i+1)*w : (i+1)*w]
 		m[keys[i*w:(i+1)*w]] = &tfs[i]
 	}
-	f.freqs, f.length = m, n
+	return m
 }
 
 // bucketTerm is the btri term of trigram t (3 bytes).

@@ -1,0 +1,38 @@
+package search
+
+import (
+	"reflect"
+	"testing"
+)
+
+// The trigram field makes its frequency map each time scorch asks (twice
+// a document: counting terms, then adding postings) and keeps none: the
+// maps of a whole batch held from analysis to the segment's build were
+// most of the index worker's heap. Both maps hold every trigram once,
+// with its bytes as term.
+func TestTermsFieldMapsNotKept(t *testing.T) {
+	data := []byte("func main() { fmt.Println(\"Hello, World\") }\n")
+	tri, ok := contentTrigrams(data, false)
+	if !ok {
+		t.Fatal("no trigrams")
+	}
+	f := newTermsField("tri", tri, 3)
+	f.Analyze()
+	a, b := f.AnalyzedTokenFrequencies(), f.AnalyzedTokenFrequencies()
+	if len(a) != len(tri)/3 || f.AnalyzedLength() != len(a) {
+		t.Fatalf("%d terms, length %d; want %d", len(a), f.AnalyzedLength(), len(tri)/3)
+	}
+	if reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer() {
+		t.Fatal("the field returned one map twice: it keeps it")
+	}
+	for i := 0; i < len(tri); i += 3 {
+		term := string(tri[i : i+3])
+		ta, tb := a[term], b[term]
+		if ta == nil || tb == nil || string(ta.Term) != term || string(tb.Term) != term || ta == tb {
+			t.Fatalf("term %q: %+v, %+v", term, ta, tb)
+		}
+	}
+	if _, ok := a["fmt"]; !ok {
+		t.Fatalf("no trigram fmt in %d terms", len(a))
+	}
+}
