@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -19,6 +20,9 @@ type WriteTx struct {
 	staged      map[Ino]string // directory paths learned by this commit
 	treeChanged bool           // a directory moved or went away
 	sup         supersession   // what this commit superseded (superseded.go)
+	hc          headCache      // heads' storage, one allocation with the commit
+	enc         bytes.Buffer   // put's encoding, over encArr until a record outgrows it
+	encArr      [512]byte
 }
 
 // HLC is the stamp of this commit.
@@ -54,7 +58,8 @@ const (
 func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) (Event, error) {
 	var ev Event
 	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx, heads: map[string]string{}}, w: tx, sid: sid}
+		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
+		t.heads = &t.hc
 		stored, err := storedHW(tx)
 		if err != nil {
 			return err
@@ -181,7 +186,10 @@ func (t *WriteTx) appendEventLocked() (Event, error) {
 }
 
 func (t *WriteTx) put(k []byte, v any) error {
-	b, err := encode(v)
+	if t.enc.Cap() == 0 {
+		t.enc = *bytes.NewBuffer(t.encArr[:0])
+	}
+	b, err := encodeTo(&t.enc, v) // Put copies: the buffer serves every put
 	if err != nil {
 		return fmt.Errorf("mvcc: encode %q: %w", k, err)
 	}

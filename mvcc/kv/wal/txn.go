@@ -123,6 +123,10 @@ func (t *txn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error 
 	return scan(layers, t.base, start, end, fn)
 }
 
+// smallValue is the largest value Put copies into one allocation with its
+// key; larger ones (chunks) are not worth zeroing first.
+const smallValue = 1024
+
 func (t *txn) Put(key, value []byte) error {
 	switch {
 	case len(key) == 0:
@@ -134,6 +138,15 @@ func (t *txn) Put(key, value []byte) error {
 	}
 	// Copy: the caller may reuse its buffers. A nil value is stored as
 	// empty so that Get tells it from an absent key.
+	if len(value) <= smallValue {
+		// A metadata record: one allocation holds both, the key capped so
+		// that it cannot grow into the value.
+		buf := make([]byte, len(key)+len(value))
+		copy(buf, key)
+		copy(buf[len(key):], value)
+		t.writes.Set(&entry{key: buf[:len(key):len(key)], val: buf[len(key):]})
+		return nil
+	}
 	// make+copy, not append: the compiler then skips zeroing the new
 	// value (a chunk's 80 KiB, on average) before copying into it.
 	val := make([]byte, len(value))
