@@ -58,6 +58,10 @@ func (t *WriteTx) versionPut(chain, k []byte, tomb bool) ([]byte, error) {
 		}
 		prevV = append([]byte(nil), prevV...)
 	}
+	if t.sup.Superseded == nil && t.sup.Tombs == nil {
+		// Empty, not nil, encodes the same (omitempty).
+		t.sup.Superseded, t.sup.Tombs = t.supArr[:0:2], t.supArr[2:2]
+	}
 	if prev != nil && !same {
 		t.sup.Superseded = append(t.sup.Superseded, prev)
 	}
@@ -79,6 +83,7 @@ func (t *WriteTx) versionPut(chain, k []byte, tomb bool) ([]byte, error) {
 type headCache struct {
 	idx  map[string]int
 	keys [][]byte
+	arr  [4][]byte // keys' first (an unlink has three chains)
 }
 
 func (h *headCache) get(chain []byte) ([]byte, bool) {
@@ -101,7 +106,7 @@ func (h *headCache) set(chain, k []byte) {
 		return
 	}
 	if h.idx == nil {
-		h.idx = map[string]int{}
+		h.idx, h.keys = map[string]int{}, h.arr[:0]
 	}
 	h.idx[string(chain)] = len(h.keys)
 	h.keys = append(h.keys, k)

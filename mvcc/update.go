@@ -23,6 +23,9 @@ type WriteTx struct {
 	hc          headCache      // heads' storage, one allocation with the commit
 	enc         bytes.Buffer   // put's encoding, over encArr until a record outgrows it
 	encArr      [512]byte
+	supArr      [4][]byte // sup's first keys: superseded, then tombstones
+	cnt         counters  // appendEventLocked's, which put would move to the heap
+	evOut       Event
 }
 
 // HLC is the stamp of this commit.
@@ -164,25 +167,27 @@ func (t *WriteTx) checkSessionLocked(kind commitKind, stored HLC) error {
 // the session counters and the store's HLC high-water mark.
 func (t *WriteTx) appendEventLocked() (Event, error) {
 	ck := countersKey(t.sid)
-	var c counters
+	c := &t.cnt
+	*c = counters{}
 	if v, err := t.w.Get(ck); err != nil {
 		return Event{}, err
 	} else if v != nil {
-		if err := decode(ck, v, &c); err != nil {
+		if err := decode(ck, v, c); err != nil {
 			return Event{}, err
 		}
 	}
 	c.NextSeq++
 	c.LastHLC = t.hlc
-	ev := t.ev
+	ev := &t.evOut
+	*ev = t.ev
 	ev.Seq, ev.HLC = c.NextSeq, t.hlc
-	if err := t.put(eventKey(t.sid, ev.Seq), &ev); err != nil {
+	if err := t.put(eventKey(t.sid, ev.Seq), ev); err != nil {
 		return Event{}, err
 	}
-	if err := t.put(ck, &c); err != nil {
+	if err := t.put(ck, c); err != nil {
 		return Event{}, err
 	}
-	return ev, nil // tickLocked wrote the high-water mark
+	return *ev, nil // tickLocked wrote the high-water mark
 }
 
 func (t *WriteTx) put(k []byte, v any) error {
