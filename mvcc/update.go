@@ -26,6 +26,7 @@ type WriteTx struct {
 	supArr      [4][]byte // sup's first keys: superseded, then tombstones
 	cnt         counters  // appendEventLocked's, which put would move to the heap
 	evOut       Event
+	dent        Dentry
 }
 
 // HLC is the stamp of this commit.
@@ -59,9 +60,9 @@ const (
 // with a fresh HLC taken inside the serialized write (so HLC order is
 // commit order), appends the event fn set, and tells the watchers.
 func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) (Event, error) {
-	var ev Event
+	t := new(WriteTx) // outside: the event it ends with is then not one more allocation
 	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
+		*t = WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
 		t.heads = &t.hc
 		stored, err := storedHW(tx)
 		if err != nil {
@@ -98,7 +99,7 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 		if err := t.writeSupersessionLocked(kind); err != nil {
 			return err
 		}
-		ev, err = t.appendEventLocked()
+		ev, err := t.appendEventLocked()
 		if err == nil {
 			s.paths.setSeq(sid, ev.Seq)
 		}
@@ -107,6 +108,7 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 	if err != nil {
 		return Event{}, err
 	}
+	ev := t.evOut
 	if kind == commitLive {
 		s.lastLive.Store(&liveMark{sid: sid, hw: ev.HLC})
 	}
@@ -232,7 +234,8 @@ func (t *WriteTx) PutDentry(parent Ino, name string, ino Ino, typ uint32) error 
 	if _, err := t.versionPut(chain, k, ino == 0); err != nil {
 		return err
 	}
-	if err := t.put(k, &Dentry{Ino: ino, Type: typ}); err != nil {
+	t.dent = Dentry{Ino: ino, Type: typ} // in the WriteTx: put would move it to the heap
+	if err := t.put(k, &t.dent); err != nil {
 		return err
 	}
 	return t.putLive(parent, name, ino, typ)
