@@ -207,8 +207,7 @@ func (t *WriteTx) put(k []byte, v any) error {
 // counts the session's references to n's chunks.
 func (t *WriteTx) PutInode(n *Inode) error {
 	n.HLC = t.hlc
-	chain := inodeChain(t.sid, n.Ino)
-	k := append(chain, inv(t.hlc)...)
+	chain, k := inodeVersion(t.sid, n.Ino, t.hlc)
 	prev, err := t.versionPut(chain, k, n.Nlink == 0)
 	if err != nil {
 		return err
@@ -229,8 +228,7 @@ func (t *WriteTx) PutInode(n *Inode) error {
 // PutDentry writes a new version of the entry name in parent; ino 0 writes
 // a tombstone.
 func (t *WriteTx) PutDentry(parent Ino, name string, ino Ino, typ uint32) error {
-	chain := dentryChain(t.sid, parent, name)
-	k := append(chain, inv(t.hlc)...)
+	chain, k := dentryVersion(t.sid, parent, name, t.hlc)
 	if _, err := t.versionPut(chain, k, ino == 0); err != nil {
 		return err
 	}
