@@ -53,8 +53,11 @@ const (
 	pJob        = 'W'
 )
 
-func key(prefix byte, parts ...[]byte) []byte {
-	n := 1
+func key(prefix byte, parts ...[]byte) []byte { return keyRoom(0, prefix, parts...) }
+
+// keyRoom is key with room for extra more bytes.
+func keyRoom(extra int, prefix byte, parts ...[]byte) []byte {
+	n := 1 + extra
 	for _, p := range parts {
 		n += len(p)
 	}
@@ -91,6 +94,24 @@ func eventKey(sid SessionID, seq uint64) []byte { return key(pEvent, sid[:], u64
 // dentryChain is the prefix shared by every version of one directory entry.
 func dentryChain(sid SessionID, parent Ino, name string) []byte {
 	return key(pDentry, sid[:], u64(uint64(parent)), []byte(name), []byte{0})
+}
+
+// dentryVersion is dentryChain and its version key at h, in one
+// allocation (versioned).
+func dentryVersion(sid SessionID, parent Ino, name string, h HLC) (chain, k []byte) {
+	return versioned(keyRoom(8, pDentry, sid[:], u64(uint64(parent)), []byte(name), []byte{0}), h)
+}
+
+// inodeVersion is inodeChain and its version key at h, in one allocation.
+func inodeVersion(sid SessionID, ino Ino, h HLC) (chain, k []byte) {
+	return versioned(keyRoom(8, pInode, sid[:], u64(uint64(ino))), h)
+}
+
+// versioned splits a chain built with room for 8 more bytes into the
+// chain, capped so that no append to it reaches the version, and its
+// version key at h.
+func versioned(room []byte, h HLC) (chain, k []byte) {
+	return room[:len(room):len(room)], binary.BigEndian.AppendUint64(room, ^uint64(h))
 }
 
 // dirPrefix is the prefix of every entry chain of one directory.

@@ -79,3 +79,36 @@ func testID() SessionID {
 	}
 	return id
 }
+
+// TestVersionKeysOneAllocation: the write paths' one-allocation version
+// keys are the chains' keys plus inv(h), and appending to the chain they
+// return does not change the version key.
+func TestVersionKeysOneAllocation(t *testing.T) {
+	sid := SessionID{7, 0xff}
+	h := HLC(0x0102030405060708)
+	for _, c := range []struct {
+		what     string
+		chain, k []byte
+		want     []byte
+	}{
+		{"dentry", nil, nil, dentryChain(sid, 9, "a\x00b")},
+		{"inode", nil, nil, inodeChain(sid, 42)},
+	} {
+		if c.what == "dentry" {
+			c.chain, c.k = dentryVersion(sid, 9, "a\x00b", h)
+		} else {
+			c.chain, c.k = inodeVersion(sid, 42, h)
+		}
+		if !bytes.Equal(c.chain, c.want) {
+			t.Errorf("%s: chain %x, want %x", c.what, c.chain, c.want)
+		}
+		want := append(append([]byte(nil), c.want...), inv(h)...)
+		if !bytes.Equal(c.k, want) {
+			t.Errorf("%s: version key %x, want %x", c.what, c.k, want)
+		}
+		_ = append(c.chain, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee)
+		if !bytes.Equal(c.k, want) {
+			t.Errorf("%s: appending to the chain changed the version key to %x", c.what, c.k)
+		}
+	}
+}

@@ -153,8 +153,8 @@ func (t *ReadTx) lookupLive(sid SessionID, parent Ino, name string) (Dentry, boo
 	}
 	if t.heads != nil {
 		chain := dentryChain(sid, parent, name)
-		if _, seen := t.heads[string(chain)]; !seen {
-			t.heads[string(chain)] = string(append(chain, inv(e.HLC)...))
+		if _, seen := t.heads.get(chain); !seen {
+			t.heads.set(chain, append(chain, inv(e.HLC)...))
 		}
 	}
 	return Dentry{Ino: e.Ino, Type: e.Type, Name: name, HLC: e.HLC}, true, nil

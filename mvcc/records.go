@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"hash/crc32"
@@ -160,7 +161,7 @@ type Event struct {
 var (
 	castagnoli = crc32.MakeTable(crc32.Castagnoli)
 	// Deterministic encoding: equal records are equal bytes.
-	encMode = sync.OnceValues(func() (cbor.EncMode, error) { return cbor.CoreDetEncOptions().EncMode() })
+	encMode = sync.OnceValues(func() (cbor.UserBufferEncMode, error) { return cbor.CoreDetEncOptions().UserBufferEncMode() })
 	decMode = sync.OnceValues(func() (cbor.DecMode, error) {
 		return cbor.DecOptions{MaxArrayElements: 1 << 26, MaxMapPairs: 1 << 20,
 			UTF8: cbor.UTF8DecodeInvalid}.DecMode()
@@ -187,6 +188,30 @@ func encode(v any) ([]byte, error) {
 		return nil, fmt.Errorf("record would not decode: %w", err)
 	}
 	return frame(payload), nil
+}
+
+// encodeTo is encode into buf, reset first: the record is valid until buf
+// is next written (a commit's puts, which the store copies).
+func encodeTo(buf *bytes.Buffer, v any) ([]byte, error) {
+	em, err := encMode()
+	if err != nil {
+		return nil, err
+	}
+	buf.Reset()
+	buf.Write([]byte{0, 0, 0, 0}) // the checksum, once the payload is known
+	if err := em.MarshalToBuffer(v, buf); err != nil {
+		return nil, err
+	}
+	dm, err := decMode()
+	if err != nil {
+		return nil, err
+	}
+	out := buf.Bytes()
+	if err := dm.Wellformed(out[4:]); err != nil {
+		return nil, fmt.Errorf("record would not decode: %w", err)
+	}
+	binary.BigEndian.PutUint32(out, crc32.Checksum(out[4:], castagnoli))
+	return out, nil
 }
 
 func frame(payload []byte) []byte {

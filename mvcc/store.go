@@ -219,9 +219,8 @@ type ReadTx struct {
 	s *Store
 	r kv.Reader
 	// heads, in a commit, remembers the newest key of each chain read as
-	// of Latest ("" for none), so that writing the chain's next version
-	// needs no second seek to learn what it supersedes (versionPut).
-	heads map[string]string
+	// of Latest (versionPut); nil outside a commit.
+	heads *headCache
 	// view: a read-only snapshot (View), which nothing writes to while it
 	// reads, so that "as of T" past the session's last commit is its latest
 	// state.
@@ -241,8 +240,8 @@ func (t *ReadTx) seekChain(chain []byte, at HLC) (k, v []byte, err error) {
 		k = append([]byte(nil), kk...)
 		v = append([]byte(nil), vv...)
 	}
-	if err == nil && at == Latest && t.heads != nil {
-		t.heads[string(chain)] = string(k)
+	if err == nil && at == Latest {
+		t.heads.set(chain, k)
 	}
 	return k, v, err
 }

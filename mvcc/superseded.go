@@ -40,18 +40,16 @@ type supersession struct {
 // k already had in this commit (a second write of the same version), or
 // nil.
 func (t *WriteTx) versionPut(chain, k []byte, tomb bool) ([]byte, error) {
-	var prev, prevV []byte
-	if h, ok := t.heads[string(chain)]; ok {
-		if h != "" {
-			prev = []byte(h)
-		}
-	} else {
+	var prevV []byte
+	prev, ok := t.heads.get(chain)
+	if !ok {
 		var err error
-		if prev, _, err = t.seekChain(chain, Latest); err != nil {
+		if prev, err = t.seekHead(chain); err != nil {
 			return nil, err
 		}
 	}
-	t.heads[string(chain)] = string(k)
+	// k is the caller's and stays unchanged: the records keep it, uncopied.
+	t.heads.set(chain, k)
 	same := prev != nil && bytes.Equal(prev, k)
 	if same {
 		var err error
@@ -59,6 +57,10 @@ func (t *WriteTx) versionPut(chain, k []byte, tomb bool) ([]byte, error) {
 			return nil, err
 		}
 		prevV = append([]byte(nil), prevV...)
+	}
+	if t.sup.Superseded == nil && t.sup.Tombs == nil {
+		// Empty, not nil, encodes the same (omitempty).
+		t.sup.Superseded, t.sup.Tombs = t.supArr[:0:2], t.supArr[2:2]
 	}
 	if prev != nil && !same {
 		t.sup.Superseded = append(t.sup.Superseded, prev)
@@ -68,9 +70,57 @@ func (t *WriteTx) versionPut(chain, k []byte, tomb bool) ([]byte, error) {
 		t.sup.Tombs = removeKey(t.sup.Tombs, k)
 	}
 	if tomb {
-		t.sup.Tombs = append(t.sup.Tombs, append([]byte(nil), k...))
+		t.sup.Tombs = append(t.sup.Tombs, k)
 	}
 	return prevV, nil
+}
+
+// headCache is a commit's newest key of each chain it read as of Latest
+// or wrote (nil for an empty chain), so that writing the chain's next
+// version needs no second seek to learn what it supersedes. The keys are
+// never changed once stored. Rewriting a known chain's head, as every
+// write after a read does, allocates nothing.
+type headCache struct {
+	idx  map[string]int
+	keys [][]byte
+	arr  [4][]byte // keys' first (an unlink has three chains)
+}
+
+func (h *headCache) get(chain []byte) ([]byte, bool) {
+	if h == nil {
+		return nil, false
+	}
+	i, ok := h.idx[string(chain)]
+	if !ok {
+		return nil, false
+	}
+	return h.keys[i], true
+}
+
+func (h *headCache) set(chain, k []byte) {
+	if h == nil {
+		return
+	}
+	if i, ok := h.idx[string(chain)]; ok {
+		h.keys[i] = k
+		return
+	}
+	if h.idx == nil {
+		h.idx, h.keys = map[string]int{}, h.arr[:0]
+	}
+	h.idx[string(chain)] = len(h.keys)
+	h.keys = append(h.keys, k)
+}
+
+// seekHead is the newest key of chain (nil: none), which versionPut is
+// about to replace as the head: seekChain without its value's copy.
+func (t *ReadTx) seekHead(chain []byte) ([]byte, error) {
+	start := append(append(make([]byte, 0, len(chain)+8), chain...), inv(Latest)...)
+	kk, _, err := kv.First(t.r, start, kv.PrefixEnd(chain))
+	if err != nil || len(kk) != len(chain)+8 {
+		return nil, err
+	}
+	return append([]byte(nil), kk...), nil
 }
 
 func removeKey(ks [][]byte, k []byte) [][]byte {

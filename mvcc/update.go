@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 
@@ -19,6 +20,13 @@ type WriteTx struct {
 	staged      map[Ino]string // directory paths learned by this commit
 	treeChanged bool           // a directory moved or went away
 	sup         supersession   // what this commit superseded (superseded.go)
+	hc          headCache      // heads' storage, one allocation with the commit
+	enc         bytes.Buffer   // put's encoding, over encArr until a record outgrows it
+	encArr      [512]byte
+	supArr      [4][]byte // sup's first keys: superseded, then tombstones
+	cnt         counters  // appendEventLocked's, which put would move to the heap
+	evOut       Event
+	dent        Dentry
 }
 
 // HLC is the stamp of this commit.
@@ -52,9 +60,10 @@ const (
 // with a fresh HLC taken inside the serialized write (so HLC order is
 // commit order), appends the event fn set, and tells the watchers.
 func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) (Event, error) {
-	var ev Event
+	t := new(WriteTx) // outside: the event it ends with is then not one more allocation
 	err := s.kv.Update(func(tx kv.Txn) error {
-		t := &WriteTx{ReadTx: ReadTx{s: s, r: tx, heads: map[string]string{}}, w: tx, sid: sid}
+		*t = WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
+		t.heads = &t.hc
 		stored, err := storedHW(tx)
 		if err != nil {
 			return err
@@ -90,7 +99,7 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 		if err := t.writeSupersessionLocked(kind); err != nil {
 			return err
 		}
-		ev, err = t.appendEventLocked()
+		ev, err := t.appendEventLocked()
 		if err == nil {
 			s.paths.setSeq(sid, ev.Seq)
 		}
@@ -99,6 +108,7 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 	if err != nil {
 		return Event{}, err
 	}
+	ev := t.evOut
 	if kind == commitLive {
 		s.lastLive.Store(&liveMark{sid: sid, hw: ev.HLC})
 	}
@@ -159,29 +169,34 @@ func (t *WriteTx) checkSessionLocked(kind commitKind, stored HLC) error {
 // the session counters and the store's HLC high-water mark.
 func (t *WriteTx) appendEventLocked() (Event, error) {
 	ck := countersKey(t.sid)
-	var c counters
+	c := &t.cnt
+	*c = counters{}
 	if v, err := t.w.Get(ck); err != nil {
 		return Event{}, err
 	} else if v != nil {
-		if err := decode(ck, v, &c); err != nil {
+		if err := decode(ck, v, c); err != nil {
 			return Event{}, err
 		}
 	}
 	c.NextSeq++
 	c.LastHLC = t.hlc
-	ev := t.ev
+	ev := &t.evOut
+	*ev = t.ev
 	ev.Seq, ev.HLC = c.NextSeq, t.hlc
-	if err := t.put(eventKey(t.sid, ev.Seq), &ev); err != nil {
+	if err := t.put(eventKey(t.sid, ev.Seq), ev); err != nil {
 		return Event{}, err
 	}
-	if err := t.put(ck, &c); err != nil {
+	if err := t.put(ck, c); err != nil {
 		return Event{}, err
 	}
-	return ev, nil // tickLocked wrote the high-water mark
+	return *ev, nil // tickLocked wrote the high-water mark
 }
 
 func (t *WriteTx) put(k []byte, v any) error {
-	b, err := encode(v)
+	if t.enc.Cap() == 0 {
+		t.enc = *bytes.NewBuffer(t.encArr[:0])
+	}
+	b, err := encodeTo(&t.enc, v) // Put copies: the buffer serves every put
 	if err != nil {
 		return fmt.Errorf("mvcc: encode %q: %w", k, err)
 	}
@@ -192,8 +207,7 @@ func (t *WriteTx) put(k []byte, v any) error {
 // counts the session's references to n's chunks.
 func (t *WriteTx) PutInode(n *Inode) error {
 	n.HLC = t.hlc
-	chain := inodeChain(t.sid, n.Ino)
-	k := append(chain, inv(t.hlc)...)
+	chain, k := inodeVersion(t.sid, n.Ino, t.hlc)
 	prev, err := t.versionPut(chain, k, n.Nlink == 0)
 	if err != nil {
 		return err
@@ -214,12 +228,12 @@ func (t *WriteTx) PutInode(n *Inode) error {
 // PutDentry writes a new version of the entry name in parent; ino 0 writes
 // a tombstone.
 func (t *WriteTx) PutDentry(parent Ino, name string, ino Ino, typ uint32) error {
-	chain := dentryChain(t.sid, parent, name)
-	k := append(chain, inv(t.hlc)...)
+	chain, k := dentryVersion(t.sid, parent, name, t.hlc)
 	if _, err := t.versionPut(chain, k, ino == 0); err != nil {
 		return err
 	}
-	if err := t.put(k, &Dentry{Ino: ino, Type: typ}); err != nil {
+	t.dent = Dentry{Ino: ino, Type: typ} // in the WriteTx: put would move it to the heap
+	if err := t.put(k, &t.dent); err != nil {
 		return err
 	}
 	return t.putLive(parent, name, ino, typ)

@@ -114,6 +114,19 @@ type txn struct {
 	reader // mem[0] is writes
 	s      *Store
 	writes *tree
+	slab   []entry // small writes' entries (newSmall)
+}
+
+// newSmall hands out the entries of small writes from slabs of eight, one
+// allocation for a metadata commit's writes. Only small ones: an entry
+// replaced in the memtable stays alive with its slab's others until the
+// fold.
+func (t *txn) newSmall(e entry) *entry {
+	if len(t.slab) == cap(t.slab) {
+		t.slab = make([]entry, 0, 8)
+	}
+	t.slab = append(t.slab, e)
+	return &t.slab[len(t.slab)-1]
 }
 
 func (t *txn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
@@ -122,6 +135,10 @@ func (t *txn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error 
 	layers := append([]*tree{t.writes.Copy()}, t.mem[1:]...)
 	return scan(layers, t.base, start, end, fn)
 }
+
+// smallValue is the largest value Put copies into one allocation with its
+// key; larger ones (chunks) are not worth zeroing first.
+const smallValue = 1024
 
 func (t *txn) Put(key, value []byte) error {
 	switch {
@@ -134,6 +151,15 @@ func (t *txn) Put(key, value []byte) error {
 	}
 	// Copy: the caller may reuse its buffers. A nil value is stored as
 	// empty so that Get tells it from an absent key.
+	if len(value) <= smallValue {
+		// A metadata record: one allocation holds both, the key capped so
+		// that it cannot grow into the value.
+		buf := make([]byte, len(key)+len(value))
+		copy(buf, key)
+		copy(buf[len(key):], value)
+		t.writes.Set(t.newSmall(entry{key: buf[:len(key):len(key)], val: buf[len(key):]}))
+		return nil
+	}
 	// make+copy, not append: the compiler then skips zeroing the new
 	// value (a chunk's 80 KiB, on average) before copying into it.
 	val := make([]byte, len(value))
@@ -146,6 +172,6 @@ func (t *txn) Delete(key []byte) error {
 	if len(key) == 0 {
 		return nil // no such key can exist
 	}
-	t.writes.Set(&entry{key: append([]byte(nil), key...), del: true})
+	t.writes.Set(t.newSmall(entry{key: append([]byte(nil), key...), del: true}))
 	return nil
 }
