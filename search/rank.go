@@ -63,7 +63,8 @@ import (
 // most of whose declarations are deprecated counts 0.8.
 //
 // Candidates are the union of each index ranker's best (the path's words
-// are an index ranker too, for recall by name). A file the index has
+// are an index ranker too, for recall by name, and the kind ranker, for
+// files of another kind than the code: rankkind.go). A file the index has
 // not caught up with is scored by reading it, with statistics from the
 // files read, and marked Degraded: degraded hits always come after the
 // settled ones, whatever their scores, since those are not comparable.
@@ -375,11 +376,14 @@ type cand struct {
 	// declares: the file declares one of the query's identifiers whole
 	// (re-ranked, wherever the fusion put it; the best few).
 	declares float64
-	force    bool
-	n        *mvcc.Inode
-	data     []byte
-	read     bool   // data holds the content
-	low      []byte // data lowercased (rq.lower), once re-ranked
+	// kind: the kind ranker's score (rankkind.go): the best few are
+	// re-ranked too.
+	kind  float64
+	force bool
+	n     *mvcc.Inode
+	data  []byte
+	read  bool   // data holds the content
+	low   []byte // data lowercased (rq.lower), once re-ranked
 	// contentPrior scales the sum for what the content says (generated,
 	// deprecated); 0 until re-ranked.
 	contentPrior float64
@@ -454,7 +458,7 @@ func (ix *Index) SearchWith(ctx context.Context, sid mvcc.SessionID, q string, k
 				changed[h.id] = true
 				continue
 			}
-			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact]}
+			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact], kind: h.scores[rankKind]}
 			c.raw[rText], c.raw[rDecl] = h.scores[rankText], h.scores[rankDecl]
 			settled = append(settled, c)
 		}
@@ -534,6 +538,7 @@ func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HL
 		c.raw[rPath] = pathScore(c.path, r)
 	}
 	forceDeclarers(cs)
+	forceKinds(cs)
 	fuse(cs, numFirstPass)
 	var pool []*cand
 	for i, c := range cs {
@@ -765,6 +770,20 @@ func forceDeclarers(cs []*cand) {
 	}
 }
 
+// forceKinds marks the kind ranker's kindPool best for the re-rank.
+func forceKinds(cs []*cand) {
+	var ks []*cand
+	for _, c := range cs {
+		if c.kind > 0 {
+			ks = append(ks, c)
+		}
+	}
+	sort.SliceStable(ks, func(a, b int) bool { return ks[a].kind > ks[b].kind })
+	for _, c := range ks[:min(len(ks), kindPool)] {
+		c.force = true
+	}
+}
+
 // inPool reports whether c, i-th after the first fusion, is re-ranked.
 func inPool(c *cand, i, k int) bool {
 	if c.score == 0 && !c.force {
@@ -934,7 +953,7 @@ func pathScore(p string, r *rq) float64 {
 	}
 	// The extension, as the words that name its kind: "shell script",
 	// "assembly" in a query mean a file of that kind.
-	if kw := kindWords[strings.ToLower(path.Ext(base))]; kw != nil {
+	if kw := fileKindWords(p); kw != nil {
 		cs = append(cs, pathComp{words: kw, weight: kindWeight})
 	}
 	// A unit's match is its best among the components, a compound's the
@@ -1002,24 +1021,6 @@ func wordMatch(c pathComp, word, stem string) float64 {
 	}
 	return m
 }
-
-// kindWords are the words that name a kind of file, by extension (Go's
-// own is left out: "go" in a query names the project more often than
-// the language). kindWeight is their weight in the path ranker.
-var kindWords = map[string][]string{
-	".s": {"assembly", "asm"}, ".asm": {"assembly", "asm"},
-	".sh": {"shell", "script", "sh"}, ".bash": {"shell", "script", "bash"}, ".zsh": {"shell", "script", "zsh"}, ".rc": {"shell", "script", "rc"},
-	".py": {"python", "script", "py"}, ".pl": {"perl", "script"}, ".rb": {"ruby", "script"},
-	".js": {"javascript", "js"}, ".mjs": {"javascript", "js"}, ".ts": {"typescript", "ts"}, ".tsx": {"typescript", "tsx"}, ".jsx": {"javascript", "jsx"},
-	".cc": {"cpp"}, ".cpp": {"cpp"}, ".hpp": {"cpp"},
-	".rs": {"rust"}, ".java": {"java"}, ".kt": {"kotlin"}, ".swift": {"swift"},
-	".md": {"markdown", "md", "documentation"}, ".rst": {"restructuredtext", "documentation"},
-	".html": {"html"}, ".css": {"css", "stylesheet"}, ".json": {"json"}, ".yaml": {"yaml"}, ".yml": {"yaml"},
-	".toml": {"toml"}, ".xml": {"xml"}, ".sql": {"sql"}, ".proto": {"protobuf", "proto"},
-	".mk": {"makefile"}, ".bat": {"batch", "script"}, ".ps1": {"powershell", "script"},
-}
-
-const kindWeight = 0.7
 
 func commonPrefix(a, b string) int {
 	n := 0

@@ -473,3 +473,33 @@ func TestDocScoreManyBlocks(t *testing.T) {
 		t.Errorf("docScore once %v, many %v; want 0.84 (0.8 + 0.2/5) and 1", s1, s5)
 	}
 }
+
+// TestRankFileKinds: a short file of another kind than the tree's code
+// (a shell script, Markdown notes) that holds few of the query's words
+// is not among the text ranker's best hundred, all Go files that say
+// them more often; the kind ranker makes it a candidate, and the query's
+// words for its kind rank it. It failed before the kind ranker: neither
+// file was among the hits.
+func TestRankFileKinds(t *testing.T) {
+	files := map[string][]byte{
+		"run.bash":             []byte("#!/usr/bin/env bash\nset -e\n# Run all the tests of the tree.\ngo test std cmd\n"),
+		"compiler/DESIGN.md":   []byte("# Phases\n\nThe compiler parses, type checks, then lowers to SSA.\n"),
+		"compiler/phases/x.go": []byte("package phases\n"),
+	}
+	for i := range 150 {
+		files[fmt.Sprintf("pkg%d/runner.go", i)] = []byte(fmt.Sprintf("package pkg%d\n\n// runTests runs the tests; the tests run in order, tests after tests.\n// The compiler phases: parse, type check, lower.\nfunc runTests%d() {}\n", i, i))
+	}
+	ix, _, sid := rankIndex(t, files)
+	for _, c := range []struct{ q, want string }{
+		{"shell script that runs the tests", "run.bash"},
+		{"compiler phases design notes markdown", "compiler/DESIGN.md"},
+	} {
+		hits, err := ix.Search(context.Background(), sid, c.q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].Path != c.want {
+			t.Errorf("%q: got %q, want %s first\n%s", c.q, paths(hits), c.want, explainText(hits[:2]))
+		}
+	}
+}
