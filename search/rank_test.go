@@ -336,6 +336,8 @@ func TestCommentBlocks(t *testing.T) {
 		{"run.sh", "#!/bin/sh\n# Runs the tests\n# of the tree.\necho hi\n  # more\n", []string{"# Runs the tests\n# of the tree.", "# more"}},
 		{"README.md", "# Title\n\nA paragraph\nof two lines.\n\n\nAnother.\n", []string{"# Title", "A paragraph\nof two lines.", "Another."}},
 		{"data.bin", "// not a language\n", nil},
+		// A kind codetok has no rules for: // and # line comments both.
+		{"AMD64.rules", "// Lowering arithmetic\n(Add64 ...) => (ADDQ ...)\n# one more\n", []string{"// Lowering arithmetic", "# one more"}},
 		{"tidy.go", "package modcmd\n\nvar cmdTidy = &Command{\n\tShort: \"tidy\",\n\tLong: `\nTidy makes sure go.mod\nmatches the source.\n\nIt removes unused modules.\n\t`,\n}\nvar s = `one line`\n",
 			[]string{"Tidy makes sure go.mod\nmatches the source.", "It removes unused modules.\n\t"}},
 		{"lib.py", "def f():\n    \"\"\"Parse the file.\"\"\"\n    x = 1\n    '''\n    Longer docs\n    here.\n    '''\n",
