@@ -182,6 +182,11 @@ type rq struct {
 	// comps caches the path components pathScore analyzed.
 	comps  map[string]pathComp
 	prefix string
+	// kinds are the kinds of file the query names (namedKinds).
+	kinds map[string]bool
+	// strongKind: a word of the query names a kind and nothing else
+	// (strongKindWords).
+	strongKind bool
 }
 
 func parseQuery(q, prefix string) (*rq, error) {
@@ -206,6 +211,10 @@ func parseQuery(q, prefix string) (*rq, error) {
 	}
 	if len(r.stems) == 0 {
 		return nil, errors.New("empty query (no words but stop words)")
+	}
+	r.kinds = namedKinds(q)
+	for _, w := range r.words {
+		r.strongKind = r.strongKind || strongKindWords[w]
 	}
 	r.units = queryUnits(q)
 	r.pieces = queryPieces(r.units)
@@ -387,9 +396,12 @@ type cand struct {
 	// contentPrior scales the sum for what the content says (generated,
 	// deprecated); 0 until re-ranked.
 	contentPrior float64
-	score        float64
-	part         [numRankers]float64
-	rank         [numRankers]int
+	// kindPrior scales the sum of a file of another kind than the query
+	// names by a word that names nothing else (kindPrior); 0: 1.
+	kindPrior float64
+	score     float64
+	part      [numRankers]float64
+	rank      [numRankers]int
 }
 
 // SearchWith is Search with options.
@@ -536,6 +548,7 @@ func (ix *Index) walkWithin(sid mvcc.SessionID, r *rq, at mvcc.HLC, fn func(file
 func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand, k int) ([]Hit, error) {
 	for _, c := range cs {
 		c.raw[rPath] = pathScore(c.path, r)
+		c.kindPrior = kindPrior(r, c.path)
 	}
 	forceDeclarers(cs)
 	forceKinds(cs)
@@ -725,6 +738,7 @@ func (ix *Index) rankByReading(ctx context.Context, r *rq, files []fileRef, k in
 		c.raw[rDecl] = bm25(rankDecl, d.tf[rankDecl], d.len[rankDecl])
 		c.pathw = bm25(rankPathw, d.tf[rankPathw], d.len[rankPathw])
 		c.raw[rPath] = pathScore(c.path, r)
+		c.kindPrior = kindPrior(r, c.path)
 		for _, t := range idents {
 			c.declares += float64(d.tf[rankDecl][t])
 		}
@@ -843,6 +857,9 @@ func fuse(cs []*cand, nr int) {
 		if c.contentPrior > 0 {
 			prior *= c.contentPrior
 		}
+		if c.kindPrior > 0 {
+			prior *= c.kindPrior
+		}
 		// Scaled part by part, so that the parts still add up.
 		c.score = 0
 		for i := range nr {
@@ -875,7 +892,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 			c.raw[rDef], decls = defScore(c.path, c.data, r)
 			c.raw[rDoc] = docScore(c.path, c.data, c.low, r)
 			c.contentPrior = 1
-			if isGenerated(c.data) {
+			// Generated code is not what a query means, unless it names
+			// the kind the generator writes ("sha256 block amd64
+			// assembly": the .s an assembler generator wrote).
+			if isGenerated(c.data) && !namesKind(r.kinds, c.path) {
 				c.contentPrior *= generatedPrior
 			}
 			if isDeprecated(c.low, decls) {

@@ -72,9 +72,9 @@ func fileKindWords(p string) []string {
 // a question in words most often means outside the code.
 var defaultKinds = []string{".md", ".rst", ".sh", ".bash", ".rc", "readme"}
 
-// queryKinds are the extensions of the kinds the query's words name
-// (sorted), or defaultKinds.
-func queryKinds(q string) []string {
+// namedKinds are the extensions (and "readme" for prose names) of the
+// kinds the query's words name.
+func namedKinds(q string) map[string]bool {
 	named := map[string]bool{}
 	for _, w := range strings.FieldsFunc(strings.ToLower(q), func(c rune) bool { return !isWordRune(c) }) {
 		for ext, kw := range kindWords {
@@ -90,6 +90,26 @@ func queryKinds(q string) []string {
 			}
 		}
 	}
+	return named
+}
+
+// namesKind reports whether the query's named kinds include p's.
+func namesKind(named map[string]bool, p string) bool {
+	if len(named) == 0 {
+		return false
+	}
+	base := path.Base(p)
+	if e := strings.ToLower(path.Ext(base)); e != "" && named[e] {
+		return true
+	}
+	stem, _, _ := strings.Cut(base, ".")
+	return named["readme"] && proseNames[strings.ToLower(stem)]
+}
+
+// queryKinds are the extensions of the kinds the query's words name
+// (sorted), or defaultKinds.
+func queryKinds(q string) []string {
+	named := namedKinds(q)
 	if len(named) == 0 {
 		return defaultKinds
 	}
@@ -128,4 +148,22 @@ func kindQuery(q string, mq query.Query) query.Query {
 	f := query.NewDisjunctionQuery(fs)
 	f.SetBoost(0)
 	return query.NewConjunctionQuery([]query.Query{f, mq})
+}
+
+// strongKindWords name a kind of file and nothing else a query means
+// in code: "assembly" is never a Go file's topic the way "json", "html",
+// "header" (HTTP's, tar's), "rules" or "C" (cgo) are.
+var strongKindWords = map[string]bool{"assembly": true, "asm": true, "shell": true, "bash": true, "zsh": true, "markdown": true, "powershell": true}
+
+// otherKindPrior scales a file that is not of a kind a query names by a
+// strong kind word: "amd64 assembly" means the .s, not the Go beside it
+// that declares the same function.
+const otherKindPrior = 0.85
+
+// kindPrior is the prior of the file p for the query r.
+func kindPrior(r *rq, p string) float64 {
+	if !r.strongKind || namesKind(r.kinds, p) {
+		return 1
+	}
+	return otherKindPrior
 }
