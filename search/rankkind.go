@@ -22,8 +22,8 @@ import (
 const (
 	// kindCandidates is how many documents the kind ranker returns,
 	// kindPool how many of them are re-ranked.
-	kindCandidates = 20
-	kindPool       = 10
+	kindCandidates = 10
+	kindPool       = 4
 )
 
 // kindWords are the words that name a kind of file, by extension (Go's
