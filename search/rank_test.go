@@ -523,3 +523,25 @@ func TestRankGeneratedOfNamedKind(t *testing.T) {
 		t.Errorf("got %q, want sum/block_amd64.s first\n%s", paths(hits), explainText(hits))
 	}
 }
+
+func TestQueryKinds(t *testing.T) {
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"amd64 assembly IndexByte", []string{".asm", ".s"}},
+		{"C header", []string{".c", ".h", ".hpp"}},
+		{"design notes", []string{".md", ".rst", "readme"}},
+		{"how the scheduler works", defaultKinds},
+	} {
+		if got := queryKinds(c.q); strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("queryKinds(%q) = %q, want %q", c.q, got, c.want)
+		}
+	}
+	named := namedKinds("the readme and the rules")
+	for p, want := range map[string]bool{"README.vendor": true, "x/HACKING.md": true, "ssa/_gen/AMD64.rules": true, "ssa/rewrite.go": false} {
+		if got := namesKind(named, p); got != want {
+			t.Errorf("namesKind(%s) = %v, want %v", p, got, want)
+		}
+	}
+}

@@ -145,6 +145,9 @@ func kindQuery(q string, mq query.Query) query.Query {
 		re.SetField("path")
 		fs = append(fs, re)
 	}
+	if len(fs) == 0 {
+		return query.NewMatchNoneQuery() // every kind's term a stop word
+	}
 	f := query.NewDisjunctionQuery(fs)
 	f.SetBoost(0)
 	return query.NewConjunctionQuery([]query.Query{f, mq})
