@@ -133,11 +133,14 @@ const (
 	// rankDeclExact: the query's identifiers, as typed, among the declared
 	// names (no parts): the files that declare what the query names.
 	rankDeclExact
+	// rankKind: the text ranker's query within files of the kinds the
+	// query names, or of prose and scripts (rankkind.go).
+	rankKind
 	numIndexRankers
 )
 
-var indexRankerFields = [numIndexRankers]string{"text", "decl", "pathw", "pathg", "decl"}
-var indexRankerAnalyzers = [numIndexRankers]string{codeAnalyzer, wholeAnalyzer, wholeAnalyzer, pathGramQueryAnalyzer, ""}
+var indexRankerFields = [numIndexRankers]string{"text", "decl", "pathw", "pathg", "decl", "text"}
+var indexRankerAnalyzers = [numIndexRankers]string{codeAnalyzer, wholeAnalyzer, wholeAnalyzer, pathGramQueryAnalyzer, "", codeAnalyzer}
 
 // rankQuery is a ranked search the index answers: the query's words, an
 // optional path (file or directory) to stay within, and how many
@@ -184,6 +187,9 @@ func (q rankQuery) bleveQueries() []query.Query {
 			m.SetField(f)
 			m.Analyzer = indexRankerAnalyzers[i]
 			mq = m
+			if i == rankKind {
+				mq = kindQuery(q.Text, m)
+			}
 		}
 		qs[i] = mq
 		if filter != nil {
@@ -418,7 +424,12 @@ func (lb *localBackend) search(ctx context.Context, sid mvcc.SessionID, q rankQu
 	}
 	err = lb.guard(sid, "search", func() error {
 		qs := q.bleveQueries()
-		res, err := searchAll(ctx, si.bl, qs, func(int) int { return q.Size }, lb.rankThread)
+		res, err := searchAll(ctx, si.bl, qs, func(r int) int {
+			if r == rankKind {
+				return min(q.Size, kindCandidates)
+			}
+			return q.Size
+		}, lb.rankThread)
 		if ctx.Err() != nil {
 			return ctx.Err() // cancelled, not damaged
 		}

@@ -63,7 +63,8 @@ import (
 // most of whose declarations are deprecated counts 0.8.
 //
 // Candidates are the union of each index ranker's best (the path's words
-// are an index ranker too, for recall by name). A file the index has
+// are an index ranker too, for recall by name, and the kind ranker, for
+// files of another kind than the code: rankkind.go). A file the index has
 // not caught up with is scored by reading it, with statistics from the
 // files read, and marked Degraded: degraded hits always come after the
 // settled ones, whatever their scores, since those are not comparable.
@@ -181,6 +182,11 @@ type rq struct {
 	// comps caches the path components pathScore analyzed.
 	comps  map[string]pathComp
 	prefix string
+	// kinds are the kinds of file the query names (namedKinds).
+	kinds map[string]bool
+	// strongKind: a word of the query names a kind and nothing else
+	// (strongKindWords).
+	strongKind bool
 }
 
 func parseQuery(q, prefix string) (*rq, error) {
@@ -205,6 +211,10 @@ func parseQuery(q, prefix string) (*rq, error) {
 	}
 	if len(r.stems) == 0 {
 		return nil, errors.New("empty query (no words but stop words)")
+	}
+	r.kinds = namedKinds(q)
+	for _, w := range r.words {
+		r.strongKind = r.strongKind || strongKindWords[w]
 	}
 	r.units = queryUnits(q)
 	r.pieces = queryPieces(r.units)
@@ -375,17 +385,23 @@ type cand struct {
 	// declares: the file declares one of the query's identifiers whole
 	// (re-ranked, wherever the fusion put it; the best few).
 	declares float64
-	force    bool
-	n        *mvcc.Inode
-	data     []byte
-	read     bool   // data holds the content
-	low      []byte // data lowercased (rq.lower), once re-ranked
+	// kind: the kind ranker's score (rankkind.go): the best few are
+	// re-ranked too.
+	kind  float64
+	force bool
+	n     *mvcc.Inode
+	data  []byte
+	read  bool   // data holds the content
+	low   []byte // data lowercased (rq.lower), once re-ranked
 	// contentPrior scales the sum for what the content says (generated,
 	// deprecated); 0 until re-ranked.
 	contentPrior float64
-	score        float64
-	part         [numRankers]float64
-	rank         [numRankers]int
+	// kindPrior scales the sum of a file of another kind than the query
+	// names by a word that names nothing else (kindPrior); 0: 1.
+	kindPrior float64
+	score     float64
+	part      [numRankers]float64
+	rank      [numRankers]int
 }
 
 // SearchWith is Search with options.
@@ -454,7 +470,7 @@ func (ix *Index) SearchWith(ctx context.Context, sid mvcc.SessionID, q string, k
 				changed[h.id] = true
 				continue
 			}
-			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact]}
+			c := &cand{path: h.id, pathw: h.scores[rankPathw], declares: h.scores[rankDeclExact], kind: h.scores[rankKind]}
 			c.raw[rText], c.raw[rDecl] = h.scores[rankText], h.scores[rankDecl]
 			settled = append(settled, c)
 		}
@@ -532,8 +548,10 @@ func (ix *Index) walkWithin(sid mvcc.SessionID, r *rq, at mvcc.HLC, fn func(file
 func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand, k int) ([]Hit, error) {
 	for _, c := range cs {
 		c.raw[rPath] = pathScore(c.path, r)
+		c.kindPrior = kindPrior(r, c.path)
 	}
 	forceDeclarers(cs)
+	forceKinds(cs)
 	fuse(cs, numFirstPass)
 	var pool []*cand
 	for i, c := range cs {
@@ -720,6 +738,7 @@ func (ix *Index) rankByReading(ctx context.Context, r *rq, files []fileRef, k in
 		c.raw[rDecl] = bm25(rankDecl, d.tf[rankDecl], d.len[rankDecl])
 		c.pathw = bm25(rankPathw, d.tf[rankPathw], d.len[rankPathw])
 		c.raw[rPath] = pathScore(c.path, r)
+		c.kindPrior = kindPrior(r, c.path)
 		for _, t := range idents {
 			c.declares += float64(d.tf[rankDecl][t])
 		}
@@ -762,6 +781,20 @@ func forceDeclarers(cs []*cand) {
 	sort.SliceStable(ds, func(a, b int) bool { return ds[a].declares > ds[b].declares })
 	for i, c := range ds {
 		c.force = i < poolPerRanker
+	}
+}
+
+// forceKinds marks the kind ranker's kindPool best for the re-rank.
+func forceKinds(cs []*cand) {
+	var ks []*cand
+	for _, c := range cs {
+		if c.kind > 0 {
+			ks = append(ks, c)
+		}
+	}
+	sort.SliceStable(ks, func(a, b int) bool { return ks[a].kind > ks[b].kind })
+	for _, c := range ks[:min(len(ks), kindPool)] {
+		c.force = true
 	}
 }
 
@@ -824,6 +857,9 @@ func fuse(cs []*cand, nr int) {
 		if c.contentPrior > 0 {
 			prior *= c.contentPrior
 		}
+		if c.kindPrior > 0 {
+			prior *= c.kindPrior
+		}
 		// Scaled part by part, so that the parts still add up.
 		c.score = 0
 		for i := range nr {
@@ -856,7 +892,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 			c.raw[rDef], decls = defScore(c.path, c.data, r)
 			c.raw[rDoc] = docScore(c.path, c.data, c.low, r)
 			c.contentPrior = 1
-			if isGenerated(c.data) {
+			// Generated code is not what a query means, unless it names
+			// the kind the generator writes ("sha256 block amd64
+			// assembly": the .s an assembler generator wrote).
+			if isGenerated(c.data) && !namesKind(r.kinds, c.path) {
 				c.contentPrior *= generatedPrior
 			}
 			if isDeprecated(c.low, decls) {
@@ -934,7 +973,7 @@ func pathScore(p string, r *rq) float64 {
 	}
 	// The extension, as the words that name its kind: "shell script",
 	// "assembly" in a query mean a file of that kind.
-	if kw := kindWords[strings.ToLower(path.Ext(base))]; kw != nil {
+	if kw := fileKindWords(p); kw != nil {
 		cs = append(cs, pathComp{words: kw, weight: kindWeight})
 	}
 	// A unit's match is its best among the components, a compound's the
@@ -1002,24 +1041,6 @@ func wordMatch(c pathComp, word, stem string) float64 {
 	}
 	return m
 }
-
-// kindWords are the words that name a kind of file, by extension (Go's
-// own is left out: "go" in a query names the project more often than
-// the language). kindWeight is their weight in the path ranker.
-var kindWords = map[string][]string{
-	".s": {"assembly", "asm"}, ".asm": {"assembly", "asm"},
-	".sh": {"shell", "script", "sh"}, ".bash": {"shell", "script", "bash"}, ".zsh": {"shell", "script", "zsh"}, ".rc": {"shell", "script", "rc"},
-	".py": {"python", "script", "py"}, ".pl": {"perl", "script"}, ".rb": {"ruby", "script"},
-	".js": {"javascript", "js"}, ".mjs": {"javascript", "js"}, ".ts": {"typescript", "ts"}, ".tsx": {"typescript", "tsx"}, ".jsx": {"javascript", "jsx"},
-	".cc": {"cpp"}, ".cpp": {"cpp"}, ".hpp": {"cpp"},
-	".rs": {"rust"}, ".java": {"java"}, ".kt": {"kotlin"}, ".swift": {"swift"},
-	".md": {"markdown", "md", "documentation"}, ".rst": {"restructuredtext", "documentation"},
-	".html": {"html"}, ".css": {"css", "stylesheet"}, ".json": {"json"}, ".yaml": {"yaml"}, ".yml": {"yaml"},
-	".toml": {"toml"}, ".xml": {"xml"}, ".sql": {"sql"}, ".proto": {"protobuf", "proto"},
-	".mk": {"makefile"}, ".bat": {"batch", "script"}, ".ps1": {"powershell", "script"},
-}
-
-const kindWeight = 0.7
 
 func commonPrefix(a, b string) int {
 	n := 0

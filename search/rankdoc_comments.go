@@ -2,12 +2,15 @@ package search
 
 import (
 	"bytes"
+	"path"
+	"strings"
 
 	"github.com/padfs/padfs/search/codetok"
 )
 
 // commentBlocks calls fn with each block of comment text of a file:
-// consecutive line comments (//, or # in shell and Python) as one block,
+// consecutive line comments (//, or # in shell and Python, either in a
+// file of another kind the ranker names: .rules, .yaml) as one block,
 // each /* */ comment, each paragraph of a multi-line string (Go's raw
 // strings: help and usage text; Python's docstrings), and for prose
 // (Markdown, text, a README) each paragraph. A concept query ("wait for a collection of goroutines to
@@ -15,8 +18,12 @@ import (
 func commentBlocks(p string, data []byte, fn func(start, end int)) {
 	lang := codetok.LangOf(p)
 	prose := lang == codetok.LangMarkdown || lang == codetok.LangNone && isProseName(p)
-	hash := lang == codetok.LangShell || lang == codetok.LangPython
-	slashes := !prose && !hash && lang != codetok.LangNone
+	// A file of a kind the ranker names (kindWords) that codetok has no
+	// rules for (rewrite rules, config, make fragments, protobuf) has
+	// comments of one of the two usual kinds: both are read.
+	other := lang == codetok.LangNone && !prose && kindWords[strings.ToLower(path.Ext(p))] != nil
+	hash := lang == codetok.LangShell || lang == codetok.LangPython || other
+	slashes := !prose && lang != codetok.LangShell && lang != codetok.LangPython && lang != codetok.LangNone || other
 	bs, be := -1, -1 // the current block, data[bs:be]
 	flush := func() {
 		if bs >= 0 && be > bs {
