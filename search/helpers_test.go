@@ -15,6 +15,7 @@ import (
 
 	"github.com/padfs/padfs/grep"
 	"github.com/padfs/padfs/internal/storeopen"
+	"github.com/padfs/padfs/internal/testtrees"
 	"github.com/padfs/padfs/mvcc"
 )
 
@@ -102,22 +103,13 @@ func corpus(t testing.TB) map[string][]byte {
 // testdata/grep/NAME, by path relative to it.
 func testdataTree(t testing.TB, name string) map[string][]byte {
 	t.Helper()
-	root := filepath.Join("..", "testdata", "grep", name)
-	files := map[string][]byte{}
-	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, p)
-		files[filepath.ToSlash(rel)] = data
-		return err
-	})
-	if err != nil || len(files) == 0 {
-		t.Fatalf("testdata/grep/%s: %d files, %v", name, len(files), err)
+	got, err := testtrees.FilesUnder(filepath.Join("grep", name))
+	if err != nil || len(got) == 0 {
+		t.Fatalf("testdata/grep/%s: %d files, %v", name, len(got), err)
+	}
+	files := make(map[string][]byte, len(got))
+	for p, data := range got {
+		files[p] = []byte(data)
 	}
 	return files
 }

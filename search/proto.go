@@ -183,9 +183,6 @@ func (d *decoder) uvarint() uint64 {
 	return v
 }
 
-// count reads a number of elements, each of which takes at least min
-// bytes: more than the rest of the payload holds is an error (so a bad
-// count never allocates).
 func (d *decoder) varint() int64 {
 	v, n := binary.Varint(d.b)
 	if n <= 0 {
@@ -196,6 +193,9 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
+// count reads a number of elements, each of which takes at least min
+// bytes: more than the rest of the payload holds is an error (so a bad
+// count never allocates).
 func (d *decoder) count(min int) int {
 	n := d.uvarint()
 	if n > uint64(len(d.b)/min) {

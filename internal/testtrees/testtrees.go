@@ -11,24 +11,30 @@ import (
 )
 
 // Dir returns the absolute path of tree name: testdata/trees/name in the
-// module root, found from the working directory (a test runs in its
-// package's directory) up to the directory holding go.mod.
+// module root.
 func Dir(name string) (string, error) {
+	return Testdata(filepath.Join("trees", name))
+}
+
+// Testdata returns the absolute path of testdata/rel in the module root,
+// found from the working directory (a test runs in its package's
+// directory) up to the directory holding go.mod.
+func Testdata(rel string) (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", err
 	}
 	for {
 		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			p := filepath.Join(dir, "testdata", "trees", name)
+			p := filepath.Join(dir, "testdata", rel)
 			if _, err := os.Stat(p); err != nil {
-				return "", fmt.Errorf("test tree %s: %w", name, err)
+				return "", fmt.Errorf("testdata %s: %w", rel, err)
 			}
 			return p, nil
 		}
 		up := filepath.Dir(dir)
 		if up == dir {
-			return "", fmt.Errorf("test tree %s: no go.mod above the working directory", name)
+			return "", fmt.Errorf("testdata %s: no go.mod above the working directory", rel)
 		}
 		dir = up
 	}
@@ -37,7 +43,13 @@ func Dir(name string) (string, error) {
 // Files returns the regular files of tree name, by slash-separated path
 // relative to it.
 func Files(name string) (map[string]string, error) {
-	root, err := Dir(name)
+	return FilesUnder(filepath.Join("trees", name))
+}
+
+// FilesUnder returns the regular files below testdata/rel, by
+// slash-separated path relative to it.
+func FilesUnder(rel string) (map[string]string, error) {
+	root, err := Testdata(rel)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +67,7 @@ func Files(name string) (map[string]string, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("test tree %s: %w", name, err)
+		return nil, fmt.Errorf("testdata %s: %w", rel, err)
 	}
 	return out, nil
 }
