@@ -481,16 +481,24 @@ func TestBaseFailure(t *testing.T) {
 		t.Fatal(err)
 	}
 	base.fail.Store(true)
-	// Updates go on into the log until the buffer is full, then fail.
+	// Updates go on into the log until the buffer is full and a flush
+	// has failed, then fail. Until the flusher first runs, nothing is
+	// frozen and the active memtable takes every write (as during a
+	// compaction), so on a loaded machine the loop pauses now and then
+	// to let it run (bounded: a flusher that never runs fails the test).
 	n := 0
-	for ; n < 10000; n++ {
+	deadline := time.Now().Add(30 * time.Second)
+	for ; time.Now().Before(deadline); n++ {
 		err = s.Update(func(tx kv.Txn) error { return tx.Put(key(n), value(n)) })
 		if err != nil {
 			break
 		}
+		if n%50 == 49 {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	if !errors.Is(err, errDisk) {
-		t.Fatalf("after %d Updates: %v; want the base's error once the buffer is full", n, err)
+		t.Fatalf("after %d Updates in 30 s: %v; want the base's error once the buffer is full", n, err)
 	}
 	checkN(t, s, n) // still readable from the memtables
 	if err := s.Compact(nil); !errors.Is(err, errors.ErrUnsupported) {
