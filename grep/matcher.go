@@ -318,12 +318,7 @@ func spansWord(tree *syntax.Regexp, word runeSet, line []byte) ([][2]int, error)
 // newline (classes and . leave it out, a literal newline matches
 // nothing); it returns src unchanged if it does not parse.
 func newlineProof(src string) string {
-	t, err := syntax.Parse(src, syntax.Perl)
-	if err != nil {
-		return src
-	}
-	var fix func(re *syntax.Regexp)
-	fix = func(re *syntax.Regexp) {
+	return rewriteSyntax(src, func(re *syntax.Regexp) {
 		switch re.Op {
 		case syntax.OpAnyChar:
 			re.Op = syntax.OpAnyCharNotNL
@@ -339,11 +334,25 @@ func newlineProof(src string) string {
 				re.Op, re.Rune = syntax.OpNoMatch, nil
 			}
 		}
+	})
+}
+
+// rewriteSyntax parses Go syntax src, calls fix on every node of its tree
+// (a node before those below it) and returns the tree as syntax again; it
+// returns src unchanged if it does not parse.
+func rewriteSyntax(src string, fix func(re *syntax.Regexp)) string {
+	t, err := syntax.Parse(src, syntax.Perl)
+	if err != nil {
+		return src
+	}
+	var walk func(re *syntax.Regexp)
+	walk = func(re *syntax.Regexp) {
+		fix(re)
 		for _, sub := range re.Sub {
-			fix(sub)
+			walk(sub)
 		}
 	}
-	fix(t)
+	walk(t)
 	return t.String()
 }
 

@@ -816,12 +816,7 @@ func perlToGo(pat string) (string, error) {
 // holds NUL where it held a newline (PCRE's . does not match one), a
 // newline escape is a NUL, a NUL escape matches nothing.
 func zsyntax(src string) string {
-	t, err := syntax.Parse(src, syntax.Perl)
-	if err != nil {
-		return src
-	}
-	var fix func(re *syntax.Regexp)
-	fix = func(re *syntax.Regexp) {
+	return rewriteSyntax(src, func(re *syntax.Regexp) {
 		switch re.Op {
 		case syntax.OpAnyCharNotNL:
 			re.Op, re.Rune = syntax.OpCharClass, []rune{1, '\n' - 1, '\n' + 1, 0x10FFFF}
@@ -844,10 +839,5 @@ func zsyntax(src string) string {
 				}
 			}
 		}
-		for _, sub := range re.Sub {
-			fix(sub)
-		}
-	}
-	fix(t)
-	return t.String()
+	})
 }
