@@ -772,28 +772,25 @@ func (ix *Index) rankByReading(ctx context.Context, r *rq, files []fileRef, k in
 // forceDeclarers marks the poolPerRanker best declarers of the query's
 // identifiers for the re-rank.
 func forceDeclarers(cs []*cand) {
-	var ds []*cand
-	for _, c := range cs {
-		if c.declares > 0 {
-			ds = append(ds, c)
-		}
-	}
-	sort.SliceStable(ds, func(a, b int) bool { return ds[a].declares > ds[b].declares })
-	for i, c := range ds {
-		c.force = i < poolPerRanker
-	}
+	forceBest(cs, poolPerRanker, func(c *cand) float64 { return c.declares })
 }
 
 // forceKinds marks the kind ranker's kindPool best for the re-rank.
 func forceKinds(cs []*cand) {
-	var ks []*cand
+	forceBest(cs, kindPool, func(c *cand) float64 { return c.kind })
+}
+
+// forceBest marks for the re-rank the n candidates of cs with the highest
+// positive score (ties in cs's order); it never unmarks one.
+func forceBest(cs []*cand, n int, score func(*cand) float64) {
+	var best []*cand
 	for _, c := range cs {
-		if c.kind > 0 {
-			ks = append(ks, c)
+		if score(c) > 0 {
+			best = append(best, c)
 		}
 	}
-	sort.SliceStable(ks, func(a, b int) bool { return ks[a].kind > ks[b].kind })
-	for _, c := range ks[:min(len(ks), kindPool)] {
+	sort.SliceStable(best, func(a, b int) bool { return score(best[a]) > score(best[b]) })
+	for _, c := range best[:min(len(best), n)] {
 		c.force = true
 	}
 }
