@@ -90,6 +90,16 @@ func readJob(r kv.Reader, sid SessionID) (*jobState, error) {
 	return &j, nil
 }
 
+// viewJob reads the job record of sid in a transaction of its own; nil if
+// there is none.
+func (s *Store) viewJob(sid SessionID) (j *jobState, err error) {
+	err = s.kv.View(func(r kv.Reader) error {
+		j, err = readJob(r, sid)
+		return err
+	})
+	return j, err
+}
+
 func writeJob(tx kv.Txn, sid SessionID, j *jobState) error {
 	b, err := encode(j)
 	if err != nil {
@@ -222,12 +232,8 @@ func (s *Store) Jobs() ([]Job, error) {
 // FinishJob finishes the job marked on session sid and returns its receipt
 // (a *PurgeReceipt or *RedactReceipt).
 func (s *Store) FinishJob(ctx context.Context, sid SessionID, progress Progress) (any, error) {
-	var j *jobState
-	if err := s.kv.View(func(r kv.Reader) error {
-		var err error
-		j, err = readJob(r, sid)
-		return err
-	}); err != nil {
+	j, err := s.viewJob(sid)
+	if err != nil {
 		return nil, err
 	}
 	if j == nil {
@@ -256,12 +262,8 @@ func (s *Store) jobStep(ctx context.Context, sid SessionID, stage string, progre
 				stage, sid, err)
 		}
 		if prepare != nil {
-			var j *jobState
-			if err := s.kv.View(func(r kv.Reader) error {
-				var err error
-				j, err = readJob(r, sid)
-				return err
-			}); err != nil {
+			j, err := s.viewJob(sid)
+			if err != nil {
 				return err
 			}
 			if j == nil {

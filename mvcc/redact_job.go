@@ -92,18 +92,14 @@ func (s *Store) runRedact(ctx context.Context, sid SessionID, progress Progress)
 	progress, stop := progress.detach()
 	defer stop()
 	rd := &redactor{s: s, sid: sid, contents: map[string]*Content{}}
-	if err := s.kv.View(func(r kv.Reader) error {
-		j, err := readJob(r, sid)
-		if err == nil && j == nil {
-			err = fmt.Errorf("%w: no redaction of session %s is under way", ErrNotFound, sid)
-		}
-		if err == nil {
-			rd.j = *j
-		}
-		return err
-	}); err != nil {
+	j, err := s.viewJob(sid)
+	if err == nil && j == nil {
+		err = fmt.Errorf("%w: no redaction of session %s is under way", ErrNotFound, sid)
+	}
+	if err != nil {
 		return nil, err
 	}
+	rd.j = *j
 	for attempt := 0; ; attempt++ {
 		err := s.jobStep(ctx, sid, "redact", progress, rd.prepare, rd.batch)
 		if errors.Is(err, errChunkGone) && attempt < 3 {
