@@ -80,6 +80,12 @@ type fileState struct {
 	spill    *os.File
 	slots    map[int64]int64 // page -> offset in spill
 	spillEnd int64
+	// stage, when set, is the inode's content instead of the pages
+	// and the base: the passthrough backing file (stage.go).
+	stage *stage
+	// ptOpens counts the handles the kernel serves from stage: while
+	// there are any, the stage cannot go.
+	ptOpens int
 }
 
 // acquire returns the fileState of n's inode, creating it, and counts one
@@ -90,8 +96,8 @@ func (m *Server) acquire(n *Node) (*fileState, error) {
 	f := m.files[key]
 	if f != nil {
 		f.opens++
-		if f.node == nil {
-			f.node = n
+		if f.node == nil || f.opens == 1 {
+			f.node = n // an idle stage's node may be forgotten
 		}
 		m.filesMu.Unlock()
 		return f, nil
@@ -163,6 +169,9 @@ func (m *Server) dropIfIdle(f *fileState) {
 	}
 	// Under f.mu nothing makes f dirty; a new handle raises opens under
 	// filesMu, so the check is repeated with the removal.
+	if f.keepIdleStageLocked() {
+		return // kept for passthrough reads (stage.go)
+	}
 	m.filesMu.Lock()
 	drop := m.idleLocked(f)
 	if drop {
@@ -172,6 +181,7 @@ func (m *Server) dropIfIdle(f *fileState) {
 	m.filesMu.Unlock()
 	if drop {
 		f.dropPagesLocked()
+		f.dropStageLocked()
 	}
 }
 
@@ -208,6 +218,12 @@ func (m *Server) commitCtx(ctx context.Context, f *fileState) error {
 }
 
 func (f *fileState) commitLocked(ctx context.Context) error {
+	if f.stage != nil {
+		if err := f.prepareStageCommitLocked(); err != nil {
+			f.failed = time.Now()
+			return err
+		}
+	}
 	if !f.dirty {
 		return nil
 	}
@@ -243,10 +259,18 @@ func (f *fileState) commitLocked(ctx context.Context) error {
 		}
 		return err
 	}
+	if f.stage != nil {
+		f.stageCommittedLocked(n)
+	}
 	f.resetLocked(n)
 	if f.node != nil {
-		// The kernel's pages came from the writes we just committed.
-		f.node.kcache.Store(uint64(n.ContentHLC))
+		// The kernel's pages came from the writes we just committed;
+		// passthrough writes left none (stale ones, maybe).
+		kc := uint64(n.ContentHLC)
+		if f.stage != nil {
+			kc = 0
+		}
+		f.node.kcache.Store(kc)
 	}
 	return nil
 }
@@ -255,6 +279,9 @@ func (f *fileState) commitLocked(ctx context.Context) error {
 // present pages and the base's data below baseLimit. The rest reads as
 // zeros, so a commit stores it as holes without reading it.
 func (f *fileState) dataRangesLocked() []mvcc.Range {
+	if f.stage != nil {
+		return f.stageDataLocked(f.size)
+	}
 	pages := make([]int64, 0, len(f.mem)+len(f.slots))
 	for pg := range f.mem {
 		pages = append(pages, pg)
@@ -279,6 +306,14 @@ func (f *fileState) unlinkedLocked() bool {
 
 // due reports whether the ticker should commit f now.
 func (f *fileState) due(now time.Time) bool {
+	if f.isStaged() {
+		// Passthrough writes are seen only by looking.
+		f.mu.Lock()
+		if f.stage != nil {
+			f.syncStageLocked()
+		}
+		f.mu.Unlock()
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	if !f.dirty || f.unlinked || now.Sub(f.failed) < retryAfter {
@@ -286,7 +321,11 @@ func (f *fileState) due(now time.Time) bool {
 	}
 	// Scaled by the bytes buffered, not the size: a sparse file may be
 	// huge and cheap to commit.
-	limit := maxDirty + time.Duration((len(f.mem)+len(f.slots))/(8<<20/pageSize))*time.Second
+	buffered := int64(len(f.mem)+len(f.slots)) * pageSize
+	if f.stage != nil {
+		buffered = f.size
+	}
+	limit := maxDirty + time.Duration(buffered/(8<<20))*time.Second
 	return now.Sub(f.last) >= quietFor || now.Sub(f.since) >= limit
 }
 
@@ -296,6 +335,9 @@ func (f *fileState) refresh() {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.unlinked = false // the change may have been a link
+	if f.stage != nil {
+		f.syncStageLocked()
+	}
 	if f.dirty {
 		return
 	}
@@ -307,6 +349,9 @@ func (f *fileState) refresh() {
 // resetLocked makes f a clean view of version n.
 func (f *fileState) resetLocked(n *mvcc.Inode) {
 	f.dropPagesLocked()
+	if f.stage != nil && f.stage.content != n.ContentHLC {
+		f.restageLocked(n)
+	}
 	f.base = n
 	f.size = int64(n.Size)
 	f.baseLimit = f.size
@@ -357,6 +402,9 @@ type overlay struct {
 // attrLocked reports (f.mu held), while f is dirty, the buffer's size, mtime, an estimate of
 // st_blocks and the pending attribute changes.
 func (f *fileState) attrLocked() (bool, overlay) {
+	if f.stage != nil {
+		return f.stageAttrLocked()
+	}
 	if !f.dirty {
 		return false, overlay{}
 	}
@@ -377,6 +425,7 @@ func (f *fileState) attrLocked() (bool, overlay) {
 func (f *fileState) addPending(a mvcc.SetAttr) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.syncStageLocked()
 	if !f.dirty {
 		return false
 	}
@@ -429,6 +478,9 @@ func (f *fileState) hasPage(p int64) bool {
 }
 
 func (f *fileState) readAtLocked(p []byte, off int64) (int, error) {
+	if f.stage != nil {
+		return f.stageReadAtLocked(p, off)
+	}
 	if off >= f.size {
 		return 0, io.EOF
 	}
@@ -574,6 +626,9 @@ func (f *fileState) killPrivLocked(ctx context.Context) (bool, error) {
 }
 
 func (f *fileState) writeAtLocked(p []byte, off int64) error {
+	if f.stage != nil {
+		return f.stageWriteAtLocked(p, off)
+	}
 	end := off + int64(len(p))
 	for len(p) > 0 {
 		pg, in := off/pageSize, off%pageSize
@@ -681,6 +736,9 @@ func (f *fileState) truncate(size int64, mtime int64) error {
 }
 
 func (f *fileState) truncateLocked(size int64) error {
+	if f.stage != nil {
+		return f.stageTruncateLocked(size)
+	}
 	if size < f.size {
 		cut := func(pg int64) bool { return pg*pageSize >= size }
 		for pg := range f.mem {
@@ -717,8 +775,18 @@ func (f *fileState) truncateLocked(size int64) error {
 func (f *fileState) punchHole(off, n int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.stage != nil {
+		f.syncStageLocked()
+	}
 	end := min(off+n, f.size)
 	if off >= end {
+		return nil
+	}
+	if f.stage != nil {
+		if err := f.stagePunchLocked(off, end-off); err != nil {
+			return err
+		}
+		f.touchLocked(time.Now().UnixNano())
 		return nil
 	}
 	zero := make([]byte, pageSize)
@@ -766,7 +834,20 @@ func (f *fileState) punchHole(off, n int64) error {
 }
 
 func (f *fileState) isDirty() bool {
+	if f.isStaged() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.syncStageLocked() // passthrough writes are seen by looking
+		return f.dirty
+	}
 	f.mu.RLock()
 	defer f.mu.RUnlock()
 	return f.dirty
+}
+
+// isStaged reports whether f's content is a staging file (stage.go).
+func (f *fileState) isStaged() bool {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.stage != nil
 }

@@ -60,7 +60,11 @@ func bufferState(m *Server, sid mvcc.SessionID, ino uint64) (present bool, opens
 	if f == nil {
 		return false, 0, false
 	}
-	return true, opens, f.isDirty()
+	dirty = f.isDirty()
+	if opens == 0 && !dirty && f.isStaged() {
+		return false, 0, false // an idle stage is a read cache (stage.go)
+	}
+	return true, opens, dirty
 }
 
 // storedContent reads name's latest content from the store directly.

@@ -2,6 +2,7 @@ package fs
 
 import (
 	"context"
+	"os"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/mvcc"
@@ -14,6 +15,7 @@ type handle struct {
 	f        *fileState
 	writable bool
 	snap     *mvcc.Inode
+	pt       *os.File // the staging file the kernel is handed (stage.go)
 }
 
 // dirHandle is an open directory. The listing is read once, at the first

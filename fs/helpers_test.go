@@ -38,6 +38,10 @@ func mountTestOpts(t testing.TB, opts Options) (mnt string, st *mvcc.Store, m *S
 	}
 	mnt = filepath.Join(t.TempDir(), "mnt")
 	opts.Session, opts.SpillDir = &h.ID, filepath.Join(data, "spill")
+	if os.Getenv("PADFS_TEST_PASSTHROUGH") != "" && !strings.HasPrefix(t.Name(), "TestPassthrough") {
+		// The whole suite over staging files where the kernel can.
+		opts.Passthrough = PassthroughAuto
+	}
 	m = mountAt(t, st, mnt, opts)
 	return mnt, st, m
 }

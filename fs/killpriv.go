@@ -54,6 +54,7 @@ import (
 type killRaw struct {
 	fuse.RawFileSystem
 	kills *sync.Map // <-chan struct{} -> struct{}
+	after *sync.Map // RELEASE's cancel channel -> *afterRelease (stage.go)
 }
 
 func (r killRaw) mark(cancel <-chan struct{}) func() {

@@ -115,6 +115,15 @@ type Options struct {
 	// SpillDir holds the (unlinked) temporary files that large dirty
 	// buffers spill to; created if missing. Empty: os.TempDir().
 	SpillDir string
+	// Passthrough serves files open for writing from staging files the
+	// kernel reads and writes directly (FUSE passthrough, stage.go).
+	Passthrough PassthroughMode
+	// StageDir holds each mount's staging files (in a subdirectory of
+	// its own, removed at unmount). Empty: SpillDir's "stage".
+	StageDir string
+	// StageBudget bounds the bytes of staging files kept after the
+	// last close for passthrough reads. Zero: 1 GiB.
+	StageBudget int64
 	// Forget soft-forgets a session when its directory is removed at the
 	// root of a multi-session mount. Nil: such an rmdir fails with EPERM.
 	Forget func(mvcc.SessionID) error
@@ -213,8 +222,16 @@ type Server struct {
 	// no dirty buffer (see Node.Lookup).
 	drops    atomic.Uint64
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
+	// pt: open files may be served by passthrough from staging files
+	// in stageDir (stage.go); set once at mount.
+	pt       bool
+	ptWhy    string // why not, when asked for
+	stageDir string
 
 	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
+	// afterRelease: what runs once go-fuse has finished a RELEASE
+	// (stage.go), keyed by the request's cancel channel.
+	afterRelease sync.Map
 	// bg counts commits that went on without the killed caller they
 	// were for (interrupt.go); shutdown waits for them.
 	bg sync.WaitGroup
@@ -293,7 +310,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		root = &sessionsRoot{m: m}
 	}
 	raw, mo := nodeFS(root, rootAttr, opts)
-	server, err := fuse.NewServer(killRaw{RawFileSystem: raw, kills: &m.kills}, mountpoint, mo)
+	server, err := fuse.NewServer(killRaw{RawFileSystem: raw, kills: &m.kills, after: &m.afterRelease}, mountpoint, mo)
 	if err != nil {
 		return nil, fmt.Errorf("mount %s: %w", mountpoint, err)
 	}
@@ -304,6 +321,12 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	}
 	m.server = server
 	m.root = root.EmbeddedInode()
+	if err := m.initPassthrough(); err != nil {
+		if uerr := server.Unmount(); uerr != nil {
+			err = errors.Join(err, uerr)
+		}
+		return nil, err
+	}
 	go m.ticker()
 	go m.invalidator()
 	return m, nil
@@ -400,6 +423,7 @@ func (m *Server) shutdown() {
 		if err := m.Flush(); err != nil {
 			m.log.Error("padfs: commit at unmount", "mountpoint", m.mountpoint, "err", err)
 		}
+		m.closeStages()
 	})
 }
 
@@ -444,6 +468,7 @@ func (m *Server) tick(now time.Time) {
 			m.dropIfIdle(f)
 		}
 	}
+	m.tickStages()
 }
 
 // InvalidateSession drops the kernel's caches (entries, attributes and

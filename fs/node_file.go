@@ -51,6 +51,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 			return nil, 0, n.m.toErrno(opOpen, errKilled)
 		}
 		var err error
+		f.syncStageLocked()
 		if f.size != 0 || f.dirty {
 			if err = f.truncateLocked(0); err == nil {
 				f.touchLocked(time.Now().UnixNano())
@@ -69,11 +70,26 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 			n.NotifyContent(-1, 0) // the OPEN reply carries no mode
 		}
 	}
-	if !f.lockFor(ctx, true) {
+	// Passthrough (stage.go): the kernel reads and writes the staging
+	// file itself and leaves the FUSE page cache alone.
+	pt, ok := f.passthroughFor(ctx, writable, flags&(unix.O_TRUNC|unix.O_EXCL) != 0)
+	if !ok {
 		n.m.releaseLater(f)
 		return nil, 0, n.m.toErrno(opOpen, errKilled)
 	}
-	fl := n.keepCache(f.base.ContentHLC)
+	if !f.lockFor(ctx, true) {
+		if pt != nil {
+			f.ptClosed()
+		}
+		n.m.releaseLater(f)
+		return nil, 0, n.m.toErrno(opOpen, errKilled)
+	}
+	var fl uint32
+	if pt == nil {
+		fl = n.keepCache(f.base.ContentHLC)
+	} else {
+		n.kcache.Store(0)
+	}
 	f.mu.RUnlock()
 	if !writable && flags&unix.O_TRUNC == 0 {
 		// A read-only descriptor changed nothing, so its close(2) need
@@ -81,7 +97,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		// cat, compilers). Writers' closes still commit.
 		fl |= fuse.FOPEN_NOFLUSH
 	}
-	return &handle{f: f, writable: writable}, fl, 0
+	return &handle{f: f, writable: writable, pt: pt}, fl, 0
 }
 
 // keepCache returns FOPEN_KEEP_CACHE when the kernel's pages of n came
@@ -149,6 +165,9 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) unix.Errno {
 	h, ok := fh.(*handle)
 	if !ok || h.f == nil {
 		return 0
+	}
+	if h.pt != nil {
+		n.m.whenReleased(ctx, h.f.ptClosed)
 	}
 	return n.m.toErrno(opRelease, n.m.release(h.f))
 }
@@ -236,7 +255,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		if size > mvcc.MaxFileSize {
 			return unix.EFBIG
 		}
-		if f != nil && (f.isDirty() || (h != nil && h.writable)) {
+		if f != nil && (f.isDirty() || (h != nil && h.writable) || f.isStaged()) {
 			mtime := time.Now().UnixNano()
 			if sa.Mtime != nil {
 				mtime = *sa.Mtime
@@ -362,6 +381,7 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 	case 0:
 		// Nothing to reserve: a hole grows the file, storing nothing.
 		h.f.mu.Lock()
+		h.f.syncStageLocked()
 		var err error
 		if end := int64(off + size); end > h.f.size {
 			if err = h.f.truncateLocked(end); err == nil {
@@ -390,6 +410,10 @@ func (n *Node) Lseek(ctx context.Context, fh gofs.FileHandle, off uint64, whence
 	var size int64
 	if h.f != nil {
 		h.f.mu.RLock()
+		if h.f.stage != nil {
+			defer h.f.mu.RUnlock()
+			return h.f.stageSeekLocked(off, whence)
+		}
 		data, size = h.f.dataRangesLocked(), h.f.size
 		h.f.mu.RUnlock()
 	} else {

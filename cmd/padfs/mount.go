@@ -78,6 +78,7 @@ its --lease-ttl.`,
 	c.Flags().String("session", "", "mount this session (id or name) at the root (default: all sessions as directories)")
 	c.Flags().Bool("allow-other", false, "let other users in (file modes and ownership are enforced by the kernel)")
 	c.Flags().Bool("debug", false, "debug logging (and go-fuse's request trace)")
+	c.Flags().String("passthrough", "auto", "serve files open for writing from staging files the kernel reads and writes itself (FUSE passthrough): auto, on (fail without it) or off")
 	c.Flags().Duration("lease-ttl", 15*time.Second, "with --store postgres://...: how long after this process stops renewing (crash, pause) its read-write lease expires")
 	c.Flags().String("asof", "", "with --session: mount that session read-only as of an HLC, RFC 3339 time or checkpoint (works for forgotten sessions too)")
 	// For profiling the real binary (the index worker has its own:
@@ -100,6 +101,10 @@ func runMount(cmd *cobra.Command, args []string) error {
 	}
 	allowOther, _ := cmd.Flags().GetBool("allow-other")
 	debug, _ := cmd.Flags().GetBool("debug")
+	passthrough, _ := cmd.Flags().GetString("passthrough")
+	if _, err := fs.ParsePassthrough(passthrough); err != nil {
+		return err
+	}
 	if p, _ := cmd.Flags().GetString("cpuprofile"); p != "" {
 		f, err := os.Create(p)
 		if err != nil {
@@ -137,7 +142,7 @@ func runMount(cmd *cobra.Command, args []string) error {
 	if err != nil {
 		return err
 	}
-	req := mountRequest{Session: sessionFlag, AsOf: asofFlag, Mountpoint: mnt, AllowOther: allowOther, Debug: debug}
+	req := mountRequest{Session: sessionFlag, AsOf: asofFlag, Mountpoint: mnt, AllowOther: allowOther, Debug: debug, Passthrough: passthrough}
 	// A padfs process serving dir already: it serves this mount too.
 	if code, ok := mountThrough(dir, req, cmd.OutOrStdout(), cmd.ErrOrStderr()); ok {
 		return exitCode(code)
@@ -190,11 +195,15 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	if _, _, err := mountTarget(st, dir, req.Session, req.AsOf); err != nil {
 		return err
 	}
+	// Staging files of an earlier process hold nothing acknowledged
+	// (fs/stage.go); this process owns the data directory now.
+	os.RemoveAll(filepath.Join(dir, "stage"))
 	opts := fs.Options{
 		Logger:   log,
 		Uid:      uint32(os.Getuid()),
 		Gid:      uint32(os.Getgid()),
 		SpillDir: filepath.Join(dir, "spill"),
+		StageDir: filepath.Join(dir, "stage"),
 		Forget: func(id mvcc.SessionID) error {
 			_, err := st.Forget(id)
 			return err

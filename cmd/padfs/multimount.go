@@ -28,6 +28,7 @@ package main
 // CLI's commands through the socket invalidate and flush every mount.
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
@@ -67,6 +68,7 @@ type mountRequest struct {
 	Mountpoint    string `json:"mountpoint"`
 	AllowOther    bool   `json:"allow_other,omitempty"`
 	Debug         bool   `json:"debug,omitempty"`
+	Passthrough   string `json:"passthrough,omitempty"` // auto (empty), on, off
 	SessionB64    string `json:"session_b64,omitempty"`
 	MountpointB64 string `json:"mountpoint_b64,omitempty"`
 }
@@ -206,6 +208,9 @@ func (s *mountSet) mount(req mountRequest, uid, gid uint32, log *slog.Logger) (*
 	opts := s.base
 	opts.Session, opts.AsOf = sid, asof
 	opts.AllowOther, opts.Debug = req.AllowOther, req.Debug
+	if opts.Passthrough, err = fs.ParsePassthrough(cmp.Or(req.Passthrough, "auto")); err != nil {
+		return nil, err
+	}
 	opts.Uid, opts.Gid = uid, gid
 	// On a shared store (PostgreSQL) the session's writer is one process
 	// on any host: its lease, held until the mount committed its last
