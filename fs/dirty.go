@@ -805,6 +805,13 @@ func (f *fileState) punchHole(off, n int64) error {
 		}
 		end -= c
 	}
+	if off >= end {
+		// All within one page, zeroed above: dropping "the whole
+		// pages" [off/pageSize, ceil(end/pageSize)) would drop that
+		// page, and its other unsaved bytes with it.
+		f.touchLocked(time.Now().UnixNano())
+		return nil
+	}
 	// Whole pages in [off, end): drop the buffered ones, then zero
 	// those over base data.
 	first, last := off/pageSize, (end+pageSize-1)/pageSize // [first, last)
