@@ -169,8 +169,10 @@ func (m *Server) dropIfIdle(f *fileState) {
 	}
 	// Under f.mu nothing makes f dirty; a new handle raises opens under
 	// filesMu, so the check is repeated with the removal.
-	if f.keepIdleStageLocked() {
-		return // kept for passthrough reads (stage.go)
+	if f.keepIdleStageLocked() || f.ptOpens > 0 {
+		// Kept for passthrough reads, or until go-fuse has let go of
+		// the stage's backing id (stage.go: ptClosed drops it then).
+		return
 	}
 	m.filesMu.Lock()
 	drop := m.idleLocked(f)

@@ -167,7 +167,11 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) unix.Errno {
 		return 0
 	}
 	if h.pt != nil {
-		n.m.whenReleased(ctx, h.f.ptClosed)
+		f := h.f
+		n.m.whenReleased(ctx, func() {
+			f.ptClosed()
+			n.m.dropIfIdle(f)
+		})
 	}
 	return n.m.toErrno(opRelease, n.m.release(h.f))
 }

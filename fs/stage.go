@@ -176,8 +176,14 @@ func (m *Server) probePassthrough() error {
 	}
 	defer s.file.Close()
 	id, errno := m.server.RegisterBackingFd(&fuse.BackingMap{Fd: int32(s.file.Fd())})
-	if errno != 0 {
-		return fmt.Errorf("register a backing file in %s: %w (passthrough needs CAP_SYS_ADMIN)", dir, errno)
+	switch errno {
+	case 0:
+	case unix.EPERM:
+		return fmt.Errorf("register a backing file: %w (passthrough needs CAP_SYS_ADMIN: root)", errno)
+	case unix.ELOOP:
+		return fmt.Errorf("register a backing file in %s: %w (the stage directory is on a stacked file system: overlayfs, FUSE)", dir, errno)
+	default:
+		return fmt.Errorf("register a backing file in %s: %w", dir, errno)
 	}
 	if errno := m.server.UnregisterBackingFd(id); errno != 0 {
 		return fmt.Errorf("unregister a backing file: %w", errno)
@@ -540,7 +546,7 @@ func (m *Server) tickStages() {
 		f.mu.RLock()
 		s := f.stage
 		var it idle
-		if s != nil && !f.dirty {
+		if s != nil && !f.dirty && f.ptOpens == 0 {
 			it = idle{f, s.idleAt, f.size}
 		}
 		f.mu.RUnlock()
@@ -576,7 +582,7 @@ func (m *Server) tickStages() {
 func (m *Server) evictStage(f *fileState) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.dirty {
+	if f.dirty || f.ptOpens > 0 {
 		return
 	}
 	m.filesMu.Lock()

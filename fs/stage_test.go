@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -396,7 +397,15 @@ func waitReleased(t *testing.T, m *Server, p string) {
 	ino := inoOf(t, p)
 	deadline := time.Now().Add(hangGuard)
 	for {
-		_, opens, _ := bufferState(m, *m.opts.Session, uint64(ino))
+		opens := 0
+		if f := m.file(*m.opts.Session, ino); f != nil {
+			m.filesMu.Lock()
+			opens = f.opens
+			m.filesMu.Unlock()
+			f.mu.RLock()
+			opens += f.ptOpens // counted down after go-fuse's RELEASE
+			f.mu.RUnlock()
+		}
 		if opens == 0 {
 			return
 		}
@@ -445,5 +454,38 @@ func TestPunchHoleInsideOneBufferedPage(t *testing.T) {
 			}
 			t.Fatalf("passthrough %v: the store holds %d bytes, first difference at %d", pt, len(got), i)
 		}
+	}
+}
+
+// Where the kernel refuses the stage directory's files as backing files
+// (here: a stage directory on another passthrough FUSE mount, which the
+// kernel's stacking limit refuses), auto falls back with one log line and
+// serves writes through padfs.
+func TestPassthroughFallback(t *testing.T) {
+	outer, _, _, _ := mountPassthrough(t, Options{})
+	var logs bytes.Buffer
+	c := &opCounter{lookups: map[string]bool{}, counts: map[string]int{}}
+	mnt, st, m := mountTestOpts(t, Options{Passthrough: PassthroughAuto, StageDir: filepath.Join(outer, "stage"),
+		Logger: slog.New(slog.NewTextHandler(&logs, nil)), Debug: true, debugLog: log.New(c, "", 0)})
+	on, why := m.Passthrough()
+	if on {
+		t.Fatal("passthrough on with the stage directory on a passthrough FUSE mount")
+	}
+	if n := strings.Count(logs.String(), "passthrough unavailable"); n != 1 {
+		t.Errorf("%d log lines about passthrough, want 1:\n%s", n, logs.String())
+	}
+	t.Logf("fell back: %s", why)
+	p := filepath.Join(mnt, "f")
+	if err := os.WriteFile(p, pattern(1<<20, 8), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c.snapshot()["WRITE"] == 0 {
+		t.Error("no FUSE WRITE after the fallback")
+	}
+	if got := stored(t, st, m, p); !bytes.Equal(got, pattern(1<<20, 8)) {
+		t.Fatal("store holds other bytes")
+	}
+	if ents, _ := os.ReadDir(filepath.Join(outer, "stage")); len(ents) != 0 {
+		t.Errorf("the failed probe left %d entries in the stage directory", len(ents))
 	}
 }
