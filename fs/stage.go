@@ -89,7 +89,23 @@ const (
 	defaultStageBudget = 1 << 30
 	// maxIdleStages bounds their number (each holds a descriptor).
 	maxIdleStages = 256
+	// stageMinFree is the free space (and a tenth of the file system)
+	// below which no stage starts and idle ones are dropped: a stage
+	// doubles the disk a file takes until it goes, and must not be what
+	// fills the disk (the full-disk guarantees assume padfs's own files).
+	stageMinFree = 512 << 20
 )
+
+// stageRoom reports whether the stage directory's file system has room
+// for staging (see stageMinFree).
+func (m *Server) stageRoom() bool {
+	var s unix.Statfs_t
+	if err := unix.Statfs(m.stageDir, &s); err != nil {
+		return false
+	}
+	free, total := s.Bavail*uint64(s.Bsize), s.Blocks*uint64(s.Bsize)
+	return free >= stageMinFree && free >= total/10
+}
 
 // stage is the staging backing file of one inode (guarded by its
 // fileState's mu).
@@ -247,6 +263,9 @@ func (f *fileState) passthroughFor(ctx context.Context, writable, fresh bool) (p
 		f.m.filesMu.Unlock()
 		if !only {
 			return nil, true // others hold the inode in cached mode
+		}
+		if !f.m.stageRoom() {
+			return nil, true
 		}
 		s, err := f.m.newStage()
 		if err != nil {
@@ -569,6 +588,9 @@ func (m *Server) tickStages() {
 	budget := m.opts.StageBudget
 	if budget == 0 {
 		budget = defaultStageBudget
+	}
+	if len(idles) > 0 && !m.stageRoom() {
+		budget = 0
 	}
 	slices.SortFunc(idles, func(a, b idle) int { return a.at.Compare(b.at) })
 	for len(idles) > 0 && (total > budget || len(idles) > maxIdleStages) {

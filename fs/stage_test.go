@@ -6,6 +6,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -487,5 +488,31 @@ func TestPassthroughFallback(t *testing.T) {
 	}
 	if ents, _ := os.ReadDir(filepath.Join(outer, "stage")); len(ents) != 0 {
 		t.Errorf("the failed probe left %d entries in the stage directory", len(ents))
+	}
+}
+
+// On a file system with little room (here a 16 MiB tmpfs) no stage
+// starts: staging doubles the disk a file takes, and must not be what
+// fills it.
+func TestPassthroughNoRoom(t *testing.T) {
+	small := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", small).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs: %v %s", err, out)
+	}
+	t.Cleanup(func() {
+		if err := exec.Command("umount", small).Run(); err != nil {
+			t.Errorf("unmount tmpfs %s: %v", small, err)
+		}
+	})
+	mnt, st, m, c := mountPassthrough(t, Options{StageDir: small})
+	p := filepath.Join(mnt, "f")
+	if err := os.WriteFile(p, pattern(1<<20, 10), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if c.snapshot()["WRITE"] == 0 {
+		t.Error("a stage started on a file system with 16 MiB")
+	}
+	if got := stored(t, st, m, p); !bytes.Equal(got, pattern(1<<20, 10)) {
+		t.Fatal("store holds other bytes")
 	}
 }
