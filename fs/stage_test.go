@@ -108,11 +108,30 @@ func TestPassthroughAttrsAndFlushWhileOpen(t *testing.T) {
 	if fi.Size() != int64(len(want)) {
 		t.Fatalf("stat while open: size %d, want %d", fi.Size(), len(want))
 	}
+	// The mtime is the staging file's: a later write moves it, and the
+	// commit stores what stat showed.
+	if _, err := f.WriteAt(want[:10], 0); err != nil {
+		t.Fatal(err)
+	}
+	fi2, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !fi2.ModTime().After(fi.ModTime()) {
+		t.Errorf("stat while open: mtime %v after a write, was %v", fi2.ModTime(), fi.ModTime())
+	}
 	if err := m.Flush(); err != nil {
 		t.Fatal(err)
 	}
 	if got := stored(t, st, m, p); !bytes.Equal(got, want) {
 		t.Fatalf("after Flush of the open file the store holds %d bytes, want %d", len(got), len(want))
+	}
+	in, err := st.LatestInode(*m.opts.Session, inoOf(t, p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in.Mtime != fi2.ModTime().UnixNano() {
+		t.Errorf("committed mtime %d, stat showed %d", in.Mtime, fi2.ModTime().UnixNano())
 	}
 	at := st.LastHLC().String()
 	got, err := os.ReadFile(filepath.Join(mnt, ".asof", at, "f"))
