@@ -148,6 +148,9 @@ type Options struct {
 	// killedHook (tests only) runs when a long request is stopped: its
 	// caller found being killed, or CancelRequests (cancel.go).
 	killedHook func(err error)
+	// stageSync (tests only) creates a staging file at the open that
+	// finds the pool empty, so a test's every fresh open is staged.
+	stageSync bool
 	// manualTicks (tests only) stops the background ticker's clock:
 	// the test calls m.tick with the time it chooses, so what the
 	// ticker does does not depend on the machine's speed.
@@ -227,6 +230,11 @@ type Server struct {
 	pt       bool
 	ptWhy    string // why not, when asked for
 	stageDir string
+	// stagePool holds ready staging files, kept full by stageFiller
+	// (stageKick: an open took one; fillDone: it has stopped).
+	stagePool chan *os.File
+	stageKick chan struct{}
+	fillDone  chan struct{}
 
 	kills sync.Map // requests that must clear setuid/setgid (killpriv.go)
 	// afterRelease: what runs once go-fuse has finished a RELEASE

@@ -157,6 +157,10 @@ func (m *Server) initPassthrough() error {
 	}
 	why := m.probePassthrough()
 	if why == nil {
+		m.stagePool = make(chan *os.File, stagePoolSize)
+		m.stageKick = make(chan struct{}, 1)
+		m.fillDone = make(chan struct{})
+		go m.stageFiller()
 		m.pt = true
 		m.log.Debug("padfs: passthrough on", "mountpoint", m.mountpoint, "stage", m.stageDir)
 		return nil
@@ -186,12 +190,12 @@ func (m *Server) probePassthrough() error {
 		return fmt.Errorf("stage directory: %w", err)
 	}
 	m.stageDir = dir
-	s, err := m.newStage()
+	tf, err := m.createStageFile()
 	if err != nil {
 		return err
 	}
-	defer s.file.Close()
-	id, errno := m.server.RegisterBackingFd(&fuse.BackingMap{Fd: int32(s.file.Fd())})
+	defer tf.Close()
+	id, errno := m.server.RegisterBackingFd(&fuse.BackingMap{Fd: int32(tf.Fd())})
 	switch errno {
 	case 0:
 	case unix.EPERM:
@@ -218,20 +222,101 @@ func (m *Server) removeStageDir() {
 	}
 }
 
-// newStage creates an empty staging file, unlinked at once: nothing of it
-// outlives the process.
-func (m *Server) newStage() (*stage, error) {
-	tf, err := os.CreateTemp(m.stageDir, "s-")
+// createStageFile creates an empty staging file without a name: nothing
+// of it outlives the process.
+func (m *Server) createStageFile() (*os.File, error) {
+	fd, err := unix.Open(m.stageDir, unix.O_RDWR|unix.O_TMPFILE|unix.O_CLOEXEC, 0o600)
+	if err == nil {
+		return os.NewFile(uintptr(fd), filepath.Join(m.stageDir, "(staging file)")), nil
+	}
+	tf, err := os.CreateTemp(m.stageDir, "s-") // no O_TMPFILE there
 	if err != nil {
 		return nil, fmt.Errorf("staging file: %w", err)
 	}
 	os.Remove(tf.Name())
+	return tf, nil
+}
+
+// newStage returns an empty stage from the pool, nil when there is none
+// ready (the open then takes the buffered path).
+func (m *Server) newStage() (*stage, error) {
+	var tf *os.File
+	select {
+	case tf = <-m.stagePool:
+	default:
+	}
+	select {
+	case m.stageKick <- struct{}{}:
+	default:
+	}
+	if tf == nil && m.opts.stageSync {
+		var err error
+		if tf, err = m.createStageFile(); err != nil {
+			return nil, err
+		}
+	}
+	if tf == nil {
+		return nil, nil
+	}
 	s := &stage{file: tf}
+	var err error
 	if s.seen, err = s.stat(); err != nil {
 		tf.Close()
 		return nil, err
 	}
 	return s, nil
+}
+
+const (
+	// stagePoolSize staging files are kept ready: creating one costs
+	// about half a millisecond on ext4 (a journal transaction), more
+	// than the FUSE writes of a small file, so an open never creates
+	// one itself.
+	stagePoolSize = 2
+	// refillPause: the pool refills once fresh opens have paused this
+	// long. A burst of small files (tar -x, git, a shell loop) drains it
+	// and stays buffered; a stream of large files, each taking longer
+	// than this to write, is staged.
+	refillPause = 5 * time.Millisecond
+)
+
+// stageFiller keeps the pool full, in the pauses between fresh opens.
+func (m *Server) stageFiller() {
+	defer close(m.fillDone)
+	for {
+		if len(m.stagePool) == cap(m.stagePool) {
+			select {
+			case <-m.stop:
+				return
+			case <-m.stageKick:
+			}
+		}
+		t := time.NewTimer(refillPause)
+		select {
+		case <-m.stop:
+			t.Stop()
+			return
+		case <-m.stageKick:
+			t.Stop()
+			continue // still busy: wait for a pause again
+		case <-t.C:
+		}
+		tf, err := m.createStageFile()
+		if err != nil {
+			m.log.Warn("padfs: cannot make staging files; writing through padfs", "dir", m.stageDir, "err", err)
+			select {
+			case <-m.stop:
+				return
+			case <-time.After(retryAfter):
+			}
+			continue
+		}
+		select {
+		case m.stagePool <- tf:
+		default:
+			tf.Close()
+		}
+	}
 }
 
 // passthroughFor returns the staging file a new handle of f is served
@@ -270,6 +355,8 @@ func (f *fileState) passthroughFor(ctx context.Context, writable, fresh bool) (p
 		s, err := f.m.newStage()
 		if err != nil {
 			f.m.log.Warn("padfs: no staging file, writing through padfs", "ino", f.key.ino, "err", err)
+		}
+		if s == nil {
 			return nil, true
 		}
 		if !f.dirty {
@@ -632,6 +719,12 @@ func (m *Server) closeStages() {
 		f.mu.Lock()
 		f.dropStageLocked()
 		f.mu.Unlock()
+	}
+	if m.fillDone != nil {
+		<-m.fillDone // m.stop is closed
+		for len(m.stagePool) > 0 {
+			(<-m.stagePool).Close()
+		}
 	}
 	m.removeStageDir()
 }

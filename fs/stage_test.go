@@ -24,6 +24,7 @@ func mountPassthrough(t *testing.T, opts Options) (string, *mvcc.Store, *Server,
 	t.Helper()
 	c := &opCounter{lookups: map[string]bool{}, counts: map[string]int{}}
 	opts.Passthrough, opts.Debug, opts.debugLog = PassthroughAuto, true, log.New(c, "", 0)
+	opts.stageSync = true
 	mnt, st, m := mountTestOpts(t, opts)
 	if on, why := m.Passthrough(); !on {
 		t.Skip("FUSE passthrough unavailable:", why)
