@@ -41,6 +41,11 @@
 // it unlinked, the ticker leaves it alone until it is written or linked
 // again, as linkat names an O_TMPFILE file).
 //
+// With Options.Passthrough, a file opened for writing with O_TRUNC or
+// O_EXCL while empty and held by no other descriptor is served from a
+// staging file the kernel reads and writes itself (FUSE passthrough); the
+// staging file is that inode's buffer, committed the same way (stage.go).
+//
 // # Kernel caches
 //
 // Live entries, negative entries (names that do not exist) and attributes
