@@ -226,7 +226,7 @@ BEGIN
 	WHERE l.sid IS NOT NULL AND l.expires > clock_timestamp()
 		AND NOT (l.name || '/' || l.token) = ANY (string_to_array(coalesce(current_setting('padfs.mine', true), ''), ','))
 		AND EXISTS (SELECT 1 FROM unnest(NEW.parts) p WHERE length(p) = 0
-			OR get_byte(p, 0) = ANY ('{72,90,78,75,69,68,73,88,83,80,76,87}'::int[]) AND (length(p) < 17 OR substring(p FROM 2 FOR 16) = l.sid))
+			OR get_byte(p, 0) = ANY ('{72,90,68,73,88,83,80,76,87}'::int[]) AND (length(p) < 17 OR substring(p FROM 2 FOR 16) = l.sid))
 	LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'session % is mounted read-write by pid % on host % since % (its lease): only its holder may write it',
