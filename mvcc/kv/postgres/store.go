@@ -20,7 +20,9 @@
 //     commits beside it. Writes are buffered in memory (reads see them) and
 //     sent at commit as one INSERT ... ON CONFLICT over arrays and one
 //     DELETE ... = ANY, pipelined with the lease checks and the COMMIT: one
-//     round trip.
+//     round trip, which also begins the next batch (beginning ahead, see
+//     queueAhead), so that Updates one after another cost one round trip
+//     each.
 //   - Group commit: Updates that queue up while one is running join its
 //     PostgreSQL transaction, each with its own undo (an Update whose fn
 //     fails is rolled back alone); the batch commits when nobody is
@@ -69,7 +71,19 @@ type Options struct {
 	// server cannot be reached (restarting, or the network), keeps trying
 	// before it fails (default DefaultRetryFor).
 	RetryFor time.Duration
+	// AheadIdle is how long the writer transaction a commit begins ahead,
+	// in its own round trip, waits for the next Update before it is rolled
+	// back (default DefaultAheadIdle; negative: commits begin none). It
+	// holds the writer lock meanwhile: other processes' commits wait up to
+	// that long.
+	AheadIdle time.Duration
 }
+
+// DefaultAheadIdle is the default Options.AheadIdle: longer than the gap
+// between the commits of a program that runs file operations one after
+// another (a shell loop, tar, git), short beside a round trip of another
+// host's commit.
+const DefaultAheadIdle = 2 * time.Millisecond
 
 // DefaultRetryFor is the default Options.RetryFor: as long as a lease
 // outlives its holder, so that a server restart shorter than that costs
@@ -118,11 +132,12 @@ type Stats struct {
 	Begins            int64 // round trips beginning a transaction
 	Gets, Pages       int64 // round trips reading a key, a page of keys
 	Commits           int64 // round trips committing a batch
+	Ahead, Idle       int64 // batches begun in the previous commit's round trip; of them, rolled back unused
 	Trips             int64 // all round trips (RoundTrips)
 }
 
 type stats struct {
-	views, localViews, updates, batches, begins, gets, pages, commits atomic.Int64
+	views, localViews, updates, batches, begins, gets, pages, commits, ahead, idle atomic.Int64
 }
 
 // Stats returns the counts so far.
@@ -130,19 +145,19 @@ func (s *Store) Stats() Stats {
 	return Stats{Views: s.stats.views.Load(), LocalViews: s.stats.localViews.Load(),
 		Updates: s.stats.updates.Load(), Batches: s.stats.batches.Load(),
 		Begins: s.stats.begins.Load(), Gets: s.stats.gets.Load(), Pages: s.stats.pages.Load(),
-		Commits: s.stats.commits.Load(), Trips: s.trips.Load()}
+		Commits: s.stats.commits.Load(), Ahead: s.stats.ahead.Load(), Idle: s.stats.idle.Load(), Trips: s.trips.Load()}
 }
 
 // Sub returns the counts of st since earlier.
 func (st Stats) Sub(earlier Stats) Stats {
 	return Stats{st.Views - earlier.Views, st.LocalViews - earlier.LocalViews, st.Updates - earlier.Updates,
 		st.Batches - earlier.Batches, st.Begins - earlier.Begins, st.Gets - earlier.Gets, st.Pages - earlier.Pages,
-		st.Commits - earlier.Commits, st.Trips - earlier.Trips}
+		st.Commits - earlier.Commits, st.Ahead - earlier.Ahead, st.Idle - earlier.Idle, st.Trips - earlier.Trips}
 }
 
 func (st Stats) String() string {
-	return fmt.Sprintf("%d trips: %d views (%d local), %d updates in %d batches; %d begins, %d gets, %d pages, %d commits",
-		st.Trips, st.Views, st.LocalViews, st.Updates, st.Batches, st.Begins, st.Gets, st.Pages, st.Commits)
+	return fmt.Sprintf("%d trips: %d views (%d local), %d updates in %d batches; %d begins, %d gets, %d pages, %d commits; %d begun ahead, %d idle",
+		st.Trips, st.Views, st.LocalViews, st.Updates, st.Batches, st.Begins, st.Gets, st.Pages, st.Commits, st.Ahead, st.Idle)
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -167,6 +182,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.RetryFor <= 0 {
 		opts.RetryFor = DefaultRetryFor
+	}
+	if opts.AheadIdle == 0 {
+		opts.AheadIdle = DefaultAheadIdle
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -468,6 +486,20 @@ func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin s
 	if write {
 		pb.Queue("SELECT pg_advisory_xact_lock($1)", int64(writerLock))
 	}
+	s.queueGen(pb, from)
+	s.trips.Add(1)
+	s.stats.begins.Add(1)
+	br := c.SendBatch(ctx, pb)
+	err := s.readBegin(br, r, write)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// queueGen queues the reads of the generation and the changes since from
+// (-1: the cache's), which readGen reads.
+func (s *Store) queueGen(pb *pgx.Batch, from int64) {
 	pb.Queue(qNewest)
 	if s.cache != nil {
 		s.cache.mu.Lock()
@@ -477,14 +509,6 @@ func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin s
 		s.cache.mu.Unlock()
 		pb.Queue(qChanges, from)
 	}
-	s.trips.Add(1)
-	s.stats.begins.Add(1)
-	br := c.SendBatch(ctx, pb)
-	err := s.readBegin(br, r, write)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
@@ -496,6 +520,11 @@ func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
 			return err
 		}
 	}
+	return s.readGen(br, r, write)
+}
+
+// readGen reads what queueGen queued into r and brings the cache to it.
+func (s *Store) readGen(br pgx.BatchResults, r *reader, write bool) error {
 	r.gen, r.nonce = 0, 0
 	err := br.QueryRow().Scan(&r.gen, &r.nonce)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -858,6 +887,8 @@ type batch struct {
 	done  chan struct{} // closed after COMMIT (or its failure)
 	err   error         // the COMMIT's outcome
 	nonce int64         // of its generation (b.r.gen+1)
+	used  bool          // an Update ran in it (a batch begun ahead may wait for one)
+	ahead time.Time     // when it was begun ahead (zero: by an Update)
 }
 
 // entry is a buffered write: a value, or a deletion.
@@ -884,14 +915,23 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 		return kv.ErrClosed
 	}
 	b := s.batch
+	if b != nil && !b.used && !b.ahead.IsZero() && time.Since(b.ahead) > aheadServerIdle/2 {
+		// Its timer came late (a paused process): the server may be
+		// about to end it.
+		s.dropAheadLocked(b)
+		b = nil
+	}
 	if b == nil {
 		var err error
 		if b, err = s.beginLocked(); err != nil {
 			s.mu.Unlock()
 			return err
 		}
-		s.stats.batches.Add(1)
 		s.batch = b
+	}
+	if !b.used {
+		b.used = true
+		s.stats.batches.Add(1)
 	}
 	t := &txn{b: b, undo: map[string]undo{}}
 	panicked, ferr := callFn(fn, t)
@@ -938,8 +978,77 @@ func (s *Store) beginLocked() (*batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newBatch(c, r), nil
+}
+
+func newBatch(c *pgxpool.Conn, r *reader) *batch {
 	return &batch{conn: c, r: r, ov: btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true}),
-		done: make(chan struct{}), nonce: rand.Int64()}, nil
+		done: make(chan struct{}), nonce: rand.Int64()}
+}
+
+// Beginning ahead. A commit's round trip also begins the next batch on
+// its connection (BEGIN, the writer lock if it is free, the generation),
+// so that an Update that follows soon, as the next file operation of a
+// program does, costs one round trip instead of two. While that batch
+// waits it holds the writer lock, as a running batch does: it reads
+// everything committed before it and nothing can commit beside it. It is
+// rolled back, freeing the lock, when no Update came for
+// Options.AheadIdle, or when the lock was not free (another process's
+// writer was waiting: it goes first, and this process's next Update
+// begins as usual). A process paused or cut off while such a batch waits
+// (its timer cannot run) would hold the lock for every host: the server
+// ends the batch's session once it has been idle aheadServerIdle, and an
+// Update does not take a batch begun ahead that long ago.
+
+// aheadServerIdle is the idle_in_transaction_session_timeout of a batch
+// begun ahead: how long a paused process can keep the writer lock from
+// the others.
+const aheadServerIdle = 2 * time.Second
+
+// queueAhead queues the begin of the next batch after a COMMIT.
+func (s *Store) queueAhead(pb *pgx.Batch) {
+	pb.Queue("BEGIN")
+	pb.Queue(fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", aheadServerIdle.Milliseconds()))
+	pb.Queue("SELECT pg_try_advisory_xact_lock($1)", int64(writerLock))
+	s.queueGen(pb, -1)
+}
+
+// readAhead reads what queueAhead queued: the next batch, or nil if the
+// writer lock was not free.
+func (s *Store) readAhead(br pgx.BatchResults, c *pgxpool.Conn) (*batch, error) {
+	for range 2 { // BEGIN, SET
+		if _, err := br.Exec(); err != nil {
+			return nil, err
+		}
+	}
+	var locked bool
+	if err := br.QueryRow().Scan(&locked); err != nil || !locked {
+		return nil, err
+	}
+	r := &reader{s: s, q: c}
+	if err := s.readGen(br, r, true); err != nil {
+		return nil, err
+	}
+	b := newBatch(c, r)
+	b.ahead = time.Now()
+	return b, nil
+}
+
+// dropAheadLocked rolls the batch begun ahead b back (unused).
+func (s *Store) dropAheadLocked(b *batch) {
+	s.batch = nil
+	s.stats.idle.Add(1)
+	close(b.done)
+	s.endTx(b.conn)
+}
+
+// idleAhead rolls batch b, begun ahead, back if no Update has used it.
+func (s *Store) idleAhead(b *batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.batch == b && !b.used {
+		s.dropAheadLocked(b)
+	}
 }
 
 // changesKept is how many generations padfs_changes keeps: a process
@@ -951,13 +1060,13 @@ const changesKept = 10000
 // generation: its change row names the partitions it touched.
 func (s *Store) finishLocked(b *batch) {
 	defer close(b.done)
-	defer b.conn.Release()
 	ctx := context.Background()
 	if b.n == 0 || b.r.err != nil {
 		b.err = b.r.err
 		if _, err := b.conn.Exec(ctx, "ROLLBACK"); err != nil && b.err == nil {
 			b.err = s.wrap(err)
 		}
+		b.conn.Release()
 		return
 	}
 	var puts, vals, dels, parts [][]byte
@@ -1010,7 +1119,12 @@ func (s *Store) finishLocked(b *batch) {
 	if len(puts)+len(dels) > 0 {
 		pb.Queue("SELECT pg_notify('"+notifyChannel+"', $1)", s.id)
 	}
+	before := pb.Len()
 	pb.Queue("COMMIT")
+	ahead := s.opts.AheadIdle > 0 && !s.closed.Load()
+	if ahead {
+		s.queueAhead(pb)
+	}
 	logged := len(puts)+len(dels) > 0 && s.cache != nil
 	if logged {
 		s.commitStart(gen)
@@ -1019,13 +1133,45 @@ func (s *Store) finishLocked(b *batch) {
 	}
 	s.trips.Add(1)
 	s.stats.commits.Add(1)
-	err := b.conn.SendBatch(ctx, pb).Close()
-	if err != nil || b.conn.Conn().PgConn().TxStatus() != 'I' {
-		b.conn.Exec(ctx, "ROLLBACK")
-		if err == nil {
-			err = errors.New("transaction did not commit")
+	br := b.conn.SendBatch(ctx, pb)
+	var err error
+	for i := 0; i < before && err == nil; i++ {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err == nil && tag.String() != "COMMIT" {
+			err = errors.New("transaction did not commit") // "ROLLBACK": it had failed
 		}
+	}
+	var next *batch
+	if err == nil && ahead {
+		// Committed: whatever becomes of the next batch, this one stands.
+		var aerr error
+		next, aerr = s.readAhead(br, b.conn)
+		if cerr := br.Close(); aerr != nil || cerr != nil {
+			next = nil
+		}
+	} else if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		b.conn.Exec(ctx, "ROLLBACK")
 		b.err = s.wrap(err)
+		b.conn.Release()
+	case next != nil:
+		s.stats.ahead.Add(1)
+		s.batch = next
+		time.AfterFunc(s.opts.AheadIdle, func() { s.idleAhead(next) })
+	case ahead:
+		s.endTx(b.conn) // the next batch did not get the lock, or failed
+	default:
+		if b.conn.Conn().PgConn().TxStatus() != 'I' {
+			b.conn.Exec(ctx, "ROLLBACK")
+			b.err = s.wrap(errors.New("transaction did not commit"))
+		}
+		b.conn.Release()
 	}
 	if logged {
 		s.cache.committed(gen, b, b.err == nil)
