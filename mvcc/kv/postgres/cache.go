@@ -285,7 +285,11 @@ func (c *cache) coverLocked(lo, hi string, inf bool) {
 	if !inf && hi <= lo {
 		return
 	}
-	if s, ok := c.spanBefore(lo); ok && (s.inf || s.hi >= lo) {
+	s, ok := c.spanBefore(lo)
+	if ok && (s.inf || !inf && s.hi >= hi) {
+		return // covered already: a commit's key in a range read before
+	}
+	if ok && (s.inf || s.hi >= lo) {
 		c.spans.Delete(s)
 		lo = s.lo
 		if s.inf || !inf && s.hi > hi {

@@ -770,33 +770,31 @@ func (p *pager) next() (k, v []byte, ok bool, err error) {
 			p.finished = true
 			continue
 		}
-		if p.r.lazy {
-			k, v, found, known := p.r.localNext(&p.pos, p.end)
-			if found {
-				p.pos = string(k) + "\x00"
-				return k, v, true, nil
+		// What this process holds: a lease-local View's snapshot (until
+		// it must begin), else the cache at the transaction's generation.
+		var k, v []byte
+		var found, known bool
+		switch {
+		case p.r.lazy:
+			if k, v, found, known = p.r.localNext(&p.pos, p.end); !found && !known {
+				if err := p.r.begin(); err != nil {
+					return nil, nil, false, err
+				}
+				continue // begun: the cache, or a fetch
 			}
-			if known {
-				p.finished = true
-				continue
-			}
-			if err := p.r.begin(); err != nil {
+		case p.r.cached:
+			k, v, found, known = p.r.s.cache.next(p.r.gen, &p.pos, p.end)
+		}
+		switch {
+		case found:
+			p.pos = string(k) + "\x00"
+			return k, v, true, nil
+		case known:
+			p.finished = true
+		default:
+			if err := p.fetch(); err != nil {
 				return nil, nil, false, err
 			}
-		}
-		if p.r.cached {
-			k, v, found, known := p.r.s.cache.next(p.r.gen, &p.pos, p.end)
-			if found {
-				p.pos = string(k) + "\x00"
-				return k, v, true, nil
-			}
-			if known {
-				p.finished = true
-				continue
-			}
-		}
-		if err := p.fetch(); err != nil {
-			return nil, nil, false, err
 		}
 	}
 }
