@@ -264,6 +264,22 @@ BEGIN
 		RAISE EXCEPTION 'lease % (token %) is no longer held', n, tok USING ERRCODE = 'PF001';
 	END IF;
 END $f$;
+CREATE OR REPLACE FUNCTION padfs_log(g bigint, nc bigint, ps bytea[], mine text, names text[], tokens bigint[], chan text, who text)
+RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+	lost record;
+BEGIN
+	PERFORM set_config('padfs.mine', mine, true);
+	-- padfs_fence of each lease, in one query.
+	SELECT h.n, h.t INTO lost FROM unnest(names, tokens) AS h(n, t)
+	WHERE NOT EXISTS (SELECT 1 FROM padfs_lease WHERE name = h.n AND token = h.t AND expires > clock_timestamp()) LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'lease % (token %) is no longer held', lost.n, lost.t USING ERRCODE = 'PF001';
+	END IF;
+	PERFORM set_config('padfs.logged', 'on', true);
+	INSERT INTO padfs_changes (gen, nonce, parts) VALUES (g, nc, ps);
+	PERFORM pg_notify(chan, who);
+END $f$;
 `
 
 // fencedCode is the SQLSTATE padfs_fence raises, guardCode
@@ -1006,21 +1022,20 @@ const aheadServerIdle = 2 * time.Second
 // queueAhead queues the begin of the next batch after a COMMIT.
 func (s *Store) queueAhead(pb *pgx.Batch) {
 	pb.Queue("BEGIN")
-	pb.Queue(fmt.Sprintf("SET LOCAL idle_in_transaction_session_timeout = %d", aheadServerIdle.Milliseconds()))
-	pb.Queue("SELECT pg_try_advisory_xact_lock($1)", int64(writerLock))
+	pb.Queue("SELECT pg_try_advisory_xact_lock($1), set_config('idle_in_transaction_session_timeout', $2, true)",
+		int64(writerLock), fmt.Sprint(aheadServerIdle.Milliseconds()))
 	s.queueGen(pb, -1)
 }
 
 // readAhead reads what queueAhead queued: the next batch, or nil if the
 // writer lock was not free.
 func (s *Store) readAhead(br pgx.BatchResults, c *pgxpool.Conn) (*batch, error) {
-	for range 2 { // BEGIN, SET
-		if _, err := br.Exec(); err != nil {
-			return nil, err
-		}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
 	}
 	var locked bool
-	if err := br.QueryRow().Scan(&locked); err != nil || !locked {
+	var timeout string
+	if err := br.QueryRow().Scan(&locked, &timeout); err != nil || !locked {
 		return nil, err
 	}
 	r := &reader{s: s, q: c}
@@ -1086,19 +1101,18 @@ func (s *Store) finishLocked(b *batch) {
 	held := s.heldLeases()
 	pb := &pgx.Batch{}
 	if len(puts)+len(dels) > 0 {
-		// The leases it holds, for the guard on padfs_changes.
+		// One statement (padfs_log): the leases it holds, for the guard on
+		// padfs_changes; their fences (a former holder's commit fails as
+		// fenced, before the guard refuses it); the change, first, so that
+		// the trigger on padfs_kv sees it logged; the notification.
 		mine := make([]string, len(held))
+		names, tokens := make([]string, len(held)), make([]int64, len(held))
 		for i, l := range held {
 			mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
+			names[i], tokens[i] = l.name, l.token
 		}
-		pb.Queue("SELECT set_config('padfs.mine', $1, true)", strings.Join(mine, ","))
-		// A former holder's commit fails as fenced, before the guard refuses it.
-		for _, l := range held {
-			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
-		}
-		// First, so that the trigger on padfs_kv sees it logged.
-		pb.Queue("INSERT INTO padfs_changes (gen, nonce, parts) SELECT $1, $2, $3::bytea[] WHERE set_config('padfs.logged', 'on', true) = 'on'",
-			gen, b.nonce, parts)
+		pb.Queue("SELECT padfs_log($1, $2, $3::bytea[], $4, $5::text[], $6::bigint[], $7, $8)",
+			gen, b.nonce, parts, strings.Join(mine, ","), names, tokens, notifyChannel, s.id)
 		if gen%1024 == 0 {
 			pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
 		}
@@ -1113,9 +1127,6 @@ func (s *Store) finishLocked(b *batch) {
 		for _, l := range held {
 			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
 		}
-	}
-	if len(puts)+len(dels) > 0 {
-		pb.Queue("SELECT pg_notify('"+notifyChannel+"', $1)", s.id)
 	}
 	before := pb.Len()
 	pb.Queue("COMMIT")
