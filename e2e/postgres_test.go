@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,10 +60,11 @@ func TestPostgres(t *testing.T) {
 	t.Run("Restart", func(t *testing.T) { testRestart(t, srv, srv.DB(t)) })
 	t.Run("Fsck", func(t *testing.T) { testFsck(t, srv.DB(t)) })
 	t.Run("OneWriter", func(t *testing.T) { testOneWriter(t, srv.DB(t)) })
+	t.Run("CheckpointAnyHost", func(t *testing.T) { testCheckpointAnyHost(t, srv.DB(t)) })
 }
 
 // testOneWriter: commands of another host that would commit to a session
-// mounted read-write (checkpoint, restore, prune) fail with one line
+// mounted read-write (restore, prune; not checkpoint) fail with one line
 // naming the holder and change nothing; the holder, which reads its
 // session without asking the server (lease-local reads), goes on reading
 // and writing what the store holds; read-only commands work as before.
@@ -73,7 +77,6 @@ func testOneWriter(t *testing.T, url string) {
 	sh(t, a.data, a.mnt, "printf 'two\\n' > f")
 	pid := strconv.Itoa(ma.cmd.Process.Pid)
 	for _, args := range [][]string{
-		{"checkpoint", "--session", s, "cp"},
 		{"restore", "--session", s, "--asof", t0},
 		{"prune", "--session", s, "--before", t0},
 	} {
@@ -83,9 +86,6 @@ func testOneWriter(t *testing.T, url string) {
 			t.Errorf("%v from another host: exit %d, stderr %q; want one line naming pid %s", args, r.code, msg, pid)
 		}
 	}
-	if r := pgPadfs(t, b.data, url, "checkpoint", "--session", s, "--list"); strings.Contains(r.out, "cp") {
-		t.Errorf("a refused checkpoint is listed: %q", r.out)
-	}
 	if got := sh(t, a.data, a.mnt, "cat f; ls; printf 'three\\n' > f; cat f"); got != "two\nd\nf\nthree\n" {
 		t.Errorf("the holder after the refused commands: %q", got)
 	}
@@ -94,7 +94,7 @@ func testOneWriter(t *testing.T, url string) {
 	}
 	ma.stop()
 	// Unmounted, the session takes the other host's commits again.
-	mustPgPadfs(t, b.data, url, "checkpoint", "--session", s, "cp")
+	mustPgPadfs(t, b.data, url, "restore", "--session", s, "--asof", t0)
 }
 
 // testFsck: fsck and fsck --repair on a PostgreSQL store: a damaged
@@ -383,4 +383,156 @@ func testFenced(t *testing.T, url string) {
 	}
 	mb.stop()
 	ma.stop()
+}
+
+// logEvent is one line of `padfs log --json`.
+type logEvent struct {
+	Seq    uint64 `json:"seq"`
+	HLC    string `json:"hlc"`
+	Op     string `json:"op"`
+	Path   string `json:"path"`
+	Detail string `json:"detail"`
+}
+
+func parseLog(t *testing.T, jsonl string) []logEvent {
+	t.Helper()
+	var evs []logEvent
+	for _, line := range strings.Split(strings.TrimSpace(jsonl), "\n") {
+		var ev logEvent
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log line %q: %v", line, err)
+		}
+		evs = append(evs, ev)
+	}
+	return evs
+}
+
+// testCheckpointAnyHost: `padfs checkpoint` from a host that does not hold
+// the session's lease (the session is mounted read-write on another host)
+// is one commit of the session's log naming what the holder has
+// committed: .asof/NAME shows it on both hosts, the log on both hosts has
+// its event in place, log --since NAME has the events after it; made
+// while the holder commits, each checkpoint names exactly the tree of
+// the log before it. The holder's file content and metadata stay its
+// own (restore from the other host is still refused).
+func testCheckpointAnyHost(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	sh(t, a.data, a.mnt, "printf 'one\\n' > f")
+	t0 := mustPgPadfs(t, b.data, url, "now")
+	at := mustPgPadfs(t, b.data, url, "checkpoint", "--session", s, "cp")
+	sh(t, a.data, a.mnt, "printf 'two\\n' > f; printf 'new\\n' > g")
+	if got := sh(t, a.data, a.mnt, "cat .asof/cp/f; ls .asof/cp; cat f"); got != "one\nf\ntwo\n" {
+		t.Errorf("the holder's .asof/cp and f after a checkpoint from another host: %q", got)
+	}
+	if got := mustPgPadfs(t, a.data, url, "checkpoint", "--session", s, "--list"); got != "cp "+at {
+		t.Errorf("checkpoints listed on the holder's host: %q; want cp %s", got, at)
+	}
+	if r := pgPadfs(t, b.data, url, "checkpoint", "--session", s, "cp"); r.code == 0 || !strings.Contains(r.errout, "already names "+at) {
+		t.Errorf("a second checkpoint cp from another host: exit %d, %q; want it refused as a duplicate", r.code, r.errout)
+	}
+	if r := pgPadfs(t, b.data, url, "restore", "--session", s, "--asof", t0); r.code == 0 || !strings.Contains(r.errout, "mounted read-write by pid ") {
+		t.Errorf("restore from another host: exit %d, %q; want it refused, naming the holder", r.code, r.errout)
+	}
+
+	// Checkpoints from b while a commits.
+	w := exec.Command("bash", "-c", `cd "$1" && for i in $(seq 40); do printf '%s\n' $i > n$i; done`, "bash", a.mnt)
+	w.Env = env(a.data)
+	if err := w.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 5; i++ {
+		mustPgPadfs(t, b.data, url, "checkpoint", "--session", s, fmt.Sprintf("c%d", i))
+	}
+	if err := w.Wait(); err != nil {
+		t.Fatalf("writer on the holder beside checkpoints from another host: %v", err)
+	}
+
+	// The log, on both hosts (b's padfs log, a's through its mount, and
+	// a's .log/ file): the same events, numbered without gaps, HLCs
+	// increasing, the checkpoints in place.
+	la := mustPgPadfs(t, a.data, url, "log", "--session", s, "--json")
+	if lb := mustPgPadfs(t, b.data, url, "log", "--session", s, "--json"); la != lb {
+		t.Errorf("log on the holder's host:\n%s\nlog on the other:\n%s", la, lb)
+	}
+	if lf := strings.TrimSpace(sh(t, a.data, a.mnt, "cat .log/events.jsonl")); lf != la {
+		t.Errorf(".log/events.jsonl on the holder:\n%s\npadfs log --json:\n%s", lf, la)
+	}
+	evs := parseLog(t, la)
+	seen := map[string]bool{} // the n* files created before each event
+	names := map[string]string{}
+	for i, ev := range evs {
+		if ev.Seq != uint64(i+1) || i > 0 && ev.HLC <= evs[i-1].HLC {
+			t.Errorf("event %d: seq %d at %s after %s", i+1, ev.Seq, ev.HLC, evs[max(i-1, 0)].HLC)
+		}
+		if ev.Op == "session.checkpoint" {
+			var want []string
+			for n := range seen {
+				want = append(want, n)
+			}
+			slices.Sort(want)
+			names[ev.Detail] = strings.Join(want, " ")
+			if ev.Detail == "cp" && ev.HLC != at {
+				t.Errorf("checkpoint cp's event at %s; checkpoint printed %s", ev.HLC, at)
+			}
+			continue
+		}
+		if strings.HasPrefix(ev.Path, "n") {
+			seen[ev.Path] = true
+		}
+	}
+	t.Logf("the n* files each checkpoint names: %q", names)
+	if len(names) != 6 {
+		t.Fatalf("checkpoint events in the log: %v; want cp, c1..c5", names)
+	}
+	// Each checkpoint names exactly the files the log created before it,
+	// on the holder (.asof/) and on b (a read-only mount as of it).
+	for i := 1; i <= 5; i++ {
+		cp := fmt.Sprintf("c%d", i)
+		got := strings.TrimSpace(strings.ReplaceAll(sh(t, a.data, a.mnt, "ls .asof/"+cp+" | grep '^n' | sort || true"), "\n", " "))
+		if got != names[cp] {
+			t.Errorf(".asof/%s on the holder: %q; the log created %q before it", cp, got, names[cp])
+		}
+	}
+	mb := startMount(t, b.data, b.mnt, "--store", url, "--session", s, "--asof", "c3")
+	got := strings.TrimSpace(strings.ReplaceAll(sh(t, b.data, b.mnt, "ls | grep '^n' | sort || true"), "\n", " "))
+	if got != names["c3"] {
+		t.Errorf("session as of c3 on the other host: %q; the log created %q before it", got, names["c3"])
+	}
+	mb.stop()
+	mb = startMount(t, b.data, b.mnt, "--store", url, "--session", s, "--asof", "cp")
+	if got := sh(t, b.data, b.mnt, "cat f; ls"); got != "one\nf\n" {
+		t.Errorf("session as of cp on the other host: %q", got)
+	}
+	mb.stop()
+	// log --since cp on both hosts: the events after it.
+	since := mustPgPadfs(t, a.data, url, "log", "--session", s, "--since", "cp", "--json")
+	if sb := mustPgPadfs(t, b.data, url, "log", "--session", s, "--since", "cp", "--json"); sb != since {
+		t.Errorf("log --since cp on the holder's host:\n%s\non the other:\n%s", since, sb)
+	}
+	var after []string
+	for _, ev := range evs {
+		if ev.HLC > at {
+			after = append(after, fmt.Sprint(ev.Seq))
+		}
+	}
+	var gotSince []string
+	for _, ev := range parseLog(t, since) {
+		gotSince = append(gotSince, fmt.Sprint(ev.Seq))
+	}
+	if len(after) == 0 || !slices.Equal(gotSince, after) {
+		t.Errorf("log --since cp: events %v; want %v (those after %s)", gotSince, after, at)
+	}
+	// Mounted read-write on b once a let go: .asof/ there names them too.
+	ma.stop()
+	mb = startMount(t, b.data, b.mnt, "--store", url, "--session", s)
+	if got := sh(t, b.data, b.mnt, "cat .asof/cp/f; ls .asof/cp; cat f"); got != "one\nf\ntwo\n" {
+		t.Errorf(".asof/cp on the other host: %q", got)
+	}
+	got = strings.TrimSpace(strings.ReplaceAll(sh(t, b.data, b.mnt, "ls .asof/c4 | grep '^n' | sort || true"), "\n", " "))
+	if got != names["c4"] {
+		t.Errorf(".asof/c4 on the other host: %q; the log created %q before it", got, names["c4"])
+	}
+	mb.stop()
 }

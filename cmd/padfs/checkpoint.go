@@ -26,7 +26,9 @@ state the name stands for from then on. .asof/NAME/ in a mount shows it, ls
 .asof/ lists the name beside the HLCs, and padfs diff, padfs log --since and
 padfs session fork --asof accept it wherever they accept an HLC. Writes a
 running mount still buffers are committed first, so the checkpoint includes
-every write that returned.
+every write that returned. On a PostgreSQL store it works from any host,
+also while another host has the session mounted read-write: it then names
+what that mount has committed (every file closed or fsync'ed there).
 
 Names are unique per session. A name must be a valid file name of at most
 128 bytes (no '/', no control characters, no leading or trailing blanks, not

@@ -103,11 +103,21 @@ func partOf(k []byte) []byte {
 }
 
 // sessionKind reports whether keys of kind b are a session's: the kind
-// byte, then the session's 16-byte id (the mvcc key layout). The guard on
-// padfs_changes (sessionKinds) knows the same list.
+// byte, then the session's 16-byte id (the mvcc key layout).
 func sessionKind(b byte) bool {
+	return guardedKind(b) || b == 'E' || b == 'N' || b == 'K'
+}
+
+// guardedKind reports whether keys of kind b are those of a session that
+// only its lease holder may change, and so reads lease-local: all of a
+// session's kinds but its log (E events, N counters) and its checkpoint
+// names (K). A commit of those alone, a checkpoint, changes no file, no
+// content and no metadata, so any host may make it while another holds
+// the lease; the holder reads them with a check, as it reads other keys.
+// The guard on padfs_changes (padfs_changes_guard) knows the same list.
+func guardedKind(b byte) bool {
 	switch b {
-	case 'H', 'Z', 'N', 'K', 'E', 'D', 'I', 'X', 'S', 'P', 'L', 'W':
+	case 'H', 'Z', 'D', 'I', 'X', 'S', 'P', 'L', 'W':
 		return true
 	}
 	return false
@@ -275,7 +285,11 @@ func (c *cache) coverLocked(lo, hi string, inf bool) {
 	if !inf && hi <= lo {
 		return
 	}
-	if s, ok := c.spanBefore(lo); ok && (s.inf || s.hi >= lo) {
+	s, ok := c.spanBefore(lo)
+	if ok && (s.inf || !inf && s.hi >= hi) {
+		return // covered already: a commit's key in a range read before
+	}
+	if ok && (s.inf || s.hi >= lo) {
 		c.spans.Delete(s)
 		lo = s.lo
 		if s.inf || !inf && s.hi > hi {

@@ -19,11 +19,13 @@ import (
 //
 //   - Another padfs process: every commit logs its partitions in
 //     padfs_changes under the writer lock, and the guard on that table
-//     (padfs_changes_guard) refuses a change to a partition of a session
-//     whose lease is live and held by someone else (`padfs checkpoint`,
-//     `restore`, `undo`, `prune`, `redact`, `rename` or a hard forget from
+//     (padfs_changes_guard) refuses a change to a guarded partition of a
+//     session whose lease is live and held by someone else (`padfs
+//     restore`, `undo`, `prune`, `redact`, `rename` or a hard forget from
 //     another host fail, naming the holder; a mount's policy skips the
-//     sessions others hold). What must override a live holder takes the
+//     sessions others hold). A session's log and checkpoint names are not
+//     guarded (guardedKind): `padfs checkpoint` works from any host, and
+//     the holder reads those keys with a check. What must override a live holder takes the
 //     lease over and waits until the holder's lease has run out before it
 //     commits (TakeOver: `session forget --force`, `fsck --repair` takes
 //     "*", which no session lease can be held beside).
@@ -39,12 +41,12 @@ import (
 //     before this commit, which for the session's keys is the View's own
 //     snapshot), and they go on in it when they must ask the server.
 //
-// So while the lease lives, the leased session's keys in the database are
-// what this process's cache holds for them. The privilege ends before the
-// server would let anyone else take the lease (Lease.local); a Release
-// ends it first. A View reads a copy-on-write snapshot of the cache
-// (snapshot) as long as every key it asks for is in a leased session's
-// partition and covered; its first other read (a miss, or a key of the
+// So while the lease lives, the leased session's guarded keys in the
+// database are what this process's cache holds for them. The privilege
+// ends before the server would let anyone else take the lease
+// (Lease.local); a Release ends it first. A View reads a copy-on-write
+// snapshot of the cache (snapshot) as long as every key it asks for is in
+// a guarded partition of a leased session and covered; its first other read (a miss, or a key of the
 // store, of another session, or of a chunk) begins a transaction as any
 // View does, reading the changes since the snapshot's generation: if one
 // of them touched a partition the View read from the snapshot (which only
@@ -97,10 +99,10 @@ func (s *Store) anyLocal() bool {
 	return m != nil && len(*m) > 0
 }
 
-// isLocal reports whether partition p is a session's whose lease this
-// process holds with its privilege in force.
+// isLocal reports whether partition p is a guarded one of a session whose
+// lease this process holds with its privilege in force.
 func (s *Store) isLocal(p []byte) bool {
-	if len(p) != 17 || !sessionKind(p[0]) {
+	if len(p) != 17 || !guardedKind(p[0]) {
 		return false
 	}
 	m := s.locals.Load()

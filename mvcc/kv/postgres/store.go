@@ -20,7 +20,9 @@
 //     commits beside it. Writes are buffered in memory (reads see them) and
 //     sent at commit as one INSERT ... ON CONFLICT over arrays and one
 //     DELETE ... = ANY, pipelined with the lease checks and the COMMIT: one
-//     round trip.
+//     round trip, which also begins the next batch (beginning ahead, see
+//     queueAhead), so that Updates one after another cost one round trip
+//     each.
 //   - Group commit: Updates that queue up while one is running join its
 //     PostgreSQL transaction, each with its own undo (an Update whose fn
 //     fails is rolled back alone); the batch commits when nobody is
@@ -69,7 +71,19 @@ type Options struct {
 	// server cannot be reached (restarting, or the network), keeps trying
 	// before it fails (default DefaultRetryFor).
 	RetryFor time.Duration
+	// AheadIdle is how long the writer transaction a commit begins ahead,
+	// in its own round trip, waits for the next Update before it is rolled
+	// back (default DefaultAheadIdle; negative: commits begin none). It
+	// holds the writer lock meanwhile: other processes' commits wait up to
+	// that long.
+	AheadIdle time.Duration
 }
+
+// DefaultAheadIdle is the default Options.AheadIdle: longer than the gap
+// between the commits of a program that runs file operations one after
+// another (a shell loop, tar, git), short beside a round trip of another
+// host's commit.
+const DefaultAheadIdle = 2 * time.Millisecond
 
 // DefaultRetryFor is the default Options.RetryFor: as long as a lease
 // outlives its holder, so that a server restart shorter than that costs
@@ -118,11 +132,12 @@ type Stats struct {
 	Begins            int64 // round trips beginning a transaction
 	Gets, Pages       int64 // round trips reading a key, a page of keys
 	Commits           int64 // round trips committing a batch
+	Ahead, Idle       int64 // batches begun in the previous commit's round trip; of them, rolled back unused
 	Trips             int64 // all round trips (RoundTrips)
 }
 
 type stats struct {
-	views, localViews, updates, batches, begins, gets, pages, commits atomic.Int64
+	views, localViews, updates, batches, begins, gets, pages, commits, ahead, idle atomic.Int64
 }
 
 // Stats returns the counts so far.
@@ -130,19 +145,19 @@ func (s *Store) Stats() Stats {
 	return Stats{Views: s.stats.views.Load(), LocalViews: s.stats.localViews.Load(),
 		Updates: s.stats.updates.Load(), Batches: s.stats.batches.Load(),
 		Begins: s.stats.begins.Load(), Gets: s.stats.gets.Load(), Pages: s.stats.pages.Load(),
-		Commits: s.stats.commits.Load(), Trips: s.trips.Load()}
+		Commits: s.stats.commits.Load(), Ahead: s.stats.ahead.Load(), Idle: s.stats.idle.Load(), Trips: s.trips.Load()}
 }
 
 // Sub returns the counts of st since earlier.
 func (st Stats) Sub(earlier Stats) Stats {
 	return Stats{st.Views - earlier.Views, st.LocalViews - earlier.LocalViews, st.Updates - earlier.Updates,
 		st.Batches - earlier.Batches, st.Begins - earlier.Begins, st.Gets - earlier.Gets, st.Pages - earlier.Pages,
-		st.Commits - earlier.Commits, st.Trips - earlier.Trips}
+		st.Commits - earlier.Commits, st.Ahead - earlier.Ahead, st.Idle - earlier.Idle, st.Trips - earlier.Trips}
 }
 
 func (st Stats) String() string {
-	return fmt.Sprintf("%d trips: %d views (%d local), %d updates in %d batches; %d begins, %d gets, %d pages, %d commits",
-		st.Trips, st.Views, st.LocalViews, st.Updates, st.Batches, st.Begins, st.Gets, st.Pages, st.Commits)
+	return fmt.Sprintf("%d trips: %d views (%d local), %d updates in %d batches; %d begins, %d gets, %d pages, %d commits; %d begun ahead, %d idle",
+		st.Trips, st.Views, st.LocalViews, st.Updates, st.Batches, st.Begins, st.Gets, st.Pages, st.Commits, st.Ahead, st.Idle)
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -167,6 +182,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.RetryFor <= 0 {
 		opts.RetryFor = DefaultRetryFor
+	}
+	if opts.AheadIdle == 0 {
+		opts.AheadIdle = DefaultAheadIdle
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -226,7 +244,7 @@ BEGIN
 	WHERE l.sid IS NOT NULL AND l.expires > clock_timestamp()
 		AND NOT (l.name || '/' || l.token) = ANY (string_to_array(coalesce(current_setting('padfs.mine', true), ''), ','))
 		AND EXISTS (SELECT 1 FROM unnest(NEW.parts) p WHERE length(p) = 0
-			OR get_byte(p, 0) = ANY ('{72,90,78,75,69,68,73,88,83,80,76,87}'::int[]) AND (length(p) < 17 OR substring(p FROM 2 FOR 16) = l.sid))
+			OR get_byte(p, 0) = ANY ('{72,90,68,73,88,83,80,76,87}'::int[]) AND (length(p) < 17 OR substring(p FROM 2 FOR 16) = l.sid))
 	LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'session % is mounted read-write by pid % on host % since % (its lease): only its holder may write it',
@@ -245,6 +263,22 @@ BEGIN
 	IF NOT EXISTS (SELECT 1 FROM padfs_lease WHERE name = n AND token = tok AND expires > clock_timestamp()) THEN
 		RAISE EXCEPTION 'lease % (token %) is no longer held', n, tok USING ERRCODE = 'PF001';
 	END IF;
+END $f$;
+CREATE OR REPLACE FUNCTION padfs_log(g bigint, nc bigint, ps bytea[], mine text, names text[], tokens bigint[], chan text, who text)
+RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+	lost record;
+BEGIN
+	PERFORM set_config('padfs.mine', mine, true);
+	-- padfs_fence of each lease, in one query.
+	SELECT h.n, h.t INTO lost FROM unnest(names, tokens) AS h(n, t)
+	WHERE NOT EXISTS (SELECT 1 FROM padfs_lease WHERE name = h.n AND token = h.t AND expires > clock_timestamp()) LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'lease % (token %) is no longer held', lost.n, lost.t USING ERRCODE = 'PF001';
+	END IF;
+	PERFORM set_config('padfs.logged', 'on', true);
+	INSERT INTO padfs_changes (gen, nonce, parts) VALUES (g, nc, ps);
+	PERFORM pg_notify(chan, who);
 END $f$;
 `
 
@@ -468,6 +502,20 @@ func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin s
 	if write {
 		pb.Queue("SELECT pg_advisory_xact_lock($1)", int64(writerLock))
 	}
+	s.queueGen(pb, from)
+	s.trips.Add(1)
+	s.stats.begins.Add(1)
+	br := c.SendBatch(ctx, pb)
+	err := s.readBegin(br, r, write)
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// queueGen queues the reads of the generation and the changes since from
+// (-1: the cache's), which readGen reads.
+func (s *Store) queueGen(pb *pgx.Batch, from int64) {
 	pb.Queue(qNewest)
 	if s.cache != nil {
 		s.cache.mu.Lock()
@@ -477,14 +525,6 @@ func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin s
 		s.cache.mu.Unlock()
 		pb.Queue(qChanges, from)
 	}
-	s.trips.Add(1)
-	s.stats.begins.Add(1)
-	br := c.SendBatch(ctx, pb)
-	err := s.readBegin(br, r, write)
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
@@ -496,6 +536,11 @@ func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
 			return err
 		}
 	}
+	return s.readGen(br, r, write)
+}
+
+// readGen reads what queueGen queued into r and brings the cache to it.
+func (s *Store) readGen(br pgx.BatchResults, r *reader, write bool) error {
 	r.gen, r.nonce = 0, 0
 	err := br.QueryRow().Scan(&r.gen, &r.nonce)
 	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
@@ -741,33 +786,31 @@ func (p *pager) next() (k, v []byte, ok bool, err error) {
 			p.finished = true
 			continue
 		}
-		if p.r.lazy {
-			k, v, found, known := p.r.localNext(&p.pos, p.end)
-			if found {
-				p.pos = string(k) + "\x00"
-				return k, v, true, nil
+		// What this process holds: a lease-local View's snapshot (until
+		// it must begin), else the cache at the transaction's generation.
+		var k, v []byte
+		var found, known bool
+		switch {
+		case p.r.lazy:
+			if k, v, found, known = p.r.localNext(&p.pos, p.end); !found && !known {
+				if err := p.r.begin(); err != nil {
+					return nil, nil, false, err
+				}
+				continue // begun: the cache, or a fetch
 			}
-			if known {
-				p.finished = true
-				continue
-			}
-			if err := p.r.begin(); err != nil {
+		case p.r.cached:
+			k, v, found, known = p.r.s.cache.next(p.r.gen, &p.pos, p.end)
+		}
+		switch {
+		case found:
+			p.pos = string(k) + "\x00"
+			return k, v, true, nil
+		case known:
+			p.finished = true
+		default:
+			if err := p.fetch(); err != nil {
 				return nil, nil, false, err
 			}
-		}
-		if p.r.cached {
-			k, v, found, known := p.r.s.cache.next(p.r.gen, &p.pos, p.end)
-			if found {
-				p.pos = string(k) + "\x00"
-				return k, v, true, nil
-			}
-			if known {
-				p.finished = true
-				continue
-			}
-		}
-		if err := p.fetch(); err != nil {
-			return nil, nil, false, err
 		}
 	}
 }
@@ -858,6 +901,8 @@ type batch struct {
 	done  chan struct{} // closed after COMMIT (or its failure)
 	err   error         // the COMMIT's outcome
 	nonce int64         // of its generation (b.r.gen+1)
+	used  bool          // an Update ran in it (a batch begun ahead may wait for one)
+	ahead time.Time     // when it was begun ahead (zero: by an Update)
 }
 
 // entry is a buffered write: a value, or a deletion.
@@ -884,14 +929,23 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 		return kv.ErrClosed
 	}
 	b := s.batch
+	if b != nil && !b.used && !b.ahead.IsZero() && time.Since(b.ahead) > aheadServerIdle/2 {
+		// Its timer came late (a paused process): the server may be
+		// about to end it.
+		s.dropAheadLocked(b)
+		b = nil
+	}
 	if b == nil {
 		var err error
 		if b, err = s.beginLocked(); err != nil {
 			s.mu.Unlock()
 			return err
 		}
-		s.stats.batches.Add(1)
 		s.batch = b
+	}
+	if !b.used {
+		b.used = true
+		s.stats.batches.Add(1)
 	}
 	t := &txn{b: b, undo: map[string]undo{}}
 	panicked, ferr := callFn(fn, t)
@@ -938,8 +992,76 @@ func (s *Store) beginLocked() (*batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	return newBatch(c, r), nil
+}
+
+func newBatch(c *pgxpool.Conn, r *reader) *batch {
 	return &batch{conn: c, r: r, ov: btree.NewBTreeGOptions(entryLess, btree.Options{NoLocks: true}),
-		done: make(chan struct{}), nonce: rand.Int64()}, nil
+		done: make(chan struct{}), nonce: rand.Int64()}
+}
+
+// Beginning ahead. A commit's round trip also begins the next batch on
+// its connection (BEGIN, the writer lock if it is free, the generation),
+// so that an Update that follows soon, as the next file operation of a
+// program does, costs one round trip instead of two. While that batch
+// waits it holds the writer lock, as a running batch does: it reads
+// everything committed before it and nothing can commit beside it. It is
+// rolled back, freeing the lock, when no Update came for
+// Options.AheadIdle, or when the lock was not free (another process's
+// writer was waiting: it goes first, and this process's next Update
+// begins as usual). A process paused or cut off while such a batch waits
+// (its timer cannot run) would hold the lock for every host: the server
+// ends the batch's session once it has been idle aheadServerIdle, and an
+// Update does not take a batch begun ahead that long ago.
+
+// aheadServerIdle is the idle_in_transaction_session_timeout of a batch
+// begun ahead: how long a paused process can keep the writer lock from
+// the others.
+const aheadServerIdle = 2 * time.Second
+
+// queueAhead queues the begin of the next batch after a COMMIT.
+func (s *Store) queueAhead(pb *pgx.Batch) {
+	pb.Queue("BEGIN")
+	pb.Queue("SELECT pg_try_advisory_xact_lock($1), set_config('idle_in_transaction_session_timeout', $2, true)",
+		int64(writerLock), fmt.Sprint(aheadServerIdle.Milliseconds()))
+	s.queueGen(pb, -1)
+}
+
+// readAhead reads what queueAhead queued: the next batch, or nil if the
+// writer lock was not free.
+func (s *Store) readAhead(br pgx.BatchResults, c *pgxpool.Conn) (*batch, error) {
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	var locked bool
+	var timeout string
+	if err := br.QueryRow().Scan(&locked, &timeout); err != nil || !locked {
+		return nil, err
+	}
+	r := &reader{s: s, q: c}
+	if err := s.readGen(br, r, true); err != nil {
+		return nil, err
+	}
+	b := newBatch(c, r)
+	b.ahead = time.Now()
+	return b, nil
+}
+
+// dropAheadLocked rolls the batch begun ahead b back (unused).
+func (s *Store) dropAheadLocked(b *batch) {
+	s.batch = nil
+	s.stats.idle.Add(1)
+	close(b.done)
+	s.endTx(b.conn)
+}
+
+// idleAhead rolls batch b, begun ahead, back if no Update has used it.
+func (s *Store) idleAhead(b *batch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.batch == b && !b.used {
+		s.dropAheadLocked(b)
+	}
 }
 
 // changesKept is how many generations padfs_changes keeps: a process
@@ -951,13 +1073,13 @@ const changesKept = 10000
 // generation: its change row names the partitions it touched.
 func (s *Store) finishLocked(b *batch) {
 	defer close(b.done)
-	defer b.conn.Release()
 	ctx := context.Background()
 	if b.n == 0 || b.r.err != nil {
 		b.err = b.r.err
 		if _, err := b.conn.Exec(ctx, "ROLLBACK"); err != nil && b.err == nil {
 			b.err = s.wrap(err)
 		}
+		b.conn.Release()
 		return
 	}
 	var puts, vals, dels, parts [][]byte
@@ -979,19 +1101,18 @@ func (s *Store) finishLocked(b *batch) {
 	held := s.heldLeases()
 	pb := &pgx.Batch{}
 	if len(puts)+len(dels) > 0 {
-		// The leases it holds, for the guard on padfs_changes.
+		// One statement (padfs_log): the leases it holds, for the guard on
+		// padfs_changes; their fences (a former holder's commit fails as
+		// fenced, before the guard refuses it); the change, first, so that
+		// the trigger on padfs_kv sees it logged; the notification.
 		mine := make([]string, len(held))
+		names, tokens := make([]string, len(held)), make([]int64, len(held))
 		for i, l := range held {
 			mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
+			names[i], tokens[i] = l.name, l.token
 		}
-		pb.Queue("SELECT set_config('padfs.mine', $1, true)", strings.Join(mine, ","))
-		// A former holder's commit fails as fenced, before the guard refuses it.
-		for _, l := range held {
-			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
-		}
-		// First, so that the trigger on padfs_kv sees it logged.
-		pb.Queue("INSERT INTO padfs_changes (gen, nonce, parts) SELECT $1, $2, $3::bytea[] WHERE set_config('padfs.logged', 'on', true) = 'on'",
-			gen, b.nonce, parts)
+		pb.Queue("SELECT padfs_log($1, $2, $3::bytea[], $4, $5::text[], $6::bigint[], $7, $8)",
+			gen, b.nonce, parts, strings.Join(mine, ","), names, tokens, notifyChannel, s.id)
 		if gen%1024 == 0 {
 			pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
 		}
@@ -1007,10 +1128,12 @@ func (s *Store) finishLocked(b *batch) {
 			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
 		}
 	}
-	if len(puts)+len(dels) > 0 {
-		pb.Queue("SELECT pg_notify('"+notifyChannel+"', $1)", s.id)
-	}
+	before := pb.Len()
 	pb.Queue("COMMIT")
+	ahead := s.opts.AheadIdle > 0 && !s.closed.Load()
+	if ahead {
+		s.queueAhead(pb)
+	}
 	logged := len(puts)+len(dels) > 0 && s.cache != nil
 	if logged {
 		s.commitStart(gen)
@@ -1019,13 +1142,45 @@ func (s *Store) finishLocked(b *batch) {
 	}
 	s.trips.Add(1)
 	s.stats.commits.Add(1)
-	err := b.conn.SendBatch(ctx, pb).Close()
-	if err != nil || b.conn.Conn().PgConn().TxStatus() != 'I' {
-		b.conn.Exec(ctx, "ROLLBACK")
-		if err == nil {
-			err = errors.New("transaction did not commit")
+	br := b.conn.SendBatch(ctx, pb)
+	var err error
+	for i := 0; i < before && err == nil; i++ {
+		_, err = br.Exec()
+	}
+	if err == nil {
+		var tag pgconn.CommandTag
+		if tag, err = br.Exec(); err == nil && tag.String() != "COMMIT" {
+			err = errors.New("transaction did not commit") // "ROLLBACK": it had failed
 		}
+	}
+	var next *batch
+	if err == nil && ahead {
+		// Committed: whatever becomes of the next batch, this one stands.
+		var aerr error
+		next, aerr = s.readAhead(br, b.conn)
+		if cerr := br.Close(); aerr != nil || cerr != nil {
+			next = nil
+		}
+	} else if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	switch {
+	case err != nil:
+		b.conn.Exec(ctx, "ROLLBACK")
 		b.err = s.wrap(err)
+		b.conn.Release()
+	case next != nil:
+		s.stats.ahead.Add(1)
+		s.batch = next
+		time.AfterFunc(s.opts.AheadIdle, func() { s.idleAhead(next) })
+	case ahead:
+		s.endTx(b.conn) // the next batch did not get the lock, or failed
+	default:
+		if b.conn.Conn().PgConn().TxStatus() != 'I' {
+			b.conn.Exec(ctx, "ROLLBACK")
+			b.err = s.wrap(errors.New("transaction did not commit"))
+		}
+		b.conn.Release()
 	}
 	if logged {
 		s.cache.committed(gen, b, b.err == nil)
