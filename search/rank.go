@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -360,10 +361,26 @@ func (r *rq) lower(data []byte) []byte {
 	return lowerASCII(data)
 }
 
-// lowerASCII is a copy of b with ASCII letters lowercased.
+// lowerASCII is a copy of b with ASCII letters lowercased. Eight bytes
+// at a time: the re-rankers lowercase about a megabyte per query.
 func lowerASCII(b []byte) []byte {
 	out := make([]byte, len(b))
-	for i, c := range b {
+	const (
+		low7 = 0x7f7f7f7f7f7f7f7f
+		high = 0x8080808080808080
+		geA  = 0x3f3f3f3f3f3f3f3f // 0x80 - 'A': the high bit of c&0x7f + geA says c&0x7f >= 'A'
+		gtZ  = 0x2525252525252525 // 0x80 - 'Z' - 1: ... says c&0x7f > 'Z'
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		h := x & low7
+		// The high bit of each byte that is 'A'..'Z' (not one >= 0x80).
+		upper := (h + geA) &^ (h + gtZ) &^ x & high
+		binary.LittleEndian.PutUint64(out[i:], x|upper>>2)
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
@@ -884,10 +901,11 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 		c := cs[i]
 		if !isBinary(c.data) {
 			c.low = r.lower(c.data)
-			c.raw[rProx] = proxScore(c.low, r)
+			o := r.occurrences(c.low)
+			c.raw[rProx] = proxScore(c.low, o, r)
 			var decls int
 			c.raw[rDef], decls = defScore(c.path, c.data, r)
-			c.raw[rDoc] = docScore(c.path, c.data, c.low, r)
+			c.raw[rDoc] = docScoreOcc(c.path, c.data, c.low, o, r)
 			c.contentPrior = 1
 			// Generated code is not what a query means, unless it names
 			// the kind the generator writes ("sha256 block amd64
@@ -932,6 +950,51 @@ type pathComp struct {
 	seg uint32
 }
 
+// compAnalysis is what pathScore needs of a path component whatever the
+// query: lowercased, its words (codetok's, whole, and analyzed) and its
+// parts (codetok's, lowercased).
+type compAnalysis struct {
+	s            string
+	words, parts []string
+}
+
+// compCache holds the analysis of the path components seen by ranked
+// searches, process-wide: analyzing them was a tenth of a query's CPU,
+// and a corpus has a few tens of thousands of distinct ones (emptied when
+// it holds maxCompCache).
+var compCache = struct {
+	sync.Mutex
+	m map[string]*compAnalysis
+}{m: map[string]*compAnalysis{}}
+
+const maxCompCache = 1 << 17
+
+func analyzeComp(comp string) *compAnalysis {
+	compCache.Lock()
+	a := compCache.m[comp]
+	compCache.Unlock()
+	if a != nil {
+		return a
+	}
+	a = &compAnalysis{s: strings.ToLower(comp)}
+	for _, w := range codetok.Words(comp, true) {
+		a.words = append(a.words, strings.ToLower(w))
+	}
+	for _, t := range wholeAn.Analyze([]byte(comp)) {
+		a.words = append(a.words, string(t.Term))
+	}
+	for _, w := range codetok.Words(comp, false) {
+		a.parts = append(a.parts, strings.ToLower(w))
+	}
+	compCache.Lock()
+	if len(compCache.m) >= maxCompCache {
+		clear(compCache.m)
+	}
+	compCache.m[comp] = a
+	compCache.Unlock()
+	return a
+}
+
 // pathScore is the path ranker: for each query unit, its best match
 // among the path's components (the file name, without extension, counts
 // fully, its directory 0.7, directories above 0.4), averaged over the
@@ -953,15 +1016,10 @@ func pathScore(p string, r *rq) float64 {
 		}
 		c, ok := r.comps[comps[i]]
 		if !ok {
-			c = pathComp{s: strings.ToLower(comps[i])}
-			for _, w := range codetok.Words(comps[i], true) {
-				c.words = append(c.words, strings.ToLower(w))
-			}
-			for _, t := range wholeAn.Analyze([]byte(comps[i])) {
-				c.words = append(c.words, string(t.Term))
-			}
-			for _, w := range codetok.Words(comps[i], false) {
-				c.seg |= segment(strings.ToLower(w), r.pieces)
+			a := analyzeComp(comps[i])
+			c = pathComp{s: a.s, words: slices.Clip(a.words)}
+			for _, w := range a.parts {
+				c.seg |= segment(w, r.pieces)
 			}
 			r.comps[comps[i]] = c
 		}
@@ -981,9 +1039,10 @@ func pathScore(p string, r *rq) float64 {
 		var parts float64
 		for pi, word := range u.parts {
 			stem := u.stems[pi]
+			abbrevs := abbreviations()[stem]
 			var best float64
 			for _, c := range cs {
-				m := wordMatch(c, word, stem)
+				m := wordMatch(c, word, stem, abbrevs)
 				if ui < maxSegUnits && c.seg&(1<<ui) != 0 {
 					m = max(m, abbrevMatch)
 				}
@@ -1015,8 +1074,9 @@ func pathScore(p string, r *rq) float64 {
 
 // wordMatch is how well a query word (and its stem) matches path
 // component c: exactly or by stem 1, by abbreviation 0.8, inside a
-// compound 0.6, by a common prefix up to 0.4.
-func wordMatch(c pathComp, word, stem string) float64 {
+// compound 0.6, by a common prefix up to 0.4. abbrevs are the stem's
+// abbreviations().
+func wordMatch(c pathComp, word, stem string, abbrevs []string) float64 {
 	var m float64
 	for _, w := range c.words {
 		switch {
@@ -1024,7 +1084,7 @@ func wordMatch(c pathComp, word, stem string) float64 {
 			m = max(m, 1)
 		case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
 			m = max(m, abbrevMatch) // abbreviation (reg, register) or a longer form
-		case slices.Contains(abbreviations()[stem], w):
+		case slices.Contains(abbrevs, w):
 			m = max(m, abbrevMatch) // cmd for command
 		}
 	}
@@ -1090,73 +1150,30 @@ func isDeprecated(low []byte, decls int) bool {
 	if decls == 0 {
 		return false
 	}
-	n := bytes.Count(low, []byte("@deprecated"))
+	// One scan for both forms ("deprecated" cannot overlap itself).
+	word := []byte("deprecated")
+	rare := rarestByte(word)
+	n := 0
 	for off := 0; ; {
-		i := bytes.Index(low[off:], []byte("deprecated:"))
-		if i < 0 {
+		at := indexFrom(low, word, off, rare)
+		if at < 0 {
 			break
 		}
-		at := off + i
+		off = at + 1
+		if at > 0 && low[at-1] == '@' {
+			n++
+			continue
+		}
+		if at+len(word) >= len(low) || low[at+len(word)] != ':' {
+			continue
+		}
 		// The comment's text starts there: "// Deprecated:", "# Deprecated:".
 		line := low[bytes.LastIndexByte(low[:at], '\n')+1 : at]
 		if len(bytes.Trim(line, " \t/#*")) == 0 {
 			n++
 		}
-		off = at + 1
 	}
 	return 2*n >= decls
-}
-
-// proxScore is the proximity ranker over lowercased content: the share
-// of the query's words found together in one window (squared), and a
-// bonus for the whole query as a phrase.
-func proxScore(low []byte, r *rq) float64 {
-	type occ struct{ at, word int }
-	var occs []occ
-	for i, nd := range r.needles {
-		b := []byte(nd)
-		off, cnt := 0, 0
-		for cnt < maxOccurrences {
-			j := bytes.Index(low[off:], b)
-			if j < 0 {
-				break
-			}
-			occs = append(occs, occ{off + j, i})
-			off += j + len(b)
-			cnt++
-		}
-	}
-	if len(occs) == 0 {
-		return 0
-	}
-	sort.Slice(occs, func(a, b int) bool { return occs[a].at < occs[b].at })
-	in := make([]int, len(r.needles))
-	distinct, best := 0, 0
-	lo := 0
-	for _, o := range occs {
-		if in[o.word]++; in[o.word] == 1 {
-			distinct++
-		}
-		for o.at-occs[lo].at > proxWindow {
-			if in[occs[lo].word]--; in[occs[lo].word] == 0 {
-				distinct--
-			}
-			lo++
-		}
-		best = max(best, distinct)
-	}
-	f := float64(best) / float64(len(r.needles))
-	s := 0.8 * f * f
-	for _, p := range r.phrases {
-		if bytes.Contains(low, p) {
-			s += 0.2
-			break
-		}
-	}
-	if len(r.phrases) == 0 {
-		s = 1 // one word: found
-	}
-	return s
 }
 
 // defScore is the declaration re-ranker (and the number of names the
