@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
@@ -341,4 +342,47 @@ func refIsDeprecated(low []byte, decls int) bool {
 		off = at + 1
 	}
 	return 2*n >= decls
+}
+
+// TestKindRankerFilter: the kind ranker keeps to the files of the
+// query's kinds by the index's kind field: a Go file in a directory named
+// like a kind (bash/, md/) is none of them, a one-letter extension (.s)
+// and a prose name (README.vendor) are. It failed before the kind field:
+// the paths' words let bash/runner.go and md/runner.go in.
+func TestKindRankerFilter(t *testing.T) {
+	body := []byte("// run the tests of the tree in order\n")
+	ix, _, sid := rankIndex(t, map[string][]byte{
+		"bash/runner.go":   append([]byte("package bash\n"), body...),
+		"md/runner.go":     append([]byte("package md\n"), body...),
+		"tools/run.bash":   append([]byte("#!/bin/bash\n"), body...),
+		"doc/tests.md":     body,
+		"x/README.vendor":  body,
+		"x/run_amd64.s":    body,
+		"x/run_amd64.go":   append([]byte("package x\n"), body...),
+		"x/runner_test.go": append([]byte("package x\n"), body...),
+	})
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"run the tests in order", []string{"doc/tests.md", "tools/run.bash", "x/README.vendor"}}, // no kind named: prose and scripts
+		{"bash script to run the tests", []string{"tools/run.bash"}},
+		{"run the tests amd64 assembly", []string{"x/run_amd64.s"}},
+		{"markdown notes on running tests", []string{"doc/tests.md", "x/README.vendor"}},
+	} {
+		res, err := ix.be.search(context.Background(), sid, rankQuery{Text: c.q, Size: candidatesPerRanker})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, h := range res {
+			if h.scores[rankKind] > 0 {
+				got = append(got, h.id)
+			}
+		}
+		sort.Strings(got)
+		if strings.Join(got, " ") != strings.Join(c.want, " ") {
+			t.Errorf("%q: the kind ranker found %q, want %q", c.q, got, c.want)
+		}
+	}
 }
