@@ -580,16 +580,19 @@ func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HL
 	// reads are independent), in the pool's order for what follows.
 	if err := parallel(ctx, len(pool), func(i int) error {
 		c := pool[i]
-		n, err := ix.st.Walk(sid, c.path, at)
-		if err != nil || !n.IsRegular() {
-			return nil // gone since
-		}
-		data, err := ix.st.ReadAll(n)
-		if err != nil {
-			return fmt.Errorf("search: read %s: %w", c.path, err)
-		}
-		c.n, c.data, c.read = n, data, true
-		return nil
+		// One read transaction for the walk and the content.
+		return ix.st.View(func(t *mvcc.ReadTx) error {
+			n, err := t.Walk(sid, c.path, at)
+			if err != nil || !n.IsRegular() {
+				return nil // gone since
+			}
+			data, err := t.ContentInto(n, nil)
+			if err != nil {
+				return fmt.Errorf("search: read %s: %w", c.path, err)
+			}
+			c.n, c.data, c.read = n, data, true
+			return nil
+		})
 	}); err != nil {
 		return nil, err
 	}

@@ -50,7 +50,11 @@ func commentBlocks(p string, data []byte, fn func(start, end int)) {
 			end += pos
 		}
 		line := data[pos:end]
-		t := bytes.TrimLeft(line, " \t")
+		i := 0
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		t := line[i:] // bytes.TrimLeft(line, " \t"), without its set per call
 		tOff := pos + len(line) - len(t)
 		switch {
 		case prose:
@@ -89,7 +93,7 @@ func commentBlocks(p string, data []byte, fn func(start, end int)) {
 				inBlockComment = true
 				extend(tOff, end)
 			}
-		case lang == codetok.LangGo && bytes.Count(line, []byte("`"))%2 == 1:
+		case lang == codetok.LangGo && bytes.IndexByte(line, '`') >= 0 && bytes.Count(line, []byte("`"))%2 == 1:
 			flush()
 			closeStr = []byte("`")
 			if at := pos + bytes.LastIndexByte(line, '`') + 1; len(bytes.TrimSpace(data[at:end])) > 0 {
