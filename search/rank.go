@@ -181,8 +181,9 @@ type rq struct {
 	// idents are the query's identifiers as typed.
 	idents map[string]bool
 	// comps caches the path components pathScore analyzed.
-	comps  map[string]pathComp
-	prefix string
+	comps   map[string]pathComp
+	compsMu sync.Mutex // pathScore runs on several goroutines
+	prefix  string
 	// kinds are the kinds of file the query names (namedKinds).
 	kinds map[string]bool
 	// strongKind: a word of the query names a kind and nothing else
@@ -358,13 +359,16 @@ func (r *rq) lower(data []byte) []byte {
 			}
 		}
 	}
-	return lowerASCII(data)
+	return lowerASCIIInto(getBuf(len(data)), data)
 }
 
-// lowerASCII is a copy of b with ASCII letters lowercased. Eight bytes
-// at a time: the re-rankers lowercase about a megabyte per query.
-func lowerASCII(b []byte) []byte {
-	out := make([]byte, len(b))
+// lowerASCII is a copy of b with ASCII letters lowercased.
+func lowerASCII(b []byte) []byte { return lowerASCIIInto(make([]byte, len(b)), b) }
+
+// lowerASCIIInto writes b with ASCII letters lowercased to out (as long
+// as b) and returns it. Eight bytes at a time: the re-rankers lowercase
+// about a megabyte per query.
+func lowerASCIIInto(out, b []byte) []byte {
 	const (
 		low7 = 0x7f7f7f7f7f7f7f7f
 		high = 0x8080808080808080
@@ -563,9 +567,17 @@ func (ix *Index) walkWithin(sid mvcc.SessionID, r *rq, at mvcc.HLC, fn func(file
 // rankIndexed fuses the index's candidates, reads the best and re-ranks
 // them.
 func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand, k int) ([]Hit, error) {
-	for _, c := range cs {
-		c.raw[rPath] = pathScore(c.path, r)
-		c.kindPrior = kindPrior(r, c.path)
+	// Path scores for some 300 candidates, in parallel by chunks (one a
+	// goroutine's hand-off would cost as much as a score).
+	const chunk = 32
+	if err := parallel(ctx, (len(cs)+chunk-1)/chunk, func(i int) error {
+		for _, c := range cs[i*chunk : min(len(cs), (i+1)*chunk)] {
+			c.raw[rPath] = pathScore(c.path, r)
+			c.kindPrior = kindPrior(r, c.path)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	forceDeclarers(cs)
 	forceKinds(cs)
@@ -577,7 +589,15 @@ func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HL
 		}
 	}
 	// The pool's files are read in parallel (50-80 of them; the store's
-	// reads are independent), in the pool's order for what follows.
+	// reads are independent), in the pool's order for what follows, into
+	// pooled buffers, returned when the hits are made.
+	defer func() {
+		for _, c := range pool {
+			putBuf(c.data)
+			putBuf(c.low)
+			c.data, c.low = nil, nil
+		}
+	}()
 	if err := parallel(ctx, len(pool), func(i int) error {
 		c := pool[i]
 		// One read transaction for the walk and the content.
@@ -586,7 +606,11 @@ func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HL
 			if err != nil || !n.IsRegular() {
 				return nil // gone since
 			}
-			data, err := t.ContentInto(n, nil)
+			var buf []byte
+			if n.Size <= MaxTextSize {
+				buf = getBuf(int(n.Size))
+			}
+			data, err := t.ContentInto(n, buf)
 			if err != nil {
 				return fmt.Errorf("search: read %s: %w", c.path, err)
 			}
@@ -899,7 +923,6 @@ func fuse(cs []*cand, nr int) {
 // in data), fuses again and returns the best k as hits.
 func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit, error) {
 	// Each candidate's scores depend on it alone: computed in parallel.
-	// pathScore's cache (r.comps) is not touched here.
 	if err := parallel(ctx, len(cs), func(i int) error {
 		c := cs[i]
 		if !isBinary(c.data) {
@@ -1017,14 +1040,18 @@ func pathScore(p string, r *rq) float64 {
 		case 1:
 			w = 0.7
 		}
+		r.compsMu.Lock()
 		c, ok := r.comps[comps[i]]
+		r.compsMu.Unlock()
 		if !ok {
 			a := analyzeComp(comps[i])
 			c = pathComp{s: a.s, words: slices.Clip(a.words)}
 			for _, w := range a.parts {
 				c.seg |= segment(w, r.pieces)
 			}
+			r.compsMu.Lock()
 			r.comps[comps[i]] = c
+			r.compsMu.Unlock()
 		}
 		c.weight = w
 		cs = append(cs, c)

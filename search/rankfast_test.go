@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
@@ -384,5 +387,61 @@ func TestKindRankerFilter(t *testing.T) {
 		if strings.Join(got, " ") != strings.Join(c.want, " ") {
 			t.Errorf("%q: the kind ranker found %q, want %q", c.q, got, c.want)
 		}
+	}
+}
+
+// TestRankPooledBuffers: the re-rankers' buffers are pooled (getBuf,
+// putBuf) and reused by the next query; concurrent queries, in another
+// order, must give every hit, score, line and snippet the first ones did
+// one at a time: a buffer returned while in use, or handed to two
+// queries, would show as another snippet or score.
+func TestRankPooledBuffers(t *testing.T) {
+	ix, _, sid := rankIndex(t, corpus(t))
+	queries := []string{"buffered reader", "regexp syntax parse", "func (b *Builder) WriteString", "utf8 rune decode",
+		"sort stable insertion", "needle", "split after separator", "compile regexp machine onepass", "path clean join", "unicode letter"}
+	want := map[string][]Hit{}
+	for _, q := range queries {
+		hits, err := ix.Search(context.Background(), sid, q, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(hits) == 0 || hits[0].Snippet == "" {
+			t.Fatalf("%q: %d hits, first snippet %q", q, len(hits), hits[0].Snippet)
+		}
+		want[q] = hits
+	}
+	errs := make(chan error, len(queries)*3)
+	var wg sync.WaitGroup
+	for round := range 3 {
+		for i := range queries {
+			q := queries[len(queries)-1-i]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				hits, err := ix.Search(context.Background(), sid, q, 10)
+				if err != nil {
+					errs <- err
+					return
+				}
+				if !reflect.DeepEqual(hits, want[q]) {
+					errs <- fmt.Errorf("round %d %q: hits %q differ from the first search's %q", round, q, paths(hits), paths(want[q]))
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	for _, n := range []int{0, 1, 4096, 4097, 1 << 20} {
+		b := getBuf(n)
+		if len(b) != n || cap(b) < n {
+			t.Errorf("getBuf(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		putBuf(b)
+	}
+	if b := getBuf(1<<20 + 1); cap(b) != 1<<20+1 {
+		t.Errorf("getBuf beyond the classes: cap %d", cap(b))
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"slices"
 	"sort"
+	"sync"
 )
 
 // The re-rankers find the query's words in each candidate's lowercased
@@ -167,4 +168,48 @@ func proxScore(low []byte, o *occs, r *rq) float64 {
 		s = 1 // one word: found
 	}
 	return s
+}
+
+// bufs pool the re-rankers' buffers (a file's content and its lowercased
+// copy) by size class, powers of two from 4 KiB to MaxTextSize: a query
+// reads and lowercases about a megabyte, which allocated afresh each time
+// made the mount's process collect garbage for it.
+var bufs [bufClasses]sync.Pool
+
+const (
+	minBufShift = 12
+	bufClasses  = 20 - minBufShift + 1 // up to 1 MiB, MaxTextSize
+)
+
+// bufClass is the class of a buffer of n bytes (-1: none).
+func bufClass(n int) int {
+	for c := range bufClasses {
+		if n <= 1<<(c+minBufShift) {
+			return c
+		}
+	}
+	return -1
+}
+
+// getBuf returns a buffer of n bytes, pooled if n is in a class.
+func getBuf(n int) []byte {
+	c := bufClass(n)
+	if c < 0 {
+		return make([]byte, n)
+	}
+	if p, ok := bufs[c].Get().(*[]byte); ok {
+		return (*p)[:n]
+	}
+	return make([]byte, n, 1<<(c+minBufShift))
+}
+
+// putBuf returns b to its pool, if getBuf made it (any other buffer is
+// left to the garbage collector).
+func putBuf(b []byte) {
+	c := bufClass(cap(b))
+	if c < 0 || cap(b) != 1<<(c+minBufShift) {
+		return
+	}
+	b = b[:0]
+	bufs[c].Put(&b)
 }
