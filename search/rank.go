@@ -951,8 +951,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 	if len(cs) > k {
 		cs = cs[:k]
 	}
-	hits := make([]Hit, 0, len(cs))
-	for _, c := range cs {
+	hits := make([]Hit, len(cs))
+	// Snippets read each hit's lines: in parallel too.
+	if err := parallel(ctx, len(cs), func(j int) error {
+		c := cs[j]
 		h := Hit{Path: c.path, Score: c.score, Degraded: degraded}
 		if !isBinary(c.data) {
 			h.Line, h.Snippet = snippet(c.data, c.low, r.needles)
@@ -960,7 +962,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 		for i := range numRankers {
 			h.Explain = append(h.Explain, Contribution{Ranker: rankerNames[i], Raw: c.raw[i], Rank: c.rank[i], Weight: rankerWeights[i], Score: c.part[i]})
 		}
-		hits = append(hits, h)
+		hits[j] = h
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	return hits, nil
 }
