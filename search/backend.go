@@ -448,22 +448,30 @@ func (lb *localBackend) search(ctx context.Context, sid mvcc.SessionID, q rankQu
 				hits[i].scores[r] = h.Score
 			}
 		}
-		// Second round: every candidate's score by every ranker, not only
-		// by those that listed it (a file found by what it declares has a
-		// text score too).
-		ids := make([]string, len(hits))
-		for i, h := range hits {
-			ids[i] = h.id
-		}
-		qs = onlyDocs(qs, ids)
-		res, err = searchAll(ctx, si.bl, qs, func(r int) int {
-			if r != rankText && r != rankDecl || res[r].Total <= uint64(q.Size) {
-				// Only the fused rankers (the others pick candidates),
-				// and only if the first round did not have them all.
-				return 0
+		// Second round: every candidate's score by every fused ranker (the
+		// others pick candidates), not only by those that listed it (a
+		// file found by what it declares has a text score too): the
+		// candidates the first round did not score, unless it had all of
+		// the ranker's matches. (Rescoring the others too was a third of
+		// this round: its cost is mostly finding the ids in each segment.)
+		var need [numIndexRankers][]string
+		for _, r := range []int{rankText, rankDecl} {
+			if res[r].Total <= uint64(q.Size) {
+				continue
 			}
-			return len(ids)
-		}, lb.rankThread)
+			for _, h := range hits {
+				if h.scores[r] == 0 {
+					need[r] = append(need[r], h.id)
+				}
+			}
+		}
+		second := make([]query.Query, len(qs))
+		for r := range qs {
+			if len(need[r]) > 0 {
+				second[r] = onlyDocs(qs[r:r+1], need[r])[0]
+			}
+		}
+		res, err = searchAll(ctx, si.bl, second, func(r int) int { return len(need[r]) }, lb.rankThread)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -16,6 +16,8 @@
 //	           and split
 //	pathw      the path's words, whole and split         padfs search (candidates by name)
 //	pathg      trigrams of the path's words              padfs search (candidates by part of a name)
+//	kind       the file's extension, lowercased (".s"),  padfs search (the kind ranker's filter)
+//	           and "readme" for a prose name (fileKinds)
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
 //	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
 //	           than maxDocTrigrams distinct trigrams
@@ -64,7 +66,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-12"
+	formatVersion = "padfs-search-13"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.
@@ -469,6 +471,9 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	doc.AddField(document.NewTextFieldCustom("ino", nil, []byte(strconv.FormatUint(uint64(ino), 10)), keywordOpts, nil))
 	doc.AddField(&analyzedField{name: "pathw", data: []byte(path), an: wholeAn})
 	doc.AddField(&analyzedField{name: "pathg", data: []byte(path), an: pathGramAn})
+	for _, k := range fileKinds(path) {
+		doc.AddField(document.NewTextFieldCustom("kind", nil, []byte(k), keywordOpts, nil))
+	}
 	if data == nil {
 		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 		return doc

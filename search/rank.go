@@ -3,6 +3,7 @@ package search
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -180,8 +181,9 @@ type rq struct {
 	// idents are the query's identifiers as typed.
 	idents map[string]bool
 	// comps caches the path components pathScore analyzed.
-	comps  map[string]pathComp
-	prefix string
+	comps   map[string]pathComp
+	compsMu sync.Mutex // pathScore runs on several goroutines
+	prefix  string
 	// kinds are the kinds of file the query names (namedKinds).
 	kinds map[string]bool
 	// strongKind: a word of the query names a kind and nothing else
@@ -357,13 +359,32 @@ func (r *rq) lower(data []byte) []byte {
 			}
 		}
 	}
-	return lowerASCII(data)
+	return lowerASCIIInto(getBuf(len(data)), data)
 }
 
 // lowerASCII is a copy of b with ASCII letters lowercased.
-func lowerASCII(b []byte) []byte {
-	out := make([]byte, len(b))
-	for i, c := range b {
+func lowerASCII(b []byte) []byte { return lowerASCIIInto(make([]byte, len(b)), b) }
+
+// lowerASCIIInto writes b with ASCII letters lowercased to out (as long
+// as b) and returns it. Eight bytes at a time: the re-rankers lowercase
+// about a megabyte per query.
+func lowerASCIIInto(out, b []byte) []byte {
+	const (
+		low7 = 0x7f7f7f7f7f7f7f7f
+		high = 0x8080808080808080
+		geA  = 0x3f3f3f3f3f3f3f3f // 0x80 - 'A': the high bit of c&0x7f + geA says c&0x7f >= 'A'
+		gtZ  = 0x2525252525252525 // 0x80 - 'Z' - 1: ... says c&0x7f > 'Z'
+	)
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		h := x & low7
+		// The high bit of each byte that is 'A'..'Z' (not one >= 0x80).
+		upper := (h + geA) &^ (h + gtZ) &^ x & high
+		binary.LittleEndian.PutUint64(out[i:], x|upper>>2)
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
 		if 'A' <= c && c <= 'Z' {
 			c += 'a' - 'A'
 		}
@@ -546,9 +567,17 @@ func (ix *Index) walkWithin(sid mvcc.SessionID, r *rq, at mvcc.HLC, fn func(file
 // rankIndexed fuses the index's candidates, reads the best and re-ranks
 // them.
 func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HLC, r *rq, cs []*cand, k int) ([]Hit, error) {
-	for _, c := range cs {
-		c.raw[rPath] = pathScore(c.path, r)
-		c.kindPrior = kindPrior(r, c.path)
+	// Path scores for some 300 candidates, in parallel by chunks (one a
+	// goroutine's hand-off would cost as much as a score).
+	const chunk = 32
+	if err := parallel(ctx, (len(cs)+chunk-1)/chunk, func(i int) error {
+		for _, c := range cs[i*chunk : min(len(cs), (i+1)*chunk)] {
+			c.raw[rPath] = pathScore(c.path, r)
+			c.kindPrior = kindPrior(r, c.path)
+		}
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	forceDeclarers(cs)
 	forceKinds(cs)
@@ -560,19 +589,34 @@ func (ix *Index) rankIndexed(ctx context.Context, sid mvcc.SessionID, at mvcc.HL
 		}
 	}
 	// The pool's files are read in parallel (50-80 of them; the store's
-	// reads are independent), in the pool's order for what follows.
+	// reads are independent), in the pool's order for what follows, into
+	// pooled buffers, returned when the hits are made.
+	defer func() {
+		for _, c := range pool {
+			putBuf(c.data)
+			putBuf(c.low)
+			c.data, c.low = nil, nil
+		}
+	}()
 	if err := parallel(ctx, len(pool), func(i int) error {
 		c := pool[i]
-		n, err := ix.st.Walk(sid, c.path, at)
-		if err != nil || !n.IsRegular() {
-			return nil // gone since
-		}
-		data, err := ix.st.ReadAll(n)
-		if err != nil {
-			return fmt.Errorf("search: read %s: %w", c.path, err)
-		}
-		c.n, c.data, c.read = n, data, true
-		return nil
+		// One read transaction for the walk and the content.
+		return ix.st.View(func(t *mvcc.ReadTx) error {
+			n, err := t.Walk(sid, c.path, at)
+			if err != nil || !n.IsRegular() {
+				return nil // gone since
+			}
+			var buf []byte
+			if n.Size <= MaxTextSize {
+				buf = getBuf(int(n.Size))
+			}
+			data, err := t.ContentInto(n, buf)
+			if err != nil {
+				return fmt.Errorf("search: read %s: %w", c.path, err)
+			}
+			c.n, c.data, c.read = n, data, true
+			return nil
+		})
 	}); err != nil {
 		return nil, err
 	}
@@ -879,15 +923,15 @@ func fuse(cs []*cand, nr int) {
 // in data), fuses again and returns the best k as hits.
 func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit, error) {
 	// Each candidate's scores depend on it alone: computed in parallel.
-	// pathScore's cache (r.comps) is not touched here.
 	if err := parallel(ctx, len(cs), func(i int) error {
 		c := cs[i]
 		if !isBinary(c.data) {
 			c.low = r.lower(c.data)
-			c.raw[rProx] = proxScore(c.low, r)
+			o := r.occurrences(c.low)
+			c.raw[rProx] = proxScore(c.low, o, r)
 			var decls int
 			c.raw[rDef], decls = defScore(c.path, c.data, r)
-			c.raw[rDoc] = docScore(c.path, c.data, c.low, r)
+			c.raw[rDoc] = docScoreOcc(c.path, c.data, c.low, o, r)
 			c.contentPrior = 1
 			// Generated code is not what a query means, unless it names
 			// the kind the generator writes ("sha256 block amd64
@@ -907,8 +951,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 	if len(cs) > k {
 		cs = cs[:k]
 	}
-	hits := make([]Hit, 0, len(cs))
-	for _, c := range cs {
+	hits := make([]Hit, len(cs))
+	// Snippets read each hit's lines: in parallel too.
+	if err := parallel(ctx, len(cs), func(j int) error {
+		c := cs[j]
 		h := Hit{Path: c.path, Score: c.score, Degraded: degraded}
 		if !isBinary(c.data) {
 			h.Line, h.Snippet = snippet(c.data, c.low, r.needles)
@@ -916,7 +962,10 @@ func rerank(ctx context.Context, r *rq, cs []*cand, k int, degraded bool) ([]Hit
 		for i := range numRankers {
 			h.Explain = append(h.Explain, Contribution{Ranker: rankerNames[i], Raw: c.raw[i], Rank: c.rank[i], Weight: rankerWeights[i], Score: c.part[i]})
 		}
-		hits = append(hits, h)
+		hits[j] = h
+		return nil
+	}); err != nil {
+		return nil, err
 	}
 	return hits, nil
 }
@@ -930,6 +979,51 @@ type pathComp struct {
 	// seg: the units (by bit) whose pieces one of its words is made of
 	// (netpoll: network poller); see segment.
 	seg uint32
+}
+
+// compAnalysis is what pathScore needs of a path component whatever the
+// query: lowercased, its words (codetok's, whole, and analyzed) and its
+// parts (codetok's, lowercased).
+type compAnalysis struct {
+	s            string
+	words, parts []string
+}
+
+// compCache holds the analysis of the path components seen by ranked
+// searches, process-wide: analyzing them was a tenth of a query's CPU,
+// and a corpus has a few tens of thousands of distinct ones (emptied when
+// it holds maxCompCache).
+var compCache = struct {
+	sync.Mutex
+	m map[string]*compAnalysis
+}{m: map[string]*compAnalysis{}}
+
+const maxCompCache = 1 << 17
+
+func analyzeComp(comp string) *compAnalysis {
+	compCache.Lock()
+	a := compCache.m[comp]
+	compCache.Unlock()
+	if a != nil {
+		return a
+	}
+	a = &compAnalysis{s: strings.ToLower(comp)}
+	for _, w := range codetok.Words(comp, true) {
+		a.words = append(a.words, strings.ToLower(w))
+	}
+	for _, t := range wholeAn.Analyze([]byte(comp)) {
+		a.words = append(a.words, string(t.Term))
+	}
+	for _, w := range codetok.Words(comp, false) {
+		a.parts = append(a.parts, strings.ToLower(w))
+	}
+	compCache.Lock()
+	if len(compCache.m) >= maxCompCache {
+		clear(compCache.m)
+	}
+	compCache.m[comp] = a
+	compCache.Unlock()
+	return a
 }
 
 // pathScore is the path ranker: for each query unit, its best match
@@ -951,19 +1045,18 @@ func pathScore(p string, r *rq) float64 {
 		case 1:
 			w = 0.7
 		}
+		r.compsMu.Lock()
 		c, ok := r.comps[comps[i]]
+		r.compsMu.Unlock()
 		if !ok {
-			c = pathComp{s: strings.ToLower(comps[i])}
-			for _, w := range codetok.Words(comps[i], true) {
-				c.words = append(c.words, strings.ToLower(w))
+			a := analyzeComp(comps[i])
+			c = pathComp{s: a.s, words: slices.Clip(a.words)}
+			for _, w := range a.parts {
+				c.seg |= segment(w, r.pieces)
 			}
-			for _, t := range wholeAn.Analyze([]byte(comps[i])) {
-				c.words = append(c.words, string(t.Term))
-			}
-			for _, w := range codetok.Words(comps[i], false) {
-				c.seg |= segment(strings.ToLower(w), r.pieces)
-			}
+			r.compsMu.Lock()
 			r.comps[comps[i]] = c
+			r.compsMu.Unlock()
 		}
 		c.weight = w
 		cs = append(cs, c)
@@ -981,9 +1074,10 @@ func pathScore(p string, r *rq) float64 {
 		var parts float64
 		for pi, word := range u.parts {
 			stem := u.stems[pi]
+			abbrevs := abbreviations()[stem]
 			var best float64
 			for _, c := range cs {
-				m := wordMatch(c, word, stem)
+				m := wordMatch(c, word, stem, abbrevs)
 				if ui < maxSegUnits && c.seg&(1<<ui) != 0 {
 					m = max(m, abbrevMatch)
 				}
@@ -1015,8 +1109,9 @@ func pathScore(p string, r *rq) float64 {
 
 // wordMatch is how well a query word (and its stem) matches path
 // component c: exactly or by stem 1, by abbreviation 0.8, inside a
-// compound 0.6, by a common prefix up to 0.4.
-func wordMatch(c pathComp, word, stem string) float64 {
+// compound 0.6, by a common prefix up to 0.4. abbrevs are the stem's
+// abbreviations().
+func wordMatch(c pathComp, word, stem string, abbrevs []string) float64 {
 	var m float64
 	for _, w := range c.words {
 		switch {
@@ -1024,7 +1119,7 @@ func wordMatch(c pathComp, word, stem string) float64 {
 			m = max(m, 1)
 		case len(w) >= 3 && (strings.HasPrefix(word, w) || strings.HasPrefix(w, stem)):
 			m = max(m, abbrevMatch) // abbreviation (reg, register) or a longer form
-		case slices.Contains(abbreviations()[stem], w):
+		case slices.Contains(abbrevs, w):
 			m = max(m, abbrevMatch) // cmd for command
 		}
 	}
@@ -1090,73 +1185,30 @@ func isDeprecated(low []byte, decls int) bool {
 	if decls == 0 {
 		return false
 	}
-	n := bytes.Count(low, []byte("@deprecated"))
+	// One scan for both forms ("deprecated" cannot overlap itself).
+	word := []byte("deprecated")
+	rare := rarestByte(word)
+	n := 0
 	for off := 0; ; {
-		i := bytes.Index(low[off:], []byte("deprecated:"))
-		if i < 0 {
+		at := indexFrom(low, word, off, rare)
+		if at < 0 {
 			break
 		}
-		at := off + i
+		off = at + 1
+		if at > 0 && low[at-1] == '@' {
+			n++
+			continue
+		}
+		if at+len(word) >= len(low) || low[at+len(word)] != ':' {
+			continue
+		}
 		// The comment's text starts there: "// Deprecated:", "# Deprecated:".
 		line := low[bytes.LastIndexByte(low[:at], '\n')+1 : at]
 		if len(bytes.Trim(line, " \t/#*")) == 0 {
 			n++
 		}
-		off = at + 1
 	}
 	return 2*n >= decls
-}
-
-// proxScore is the proximity ranker over lowercased content: the share
-// of the query's words found together in one window (squared), and a
-// bonus for the whole query as a phrase.
-func proxScore(low []byte, r *rq) float64 {
-	type occ struct{ at, word int }
-	var occs []occ
-	for i, nd := range r.needles {
-		b := []byte(nd)
-		off, cnt := 0, 0
-		for cnt < maxOccurrences {
-			j := bytes.Index(low[off:], b)
-			if j < 0 {
-				break
-			}
-			occs = append(occs, occ{off + j, i})
-			off += j + len(b)
-			cnt++
-		}
-	}
-	if len(occs) == 0 {
-		return 0
-	}
-	sort.Slice(occs, func(a, b int) bool { return occs[a].at < occs[b].at })
-	in := make([]int, len(r.needles))
-	distinct, best := 0, 0
-	lo := 0
-	for _, o := range occs {
-		if in[o.word]++; in[o.word] == 1 {
-			distinct++
-		}
-		for o.at-occs[lo].at > proxWindow {
-			if in[occs[lo].word]--; in[occs[lo].word] == 0 {
-				distinct--
-			}
-			lo++
-		}
-		best = max(best, distinct)
-	}
-	f := float64(best) / float64(len(r.needles))
-	s := 0.8 * f * f
-	for _, p := range r.phrases {
-		if bytes.Contains(low, p) {
-			s += 0.2
-			break
-		}
-	}
-	if len(r.phrases) == 0 {
-		s = 1 // one word: found
-	}
-	return s
 }
 
 // defScore is the declaration re-ranker (and the number of names the

@@ -50,7 +50,11 @@ func commentBlocks(p string, data []byte, fn func(start, end int)) {
 			end += pos
 		}
 		line := data[pos:end]
-		t := bytes.TrimLeft(line, " \t")
+		i := 0
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		t := line[i:] // bytes.TrimLeft(line, " \t"), without its set per call
 		tOff := pos + len(line) - len(t)
 		switch {
 		case prose:
@@ -89,7 +93,7 @@ func commentBlocks(p string, data []byte, fn func(start, end int)) {
 				inBlockComment = true
 				extend(tOff, end)
 			}
-		case lang == codetok.LangGo && bytes.Count(line, []byte("`"))%2 == 1:
+		case lang == codetok.LangGo && bytes.IndexByte(line, '`') >= 0 && bytes.Count(line, []byte("`"))%2 == 1:
 			flush()
 			closeStr = []byte("`")
 			if at := pos + bytes.LastIndexByte(line, '`') + 1; len(bytes.TrimSpace(data[at:end])) > 0 {
@@ -135,21 +139,32 @@ func isProseName(p string) bool {
 // discusses it in many comments, one that mentions it in one. low is the
 // file's content lowercased (the same offsets as data).
 func docScore(p string, data, low []byte, r *rq) float64 {
+	return docScoreOcc(p, data, low, nil, r)
+}
+
+// docScoreOcc is docScore given the needles' occurrences in low (nil:
+// found here).
+func docScoreOcc(p string, data, low []byte, o *occs, r *rq) float64 {
 	if len(r.needles) == 0 {
 		return 0
 	}
 	if len(low) != len(data) {
 		// Lowercasing changed lengths (some non-ASCII letters): fold
 		// ASCII only, so that offsets into data hold.
-		low = lowerASCII(data)
+		low, o = lowerASCII(data), nil
+	}
+	if o == nil {
+		o = r.occurrences(low)
+	}
+	if o.none {
+		return 0 // no block holds a word
 	}
 	best, good := 0, 0
 	half := (len(r.needles) + 1) / 2
 	commentBlocks(p, data, func(start, end int) {
-		lb := low[start:end]
 		n := 0
-		for _, nd := range r.needles {
-			if hasWordPrefix(lb, []byte(nd)) {
+		for i, nd := range r.needles {
+			if o.inBlock(i, len(nd), start, end) {
 				n++
 			}
 		}
@@ -160,22 +175,6 @@ func docScore(p string, data, low []byte, r *rq) float64 {
 	})
 	f := float64(best) / float64(len(r.needles))
 	return 0.8*f*f + 0.2*min(1, float64(good)/5)
-}
-
-// hasWordPrefix reports whether nd occurs in b at the start of a word.
-func hasWordPrefix(b, nd []byte) bool {
-	off := 0
-	for {
-		i := bytes.Index(b[off:], nd)
-		if i < 0 {
-			return false
-		}
-		at := off + i
-		if at == 0 || !isASCIIAlnum(b[at-1]) {
-			return true
-		}
-		off = at + 1
-	}
 }
 
 func isASCIIAlnum(c byte) bool {

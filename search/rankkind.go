@@ -2,7 +2,6 @@ package search
 
 import (
 	"path"
-	"regexp"
 	"sort"
 	"strings"
 
@@ -122,35 +121,35 @@ func queryKinds(q string) []string {
 }
 
 // kindQuery is the kind ranker's query: mq (the text ranker's) within
-// the files of the query's kinds. An extension of two letters or more
-// (and a prose name) is a term of the path's words, cheap to look up
-// (it may name a directory too: md of crypto/md5, a few candidates
-// more); a one-letter one (.s, .h) is no word there, and is matched as
-// a regular expression over the paths, one walk of their terms (about
-// 5 ms on Go's src), which only a query naming such a kind pays.
+// the files of the query's kinds, by the index's kind field (fileKinds):
+// a few terms, where the paths' words found a directory named like a
+// kind too and a one-letter extension (.s, .h) took a regular expression
+// over every path (13 ms of the worker's CPU on Go's src, the slowest
+// ranker of the queries that named assembly, C or headers).
 func kindQuery(q string, mq query.Query) query.Query {
 	var fs []query.Query
-	var short []string
 	for _, k := range queryKinds(q) {
-		if e, ok := strings.CutPrefix(k, "."); ok && len(e) == 1 {
-			short = append(short, regexp.QuoteMeta(e))
-			continue
-		}
-		for _, t := range wholeAn.Analyze([]byte(strings.TrimPrefix(k, "."))) {
-			fs = append(fs, termQ("pathw", string(t.Term)))
-		}
-	}
-	if len(short) > 0 {
-		re := query.NewRegexpQuery(`.*\.(` + strings.Join(short, "|") + `)`)
-		re.SetField("path")
-		fs = append(fs, re)
-	}
-	if len(fs) == 0 {
-		return query.NewMatchNoneQuery() // every kind's term a stop word
+		fs = append(fs, termQ("kind", k))
 	}
 	f := query.NewDisjunctionQuery(fs)
 	f.SetBoost(0)
 	return query.NewConjunctionQuery([]query.Query{f, mq})
+}
+
+// fileKinds are the kind field's terms of the file p: its extension,
+// lowercased, and "readme" for a prose name (README.vendor), what
+// namesKind matches a query's kinds against.
+func fileKinds(p string) []string {
+	base := path.Base(p)
+	var ks []string
+	if e := strings.ToLower(path.Ext(base)); e != "" {
+		ks = append(ks, e)
+	}
+	stem, _, _ := strings.Cut(base, ".")
+	if proseNames[strings.ToLower(stem)] {
+		ks = append(ks, "readme")
+	}
+	return ks
 }
 
 // strongKindWords name a kind of file and nothing else a query means

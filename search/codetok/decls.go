@@ -70,6 +70,9 @@ func Decls(name string, data []byte) []string {
 			line, data = data, nil
 		}
 		indented := len(line) > 0 && (line[0] == ' ' || line[0] == '\t')
+		if indented && lang == LangGo && !inBlock {
+			continue // a function's body: most of a Go file's lines
+		}
 		t := bytes.TrimSpace(line)
 		if len(t) == 0 {
 			continue
