@@ -173,7 +173,7 @@ func TestStreamsRecordCoveredLast(t *testing.T) {
 	}
 	<-w.exited
 	for i := 0; ; i++ {
-		if _, err := rb.get(sid); err == nil {
+		if nw, err := rb.get(sid); err == nil && nw != w {
 			break
 		}
 		if i > 12000 {
