@@ -10,7 +10,7 @@ import (
 // commits that came during a long catch-up (tar -x) have waited long
 // enough, and the next pass starts at once instead of leaving the worker
 // idle for settleMax. The delays here are an hour, so only the age of the
-// commits can start the pass (dirtySince set as a pass an hour long would
+// commits can start the pass (dirtySince set as a pass two hours long would
 // leave it).
 func TestSettleCountsFromFirstCommit(t *testing.T) {
 	st, data := openStore(t)
@@ -20,12 +20,15 @@ func TestSettleCountsFromFirstCommit(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ix.Close()
+	// The commits wait: the settle counts from its own start, an hour.
+	putFile(t, st, sid, "b", []byte("needle too\n"))
+	// As a pass of two hours would leave them: they waited long enough,
+	// and the next wake (a commit of the burst; here a kick) starts the
+	// pass.
 	ix.mu.Lock()
-	ix.dirty[sid] = true
 	ix.dirtySince = time.Now().Add(-2 * time.Hour)
 	ix.mu.Unlock()
-	// A commit of the burst wakes the settle under way.
-	putFile(t, st, sid, "b", []byte("needle too\n"))
+	ix.kick()
 	waitCovered(t, ix, st, sid)
 	out, code, stats := padGrep(t, ix, sid, []string{"-rn", "needle"})
 	if out != "a:1:needle\nb:1:needle too\n" || code != 0 || stats.Scanned || stats.Degraded {
