@@ -606,10 +606,8 @@ func (lb *localBackend) flush(sid mvcc.SessionID) error {
 		return err
 	}
 	return lb.guard(sid, "batch", func() error {
-		if bt.docs > 0 {
-			if err := bt.flush(); err != nil {
-				return err
-			}
+		if err := bt.flush(); err != nil {
+			return err
 		}
 		return bt.wait()
 	})

@@ -2,6 +2,7 @@ package search
 
 import (
 	"errors"
+	"hash/fnv"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
@@ -13,84 +14,122 @@ import (
 // record as covered is redone at the next Open.
 var errStopped = errors.New("search index: stopped")
 
-// batcher feeds documents to bleve in batches of bounded size. Scorch
-// builds one segment per batch on the caller's goroutine, so with
-// parallel > 1 full batches are committed on that many goroutines at once
-// and land in any order: fine for documents that all show the same state
-// (a build, a catch-up to one HLC), not for a deletion and a document of
-// the same id (see delete). The covered sequence number goes in the last
-// batch, after all others are in: a crash before it leaves the old
-// number, and the work since is redone.
+// batcher feeds documents to bleve in batches of bounded size, split into
+// streams by document id. Scorch builds one segment per batch on the
+// caller's goroutine, most of indexing's CPU: with parallel > 1 the
+// streams commit at once, each on a goroutine of its own (two streams use
+// both cores of a small machine, also for the last, partial batches). A
+// stream commits its batches one after another and an id always goes to
+// the same stream, so the operations on one id (a deletion, then the
+// document again; two versions) land in the order given; batches of
+// different streams land in any order. The covered sequence number goes
+// in the last batch, after every stream's others are in: a crash before
+// it leaves the old number, and the work since is redone.
 type batcher struct {
-	bl    bleve.Index
-	b     *bleve.Batch
-	bytes int64
-	docs  int
+	bl bleve.Index
 	// maxBytes and maxDocs bound one batch.
 	maxBytes int64
 	maxDocs  int
-	slots    chan struct{} // one per batch in flight
+	streams  []*stream
 	wg       sync.WaitGroup
 	mu       sync.Mutex
 	err      error
 	// room, if set, checks for disk space before a batch is committed.
 	room func() error
-	// added counts the current batch's documents (not deletions);
-	// committed, if set, is told how many once bleve has them.
-	added     int
+	// committed, if set, is told how many documents (not deletions) a
+	// batch held once bleve has them.
 	committed func(docs int)
 }
 
-func newBatcher(bl bleve.Index, parallel int, maxBytes int64, maxDocs int) *batcher {
-	return &batcher{bl: bl, b: bl.NewBatch(), slots: make(chan struct{}, max(parallel, 1)),
-		maxBytes: maxBytes, maxDocs: maxDocs}
+// stream is one sequence of batches.
+type stream struct {
+	b     *bleve.Batch
+	bytes int64
+	docs  int // operations in b: documents and deletions
+	added int // documents in b
+	// busy holds a token while one of the stream's batches is committed.
+	busy chan struct{}
 }
 
-// index adds doc (size bytes of content) and commits the batch when full.
+func newBatcher(bl bleve.Index, parallel int, maxBytes int64, maxDocs int) *batcher {
+	bt := &batcher{bl: bl, maxBytes: maxBytes, maxDocs: maxDocs, streams: make([]*stream, max(parallel, 1))}
+	for i := range bt.streams {
+		bt.streams[i] = &stream{b: bl.NewBatch(), busy: make(chan struct{}, 1)}
+	}
+	return bt
+}
+
+// stream returns the stream of document id.
+func (bt *batcher) stream(id string) *stream {
+	if len(bt.streams) == 1 {
+		return bt.streams[0]
+	}
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	return bt.streams[h.Sum32()%uint32(len(bt.streams))]
+}
+
+// index adds doc (size bytes of content) and commits its stream's batch
+// when full.
 func (bt *batcher) index(doc *document.Document, size int64) error {
-	if err := bt.b.IndexAdvanced(doc); err != nil {
+	s := bt.stream(doc.ID())
+	if err := s.b.IndexAdvanced(doc); err != nil {
 		return err
 	}
-	bt.bytes += size
-	bt.docs++
-	bt.added++
-	if bt.bytes < bt.maxBytes && bt.docs < bt.maxDocs {
+	s.bytes += size
+	s.docs++
+	s.added++
+	if s.bytes < bt.maxBytes && s.docs < bt.maxDocs {
 		return nil
 	}
-	return bt.flush()
+	return bt.flushStream(s)
 }
 
-// delete removes the document id. Batches in flight at once land in any
-// order: flush and wait before adding documents a deletion must precede.
+// delete removes the document id (before any later document of that id).
 func (bt *batcher) delete(id string) error {
-	bt.b.Delete(id)
-	bt.docs++
+	s := bt.stream(id)
+	s.b.Delete(id)
+	s.docs++
 	return nil
 }
 
-// flush commits the current batch (in the background when parallel > 1).
+// flush commits every stream's current batch (in the background with
+// more than one stream); wait waits for them.
 func (bt *batcher) flush() error {
-	b, added := bt.b, bt.added
-	bt.b, bt.bytes, bt.docs, bt.added = bt.bl.NewBatch(), 0, 0, 0
-	bt.slots <- struct{}{}
+	for _, s := range bt.streams {
+		if s.docs == 0 {
+			continue
+		}
+		if err := bt.flushStream(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushStream commits s's current batch once its previous one is in.
+func (bt *batcher) flushStream(s *stream) error {
+	b, added := s.b, s.added
+	s.b, s.bytes, s.docs, s.added = bt.bl.NewBatch(), 0, 0, 0
+	s.busy <- struct{}{}
 	if err := bt.failed(); err != nil {
-		<-bt.slots
+		<-s.busy
 		return err
 	}
 	if bt.room != nil {
 		if err := bt.room(); err != nil {
-			<-bt.slots
+			<-s.busy
 			return err
 		}
 	}
-	if cap(bt.slots) == 1 {
-		defer func() { <-bt.slots }()
+	if len(bt.streams) == 1 {
+		defer func() { <-s.busy }()
 		return bt.commit(b, added)
 	}
 	bt.wg.Add(1)
 	go func() {
 		defer bt.wg.Done()
-		defer func() { <-bt.slots }()
+		defer func() { <-s.busy }()
 		if err := bt.commit(b, added); err != nil {
 			bt.mu.Lock()
 			bt.err = errors.Join(bt.err, err)
@@ -113,8 +152,16 @@ func (bt *batcher) wait() error {
 }
 
 // finish commits the rest with (seq, at) recorded as covered, after every
-// earlier batch is in.
+// other batch is in: with several streams their last batches at once,
+// then the position in a batch of its own.
 func (bt *batcher) finish(seq uint64, at mvcc.HLC) error {
+	b, added := bt.bl.NewBatch(), 0
+	if s := bt.streams[0]; len(bt.streams) == 1 {
+		b, added = s.b, s.added
+		s.b, s.bytes, s.docs, s.added = bt.bl.NewBatch(), 0, 0, 0
+	} else if err := bt.flush(); err != nil {
+		return err
+	}
 	if err := bt.wait(); err != nil {
 		return err
 	}
@@ -123,9 +170,9 @@ func (bt *batcher) finish(seq uint64, at mvcc.HLC) error {
 			return err
 		}
 	}
-	bt.b.SetInternal(keySeq, u64(seq))
-	bt.b.SetInternal(keyHLC, u64(uint64(at)))
-	return bt.commit(bt.b, bt.added)
+	b.SetInternal(keySeq, u64(seq))
+	b.SetInternal(keyHLC, u64(uint64(at)))
+	return bt.commit(b, added)
 }
 
 // commit hands b (holding added documents) to bleve.

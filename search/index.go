@@ -105,9 +105,12 @@ type Index struct {
 	log *slog.Logger
 	be  backend
 
-	mu     sync.Mutex
-	dirty  map[mvcc.SessionID]bool
-	closed bool
+	mu    sync.Mutex
+	dirty map[mvcc.SessionID]bool
+	// dirtySince is when the first commit not yet taken by a catch-up
+	// pass came (zero: none since the last pass began).
+	dirtySince time.Time
+	closed     bool
 	// writers serialize, per session, everything that writes, drops or
 	// replaces its index: catch-up, rebuild, drop, close. Readers never
 	// take them.
@@ -204,6 +207,9 @@ const (
 func (ix *Index) markDirty(sid mvcc.SessionID) {
 	ix.mu.Lock()
 	ix.dirty[sid] = true
+	if ix.dirtySince.IsZero() {
+		ix.dirtySince = time.Now()
+	}
 	ix.mu.Unlock()
 	ix.kick()
 }
@@ -298,6 +304,7 @@ func (ix *Index) background() {
 		ix.mu.Lock()
 		pass := ix.dirty
 		ix.dirty = map[mvcc.SessionID]bool{}
+		ix.dirtySince = time.Time{}
 		ix.mu.Unlock()
 		for len(pass) > 0 {
 			more := map[mvcc.SessionID]bool{}
@@ -323,11 +330,15 @@ func (ix *Index) background() {
 }
 
 // settle waits until no commit came for settleQuiet, or settleMax after
-// the first; false when the index is closing.
+// the first one no pass has taken (or after it began); false when the
+// index is closing. So the commits of a long burst (tar -x) that came
+// during a catch-up pass, having waited already, start the next pass at
+// once, not settleMax later with the worker idle meanwhile.
 func (ix *Index) settle() bool {
+	start := time.Now()
 	quiet := time.NewTimer(ix.settleQuiet)
 	defer quiet.Stop()
-	limit := time.NewTimer(ix.settleMax)
+	limit := time.NewTimer(ix.settleLeft(start))
 	defer limit.Stop()
 	for {
 		select {
@@ -339,8 +350,20 @@ func (ix *Index) settle() bool {
 			return true
 		case <-ix.wake:
 			quiet.Reset(ix.settleQuiet)
+			limit.Reset(ix.settleLeft(start))
 		}
 	}
+}
+
+// settleLeft is how much longer a settle begun at start may wait.
+func (ix *Index) settleLeft(start time.Time) time.Duration {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	from := start
+	if !ix.dirtySince.IsZero() && ix.dirtySince.Before(start) {
+		from = ix.dirtySince
+	}
+	return max(ix.settleMax-time.Since(from), 0)
 }
 
 // Close stops the background indexer and closes every session index. A

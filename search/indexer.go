@@ -171,9 +171,12 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 }
 
 // applyLocked brings the documents that ch touches to their state as of
-// at and records (seq, at) as covered. Deletions land first, in a batch
-// of their own; the documents then go in batches committed two at a time
-// (each is the file's state as of at, so their order does not matter).
+// at and records (seq, at) as covered. Finding what changed (walks,
+// lookups), reading the files and sending them overlap (see readAhead):
+// the worker gets its first documents at once, not after every path was
+// looked up and every file read one by one. A deletion and the document
+// again land in that order (one id, one stream: see batcher); documents
+// of different ids land in any order, each the file's state as of at.
 func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) (err error) {
 	paths := map[string]bool{}
 	for p := range ch.paths {
@@ -194,48 +197,68 @@ func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq 
 			paths[id] = true
 		}
 	}
-	var dels []string
-	var files []fileRef
-	for p := range ch.subtrees {
-		// Every document below p goes; what is there now comes back.
-		q := idQuery{Field: "path", Term: p + "/", Prefix: true}
-		if p == "." || p == "" {
-			q = idQuery{}
+	ra := ix.readAhead(func(emit func(*readItem) bool) error {
+		for p := range ch.subtrees {
+			// Every document below p goes; what is there now comes back.
+			q := idQuery{Field: "path", Term: p + "/", Prefix: true}
+			if p == "." || p == "" {
+				q = idQuery{}
+			}
+			ids, err := ix.be.ids(sid, q)
+			if err != nil {
+				return err
+			}
+			if q.Field != "" {
+				ids = append(ids, p)
+			}
+			for _, id := range ids {
+				if !emit(&readItem{del: id}) {
+					return nil
+				}
+			}
+			err = ix.walkStream(sid, p, at, func(p string, n *mvcc.Inode) bool {
+				return emit(&readItem{f: fileRef{p, n}})
+			})
+			if err != nil && !errors.Is(err, mvcc.ErrNotFound) {
+				return err
+			}
 		}
-		ids, err := ix.be.ids(sid, q)
-		if err != nil {
-			return err
+		for p := range paths {
+			n, err := ix.st.Walk(sid, p, at)
+			it := &readItem{del: p}
+			switch {
+			case errors.Is(err, mvcc.ErrNotFound) || errors.Is(err, mvcc.ErrNotDir):
+			case err != nil:
+				return err
+			case n.IsRegular():
+				it = &readItem{f: fileRef{p, n}}
+			}
+			if !emit(it) {
+				return nil
+			}
 		}
-		dels = append(dels, ids...)
-		if q.Field != "" {
-			dels = append(dels, p)
-		}
-		err = ix.walk(sid, p, at, func(f fileRef) { files = append(files, f) })
-		if err != nil && !errors.Is(err, mvcc.ErrNotFound) {
-			return err
-		}
-	}
-	for p := range paths {
-		n, err := ix.st.Walk(sid, p, at)
-		switch {
-		case errors.Is(err, mvcc.ErrNotFound) || errors.Is(err, mvcc.ErrNotDir):
-			dels = append(dels, p)
-		case err != nil:
-			return err
-		case n.IsRegular():
-			files = append(files, fileRef{p, n})
-		default:
-			dels = append(dels, p)
-		}
-	}
+		return nil
+	})
+	defer ra.stop()
 	// A large stretch (tar -x, a checkout) is indexed in a build's large
-	// batches: fewer segments to build and to merge.
-	maxBytes, maxDocs := int64(catchUpBytes), catchUpDocs
+	// batches: fewer segments to build and to merge. Which it is is known
+	// once half a large batch is found, or everything.
+	var head []*readItem
 	var total int64
-	for _, f := range files {
-		total += int64(min(f.n.Size, MaxIndexedSize))
+	files := 0
+	for total < batchBytes/2 && files < batchDocs/2 {
+		it, ok := <-ra.items
+		if !ok {
+			break
+		}
+		head = append(head, it)
+		if it.del == "" {
+			files++
+			total += int64(min(it.f.n.Size, MaxIndexedSize))
+		}
 	}
-	if total >= batchBytes/2 || len(files) >= batchDocs/2 {
+	maxBytes, maxDocs := int64(catchUpBytes), catchUpDocs
+	if total >= batchBytes/2 || files >= batchDocs/2 {
 		maxBytes, maxDocs = batchBytes, batchDocs
 	}
 	gen, err := ix.be.begin(sid, 2, maxBytes, maxDocs)
@@ -249,30 +272,123 @@ func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq 
 		return errIndexChanged
 	}
 	defer ix.endRun(sid, &err)
-	if len(dels) > 0 {
-		for _, id := range dels {
-			if err := ix.be.del(sid, id); err != nil {
-				return err
-			}
+	send := func(it *readItem) error {
+		if it.del != "" {
+			return ix.be.del(sid, it.del)
 		}
-		// The deletions, before any document comes back.
-		if err := ix.be.flush(sid); err != nil {
-			return err
+		r := <-it.res
+		if r.err != nil {
+			return r.err
 		}
+		if err := ix.be.doc(sid, it.f.path, it.f.n.Ino, r.data); err != nil {
+			return fmt.Errorf("index %s: %w", it.f.path, err)
+		}
+		return nil
 	}
-	for _, f := range files {
+	for _, it := range head {
 		if stopped(stop) {
 			return errStopped
 		}
-		data, err := ix.content(f)
-		if err != nil {
+		if err := send(it); err != nil {
 			return err
 		}
-		if err := ix.be.doc(sid, f.path, f.n.Ino, data); err != nil {
-			return fmt.Errorf("index %s: %w", f.path, err)
+	}
+	for it := range ra.items {
+		if stopped(stop) {
+			return errStopped
+		}
+		if err := send(it); err != nil {
+			return err
 		}
 	}
+	if err := ra.wait(); err != nil {
+		return err
+	}
 	return ix.be.finish(sid, seq, at)
+}
+
+// readItem is a document to delete (del) or a file to index (f) and,
+// once read, its content (res).
+type readItem struct {
+	del string
+	f   fileRef
+	res chan readResult
+}
+
+type readResult struct {
+	data []byte
+	err  error
+}
+
+// readAheadWorkers read file contents at once: a few cores' worth, no
+// more (reading is this process's part; building documents the worker's).
+const readAheadWorkers = 4
+
+// reader is a readAhead under way: items are the items produce emitted,
+// in its order, each file's content read (or being read) by then.
+type reader struct {
+	items chan *readItem
+	quit  chan struct{}
+	wg    sync.WaitGroup
+	err   error // produce's, once items is closed
+}
+
+// readAhead runs produce on a goroutine of its own and reads the files
+// it emits on readAheadWorkers more, at most a window of items ahead of
+// the consumer of items. Call stop on every path out.
+func (ix *Index) readAhead(produce func(emit func(*readItem) bool) error) *reader {
+	ra := &reader{items: make(chan *readItem, 16), quit: make(chan struct{})}
+	jobs := make(chan *readItem)
+	for range readAheadWorkers {
+		ra.wg.Add(1)
+		go func() {
+			defer ra.wg.Done()
+			for it := range jobs {
+				d, err := ix.content(it.f)
+				it.res <- readResult{d, err}
+			}
+		}()
+	}
+	emit := func(it *readItem) bool {
+		if it.del == "" {
+			it.res = make(chan readResult, 1)
+			select {
+			case jobs <- it: // a reader has it before the consumer can wait for it
+			case <-ra.quit:
+				return false
+			}
+		}
+		select {
+		case ra.items <- it:
+			return true
+		case <-ra.quit:
+			return false
+		}
+	}
+	ra.wg.Add(1)
+	go func() {
+		defer ra.wg.Done()
+		defer close(ra.items)
+		defer close(jobs)
+		ra.err = produce(emit)
+	}()
+	return ra
+}
+
+// wait returns produce's error once items is drained.
+func (ra *reader) wait() error {
+	ra.stop()
+	return ra.err
+}
+
+// stop ends the producer and the readers and waits for them.
+func (ra *reader) stop() {
+	select {
+	case <-ra.quit:
+	default:
+		close(ra.quit)
+	}
+	ra.wg.Wait()
 }
 
 // endRun aborts a run of writes that ended in an error.
