@@ -17,8 +17,9 @@
 //	pathw      the path's words, whole and split         padfs search (candidates by name)
 //	pathg      trigrams of the path's words              padfs search (candidates by part of a name)
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
-//	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
-//	           than maxDocTrigrams distinct trigrams
+//	unindexed  "y" for files over 16 MiB, with more than  grep (always a candidate)
+//	           maxDocTrigrams distinct trigrams, or git
+//	           loose objects (isGitLooseObject)
 //
 // Binary files (a NUL in the first 8 KiB) get trigram buckets and no
 // text; files over 1 MiB get trigrams but no text.
