@@ -1,6 +1,9 @@
 package mvcc
 
-import "errors"
+import (
+	"errors"
+	"strconv"
+)
 
 // Sentinel errors. Callers match them with errors.Is; the fs layer maps each
 // to one errno (fs/errno.go). Errors returned by the store wrap one of these
@@ -22,3 +25,12 @@ var (
 	ErrPerm        = errors.New("operation not permitted")   // EPERM
 	ErrTooBig      = errors.New("file too large")            // EFBIG
 )
+
+// nameNotFound is ErrNotFound for a name, formatted only when printed: a
+// lookup of a name that does not exist is what every create, link and
+// mkdir through the kernel starts with (fmt.Errorf cost a few µs each).
+type nameNotFound string
+
+func (e nameNotFound) Error() string { return ErrNotFound.Error() + ": " + strconv.Quote(string(e)) }
+
+func (e nameNotFound) Unwrap() error { return ErrNotFound }

@@ -145,7 +145,7 @@ func (t *ReadTx) lookupLive(sid SessionID, parent Ino, name string) (Dentry, boo
 		return Dentry{}, true, err
 	}
 	if v == nil {
-		return Dentry{}, true, fmt.Errorf("%w: %q", ErrNotFound, name)
+		return Dentry{}, true, nameNotFound(name)
 	}
 	var e liveEntry
 	if err := decode(lk, v, &e); err != nil {

@@ -288,14 +288,14 @@ func (t *ReadTx) Lookup(sid SessionID, parent Ino, name string, at HLC) (Dentry,
 		return Dentry{}, err
 	}
 	if k == nil {
-		return Dentry{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+		return Dentry{}, nameNotFound(name)
 	}
 	var d Dentry
 	if err := decode(k, v, &d); err != nil {
 		return Dentry{}, err
 	}
 	if d.Ino == 0 {
-		return Dentry{}, fmt.Errorf("%w: %q", ErrNotFound, name)
+		return Dentry{}, nameNotFound(name)
 	}
 	d.Name, d.HLC = name, hlcFromInv(k)
 	return d, nil

@@ -19,8 +19,9 @@
 //	kind       the file's extension, lowercased (".s"),  padfs search (the kind ranker's filter)
 //	           and "readme" for a prose name (fileKinds)
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
-//	unindexed  "y" for files over 16 MiB or with more     grep (always a candidate)
-//	           than maxDocTrigrams distinct trigrams
+//	unindexed  "y" for files over 16 MiB, with more than  grep (always a candidate)
+//	           maxDocTrigrams distinct trigrams, or git
+//	           loose objects (isGitLooseObject)
 //
 // Binary files (a NUL in the first 8 KiB) get trigram buckets and no
 // text; files over 1 MiB get trigrams but no text.

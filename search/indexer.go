@@ -522,9 +522,10 @@ func readDir(t *mvcc.ReadTx, sid mvcc.SessionID, dir mvcc.Ino, prefix string, at
 	return ents, nil
 }
 
-// content reads a file for its document (nil: too large to index).
+// content reads a file for its document (nil: too large to index, or a
+// git loose object).
 func (ix *Index) content(f fileRef) ([]byte, error) {
-	if f.n.Size > MaxIndexedSize {
+	if f.n.Size > MaxIndexedSize || isGitLooseObject(f.path) {
 		return nil, nil
 	}
 	data, err := ix.st.ReadAll(f.n)

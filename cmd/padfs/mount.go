@@ -181,6 +181,7 @@ func exitCode(code int) error {
 // the further mounts other `padfs mount` commands ask for), and returns
 // once its own mount and every further one have ended.
 func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string, req mountRequest) error {
+	tuneGC()
 	// What was set up is undone in reverse on every return: the hooks'
 	// stops, then the store.
 	var undo cleanups
