@@ -395,6 +395,70 @@ func TestCompactRemovesDeleted(t *testing.T) {
 	checkN(t, s, 310)
 }
 
+// TestCompactKeepsFolding: while the base copies itself, the WAL still
+// folds its memtable into the base (the old Compact held every flush off
+// for the whole copy, so every commit meanwhile piled up in memory, and
+// the Flush below waited for the copy: the deadlock guard fired); the
+// writes folded meanwhile are in the compacted base.
+func TestCompactKeepsFolding(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := mustOpen(t, dir, Options{FlushInterval: time.Hour})
+	defer s.Close()
+	// 12 MiB in the base: several steps of the base's copy.
+	big := bytes.Repeat([]byte("v"), 4000)
+	for i := 0; i < 3000; i += 100 {
+		if err := s.Update(func(tx kv.Txn) error {
+			for j := i; j < i+100; j++ {
+				if err := tx.Put(fmt.Appendf(nil, "big/%05d", j), big); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	folded := false
+	err := s.Compact(func(done, total int64) {
+		if folded || done == 0 || done >= total {
+			return
+		}
+		folded = true
+		ch := make(chan error, 1)
+		go func() {
+			putN(t, s, 0, 50)
+			ch <- s.Flush()
+		}()
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("Flush during the copy: %v", err)
+			}
+		case <-time.After(time.Minute): // a deadlock guard, not a time limit
+			t.Fatal("a flush waited for the whole copy")
+		}
+		s.mu.Lock()
+		left := s.active.tree.Len()
+		s.mu.Unlock()
+		if left != 0 {
+			t.Errorf("%d writes still in the memtable after a Flush during the copy", left)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !folded {
+		t.Fatal("the copy took a single step")
+	}
+	checkN(t, s, 50)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = mustOpen(t, dir, Options{FlushInterval: time.Hour})
+	defer s.Close()
+	checkN(t, s, 50)
+}
+
 // readAll returns the bytes of every file under dir.
 func readAll(t *testing.T, dir string) []byte {
 	t.Helper()
