@@ -48,6 +48,12 @@ const (
 // disk's reserve takes (kv/wal reserveUse).
 const jobBatch = 512
 
+// jobBatchTime bounds a batch's time as well (once it has done one unit):
+// other sessions' writers wait for the batch in progress, and a batch's
+// keys cost from microseconds (small records) to more (a chunk's
+// references looked up, cold pages of the file read).
+var jobBatchTime = 2 * time.Millisecond
+
 // jobDone is the phase of a job whose last batch deleted its record.
 const jobDone = -1
 
@@ -73,7 +79,13 @@ type jobState struct {
 	// What the job removed so far (the receipt it returns).
 	Purge  *PurgeReceipt  `cbor:"12,keyasint,omitempty"`
 	Redact *RedactReceipt `cbor:"13,keyasint,omitempty"`
+
+	// deadline ends the batch under way (jobBatchTime); not stored.
+	deadline time.Time
 }
+
+// late reports whether the batch under way has used its time.
+func (j *jobState) late() bool { return !j.deadline.IsZero() && time.Now().After(j.deadline) }
 
 func jobKey(sid SessionID) []byte { return key(pJob, sid[:]) }
 
@@ -253,7 +265,8 @@ func (s *Store) FinishJob(ctx context.Context, sid SessionID, progress Progress)
 // changes it (how far it got) and the record is written back in the same
 // transaction. prepare, if set, runs before each batch, outside any
 // transaction, with the record as the batch will find it (a redaction
-// stores new content there). Between batches it paces and checks ctx.
+// stores new content there). Between batches it pauses as long as the
+// batch and its prepare took (at most 10 ms, as prune does) and checks ctx.
 func (s *Store) jobStep(ctx context.Context, sid SessionID, stage string, progress Progress,
 	prepare func(j *jobState) error, fn func(tx kv.Txn, j *jobState) (more bool, err error)) error {
 	for more := true; more; {
@@ -261,6 +274,7 @@ func (s *Store) jobStep(ctx context.Context, sid SessionID, stage string, progre
 			return fmt.Errorf("the %s of session %s stopped between two batches (it resumes at the next open of the store): %w",
 				stage, sid, err)
 		}
+		t0 := time.Now()
 		if prepare != nil {
 			j, err := s.viewJob(sid)
 			if err != nil {
@@ -273,16 +287,18 @@ func (s *Store) jobStep(ctx context.Context, sid SessionID, stage string, progre
 				return err
 			}
 		}
-		t0 := time.Now()
 		var j *jobState
+		var t1 time.Time
 		err := s.kv.Update(func(tx kv.Txn) error {
 			var err error
+			t1 = time.Now()
 			if j, err = readJob(tx, sid); err != nil {
 				return err
 			}
 			if j == nil {
 				return fmt.Errorf("%w: the job record of session %s vanished", ErrCorrupt, sid)
 			}
+			j.deadline = t1.Add(jobBatchTime)
 			if more, err = fn(tx, j); err != nil {
 				return err
 			}
@@ -297,7 +313,7 @@ func (s *Store) jobStep(ctx context.Context, sid SessionID, stage string, progre
 		}
 		progress.report(stage, j.Done, max(j.Total, j.Done))
 		if s.batchHook != nil {
-			s.batchHook(stage, j.Batches, time.Since(t0))
+			s.batchHook(stage, j.Batches, time.Since(t1))
 		}
 		pace(t0)
 	}

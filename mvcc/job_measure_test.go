@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/rand"
 	"os"
+	"runtime/trace"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,6 +23,11 @@ import (
 // PADFS_MEASURE_MMAP_GB sets bbolt's initial memory map (default 64 GiB): a
 // store that outgrows its map remaps it, and a remap waits for every open
 // read transaction while new ones wait for it.
+//
+// PADFS_MEASURE_TRACE=FILE:PHASE:SECONDS writes a runtime trace of the
+// first SECONDS of PHASE (batches or compact) of each job to FILE.kind
+// (each commit that waited over 5 ms is logged in it as "longwait"), for
+// go tool trace; a trace of the whole run is too big to read.
 func TestMeasureJobStall(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_JOB_MB"))
 	if mb <= 0 {
@@ -100,6 +107,8 @@ func TestMeasureJobStall(t *testing.T) {
 			lat := map[string][]time.Duration{}
 			done := make(chan error, 1)
 			start := time.Now()
+			stopTrace := traceWindow(t, kind, e.st)
+			defer stopTrace()
 			go func() {
 				err := run()
 				done <- err
@@ -138,11 +147,56 @@ func TestMeasureJobStall(t *testing.T) {
 					t.Fatal(err)
 				}
 				d := time.Since(c0)
+				if d > 5*time.Millisecond && trace.IsEnabled() {
+					// Find it in a runtime trace (go test -trace): it
+					// ended at this event and began d before.
+					trace.Log(t.Context(), "longwait", fmt.Sprintf("%d %s", d.Nanoseconds(), st))
+				}
 				mu.Lock()
 				lat[st] = append(lat[st], d)
 				stalls = append(stalls, stall{d, b0, st})
 				mu.Unlock()
 			}
 		})
+	}
+}
+
+// traceWindow starts the trace PADFS_MEASURE_TRACE asks for, if any, and
+// returns its stop.
+func traceWindow(t *testing.T, kind string, st *Store) (stop func()) {
+	spec := strings.Split(os.Getenv("PADFS_MEASURE_TRACE"), ":")
+	if len(spec) != 3 {
+		return func() {}
+	}
+	secs, _ := strconv.Atoi(spec[2])
+	f, err := os.Create(spec[0] + "." + kind)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quit := make(chan struct{})
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		for (spec[1] == "compact") != st.compacting.Load() {
+			select {
+			case <-quit:
+				return
+			case <-time.After(time.Millisecond):
+			}
+		}
+		if err := trace.Start(f); err != nil {
+			t.Error(err)
+			return
+		}
+		select {
+		case <-quit:
+		case <-time.After(time.Duration(secs) * time.Second):
+		}
+		trace.Stop()
+	}()
+	return func() {
+		close(quit)
+		<-ended
+		f.Close()
 	}
 }

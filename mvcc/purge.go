@@ -296,7 +296,7 @@ func purgeInodeBatch(tx kv.Txn, sid SessionID, j *jobState) error {
 	budget := jobBatch
 	for _, v := range vs {
 		hs := chunkSet(&v.n)
-		for ; j.Pos < len(hs) && budget > 0; j.Pos++ {
+		for ; j.Pos < len(hs) && budget > 0 && (budget == jobBatch || !j.late()); j.Pos++ {
 			n, err := dropChunkRef(tx, hs[j.Pos], sid)
 			if err != nil {
 				return err
@@ -313,7 +313,7 @@ func purgeInodeBatch(tx kv.Txn, sid SessionID, j *jobState) error {
 		}
 		j.Done++
 		j.Pos, j.Cursor = 0, append(v.k, 0)
-		if budget--; budget <= 0 {
+		if budget--; budget <= 0 || j.late() {
 			return nil
 		}
 	}
@@ -372,6 +372,9 @@ func purgeKeyBatch(tx kv.Txn, sid SessionID, j *jobState) error {
 		if p[0] == pHeader {
 			continue // last: it keeps the session marked
 		}
+		if budget < jobBatch && j.late() {
+			return nil // this prefix from its start, in the next batch
+		}
 		start := p
 		if j.Cursor != nil {
 			start = j.Cursor
@@ -383,7 +386,12 @@ func purgeKeyBatch(tx kv.Txn, sid SessionID, j *jobState) error {
 		}); err != nil {
 			return err
 		}
-		for _, k := range ks {
+		for i, k := range ks {
+			if i > 0 && j.late() {
+				j.Done += int64(i)
+				j.Cursor = append(ks[i-1], 0)
+				return nil
+			}
 			if err := tx.Delete(k); err != nil {
 				return err
 			}

@@ -322,3 +322,48 @@ func TestPurgeKilledResumes(t *testing.T) {
 	}
 	checkPurged(e, sid, other, "keep.txt", "kept\n")
 }
+
+// TestJobBatchesBoundedByTime: a batch out of time stops after its first
+// unit (a chunk, a version, a key), and the job still ends in the same
+// state. With every batch late from the start, a purge takes a batch for
+// every one to three keys and a redaction one for every version it
+// rewrites (before, batches were bounded by keys only: 512 of them).
+func TestJobBatchesBoundedByTime(t *testing.T) {
+	defer func(d time.Duration) { jobBatchTime = d }(jobBatchTime)
+	jobBatchTime = -time.Hour // every batch is late once it has done a unit
+	e := lcOpen(t)
+	other := e.session("other")
+	e.write(other, "keep.txt", []byte("kept\n"))
+	sid := e.session("big")
+	fillSession(e, sid, 40)
+	r, err := e.st.PlanPurge(sid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var batches int64
+	e.st.batchHook = func(_ string, n int64, _ time.Duration) { batches = n }
+	if _, err := e.st.Purge(t.Context(), sid, r.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	if batches < int64(r.Keys)/3 {
+		t.Errorf("purge of %d keys in %d batches, want one per one to three keys", r.Keys, batches)
+	}
+	checkPurged(e, sid, other, "keep.txt", "kept\n")
+
+	red := e.session("red")
+	fillSession(e, red, 40, true)
+	logBefore := e.events(red, LogFilter{})
+	rr, err := e.st.PlanRedact(red, purgeMarker, DefaultRedaction)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batches = 0
+	if _, err := e.st.Redact(t.Context(), red, purgeMarker, nil, rr.Token, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.st.batchHook = nil
+	if batches < int64(rr.Versions) {
+		t.Errorf("redaction of %d versions in %d batches, want one per version at least", rr.Versions, batches)
+	}
+	checkRedacted(e, red, logBefore)
+}

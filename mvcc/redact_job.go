@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -202,6 +203,7 @@ func (rd *redactor) prepare(j *jobState) error {
 				return err
 			}
 			pending[ck] = red
+			runtime.Gosched() // a writer waiting for a core goes first
 		}
 		return nil
 	})
@@ -214,6 +216,7 @@ func (rd *redactor) prepare(j *jobState) error {
 			return err
 		}
 		rd.contents[ck] = c
+		runtime.Gosched()
 	}
 	if f, ok := rd.s.kv.(flusher); ok && len(pending) > 0 {
 		// Fold the new content into the base now, in the job's time: left
@@ -272,7 +275,12 @@ func pageFrom(r kv.Reader, prefix []byte, j *jobState, limit int, fn func(k, v [
 	if !end {
 		got = got[:limit]
 	}
-	for _, p := range got {
+	for i, p := range got {
+		if i > 0 && j.late() {
+			// Out of time: the rest in the next batch.
+			j.Cursor = append(got[i-1].k, 0)
+			return false, nil
+		}
 		if err := fn(p.k, p.v); err != nil {
 			return false, err
 		}
@@ -295,14 +303,17 @@ func (rd *redactor) inodeBatch(t *WriteTx, j *jobState) error {
 		return nil
 	}
 	endKey := append(append([]byte(nil), rd.end...), 0)
-	_, err := pageFrom(t.w, prefix, j, jobBatch+1, func(k, v []byte) error {
+	end, err := pageFrom(t.w, prefix, j, jobBatch+1, func(k, v []byte) error {
 		if bytes.Compare(k, endKey) >= 0 {
 			return errStopScan
 		}
 		return rd.rewriteVersion(t, k, v)
 	})
-	if err != nil && !errors.Is(err, errStopScan) {
+	switch {
+	case err != nil && !errors.Is(err, errStopScan):
 		return err
+	case err == nil && !end:
+		return nil // out of time: prepare again from j.Cursor
 	}
 	j.Cursor = endKey
 	if rd.last {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -334,5 +335,167 @@ func TestMapCoversGrowth(t *testing.T) {
 	}
 	if v := get(t, s, "k"); v != "v" {
 		t.Fatalf("after compact: k = %q", v)
+	}
+}
+
+// TestCompactWritesBetweenSteps: Updates run between the steps of the
+// copy (the old Compact held them off for the whole copy: the Update made
+// from the progress callback never ran, and the deadlock guard below
+// fired), and what they write, before or after where the copy is, flat or
+// nested, puts or deletes, is in the new file. Writers that keep adding
+// keys ahead of the copy do not keep it from finishing.
+func TestCompactWritesBetweenSteps(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "padfs.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// 12 MiB: at least three steps of compactStepBytes.
+	const n = 3000
+	val := strings.Repeat("v", 4000)
+	for i := 0; i < n; i += 100 {
+		if err := s.Update(func(tx kv.Txn) error {
+			for j := i; j < i+100; j++ {
+				if err := tx.Put(fmt.Appendf(nil, "k%05d", j), []byte(val)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	big := strings.Repeat("B", 3*bigValue)
+	steps, ahead := 0, 0
+	update := func(fn func(tx kv.Txn) error) {
+		ch := make(chan error, 1)
+		go func() { ch <- s.Update(fn) }()
+		select {
+		case err := <-ch:
+			if err != nil {
+				t.Errorf("Update during the copy: %v", err)
+			}
+		case <-time.After(time.Minute): // a deadlock guard, not a time limit
+			t.Fatal("an Update waited for the whole copy")
+		}
+	}
+	err = s.Compact(func(done, total int64) {
+		if done == 0 || done >= total {
+			return
+		}
+		if steps++; steps == 1 {
+			update(func(tx kv.Txn) error {
+				for _, w := range []struct{ k, v string }{
+					{"a-new", "before every key"}, {"k00000", "changed"}, {"k00002", big},
+					{"k02999", "ahead of the copy"}, {"z-new", "after every key"},
+				} {
+					if err := tx.Put([]byte(w.k), []byte(w.v)); err != nil {
+						return err
+					}
+				}
+				if err := tx.Delete([]byte("k02998")); err != nil {
+					return err
+				}
+				return tx.Delete([]byte("k00001"))
+			})
+		}
+		// Keys ahead of the copy, more of them than a step copies.
+		update(func(tx kv.Txn) error {
+			for range 1200 {
+				if err := tx.Put(fmt.Appendf(nil, "zz/%06d", ahead), []byte(val)); err != nil {
+					return err
+				}
+				ahead++
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if steps == 0 {
+		t.Fatal("the copy took a single step")
+	}
+	check := func(s *Store, when string) {
+		for k, want := range map[string]string{
+			"a-new": "before every key", "k00000": "changed", "k00001": "", "k00002": big,
+			"k00003": val, "k02998": "", "k02999": "ahead of the copy", "z-new": "after every key",
+			fmt.Sprintf("zz/%06d", ahead-1): val,
+		} {
+			if got := get(t, s, k); got != want {
+				t.Errorf("%s: %s = %.20q (%d bytes), want %.20q (%d bytes)", when, k, got, len(got), want, len(want))
+			}
+		}
+		keys := 0
+		if err := s.View(func(r kv.Reader) error {
+			return r.Scan(nil, nil, func(_, _ []byte) (bool, error) { keys++; return true, nil })
+		}); err != nil || keys != n+ahead {
+			t.Errorf("%s: %d keys (%v), want %d", when, keys, err, n+ahead)
+		}
+	}
+	check(s, "after Compact")
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	check(s2, "after a reopen")
+}
+
+// TestCloseStopsCompact: Close during a compaction stops it at its next
+// step (it does not wait for the copy, nor deadlock with an Update that
+// waits for the step), leaves the store as it was, and no copy behind.
+func TestCloseStopsCompact(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "padfs.db")
+	s, err := Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	val := strings.Repeat("v", 4000)
+	for i := 0; i < 3000; i += 100 {
+		if err := s.Update(func(tx kv.Txn) error {
+			for j := i; j < i+100; j++ {
+				if err := tx.Put(fmt.Appendf(nil, "k%05d", j), []byte(val)); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closed := make(chan error, 1)
+	once := false
+	err = s.Compact(func(done, total int64) {
+		if done == 0 || done >= total || once {
+			return
+		}
+		once = true
+		go func() { closed <- s.Close() }()
+		go func() { _ = s.Update(func(tx kv.Txn) error { return tx.Put([]byte("late"), []byte("1")) }) }()
+		for !s.closing.Load() {
+			runtime.Gosched()
+		}
+	})
+	if !errors.Is(err, kv.ErrClosed) {
+		t.Fatalf("Compact during Close: %v, want ErrClosed", err)
+	}
+	if err := <-closed; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(compactPath(path)); !os.IsNotExist(err) {
+		t.Errorf("temporary copy left behind: %v", err)
+	}
+	s, err = Open(path, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := get(t, s, "k02999"); got != val {
+		t.Errorf("after the stopped Compact: k02999 = %.20q", got)
 	}
 }

@@ -85,6 +85,7 @@ type Store struct {
 
 	// flushMu lets one flush run at a time.
 	flushMu sync.Mutex
+	foldSeq uint64 // under flushMu: the last segment folded
 
 	// mu guards the fields below. Those marked (w) change only with
 	// writeMu held as well.
@@ -95,8 +96,12 @@ type Store struct {
 	snap     *tree      // copy of active.tree shared by readers; nil when stale
 	frozen   *memtable  // being moved to the base; nil otherwise
 	flushErr error      // why the last flush failed; nil after a success
-	broken   error      // sticky: the WAL can take no more records
-	closed   bool
+	// compacting counts running Compacts: a fold then also writes to the
+	// base's copy and takes longer, and Updates collect in the active
+	// memtable (past MemtableSize, if need be) instead of waiting for it.
+	compacting int
+	broken     error // sticky: the WAL can take no more records
+	closed     bool
 
 	kick chan struct{} // asks the flusher for an early flush
 	stop chan struct{} // closed by Close
@@ -237,7 +242,7 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 func (s *Store) admitLocked() ([]*tree, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.closed && s.broken == nil && s.flushErr == nil &&
+	for !s.closed && s.broken == nil && s.flushErr == nil && s.compacting == 0 &&
 		s.frozen != nil && s.active.size >= s.opts.MemtableSize {
 		s.flushed.Wait()
 	}
