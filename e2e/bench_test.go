@@ -40,6 +40,8 @@ import (
 // PADFS_BENCH_ONLY=name,... runs only those workloads (for iterating on
 // one path, e.g. 'write + fsync,read back,fresh 1 MB files');
 // PADFS_BENCH_CPUPROFILE=FILE mounts padfs with --cpuprofile FILE.
+// PADFS_BENCH_MOUNT_ARGS="--flag ..." adds flags to padfs mount (to
+// compare a mount option in one build, e.g. --passthrough=off).
 // PADFS_BENCH_STORE=postgres adds a fourth target in the same run: padfs
 // on a PostgreSQL store (--store, a throwaway pgtest server on this
 // machine), with its ratio to padfs on its own bbolt store:
@@ -190,6 +192,7 @@ func runBench(t *testing.T, c benchConfig) {
 	if c.cpuProf != "" {
 		margs = append(margs, "--cpuprofile", c.cpuProf)
 	}
+	margs = append(margs, strings.Fields(os.Getenv("PADFS_BENCH_MOUNT_ARGS"))...)
 	m := startMount(t, data, mnt, margs...)
 	targets := []benchTarget{{"plain", plain, 0, data}, {"loopback", lbMnt, lbPid, data}, {"padfs", mnt, m.cmd.Process.Pid, data}}
 	var pgSid string

@@ -99,8 +99,9 @@ sys.stdin.read()
 	}
 }
 
-// TestPassthroughFlag: --passthrough=off mounts and writes through padfs;
-// a bad value exits 2 naming the choices.
+// TestPassthroughFlag: --passthrough=off, and the default (off: staging
+// writes every byte to the data disk twice, see the README), mount and
+// write through padfs; a bad value exits 2 naming the choices.
 func TestPassthroughFlag(t *testing.T) {
 	needFUSE(t)
 	data, mnt := dirs(t)
@@ -113,6 +114,12 @@ func TestPassthroughFlag(t *testing.T) {
 	sh(t, data, mnt, `head -c 3000000 /dev/urandom > f && cp f g && cmp f g`)
 	if ents, _ := os.ReadDir(filepath.Join(data, "stage")); len(ents) != 0 {
 		t.Errorf("--passthrough=off made %d stage directories", len(ents))
+	}
+	m.stop()
+	m = startMount(t, data, mnt, "--session", sid)
+	sh(t, data, mnt, `head -c 3000000 /dev/urandom > h && cp h i && cmp h i`)
+	if ents, _ := os.ReadDir(filepath.Join(data, "stage")); len(ents) != 0 {
+		t.Errorf("the default mount made %d stage directories, want passthrough off", len(ents))
 	}
 	m.stop()
 }

@@ -78,7 +78,7 @@ its --lease-ttl.`,
 	c.Flags().String("session", "", "mount this session (id or name) at the root (default: all sessions as directories)")
 	c.Flags().Bool("allow-other", false, "let other users in (file modes and ownership are enforced by the kernel)")
 	c.Flags().Bool("debug", false, "debug logging (and go-fuse's request trace)")
-	c.Flags().String("passthrough", "auto", "serve files open for writing from staging files the kernel reads and writes itself (FUSE passthrough): auto, on (fail without it) or off")
+	c.Flags().String("passthrough", "off", "serve files open for writing from staging files the kernel reads and writes itself (FUSE passthrough): off, auto (when the kernel allows it) or on (fail without it)")
 	c.Flags().Duration("lease-ttl", 15*time.Second, "with --store postgres://...: how long after this process stops renewing (crash, pause) its read-write lease expires")
 	c.Flags().String("asof", "", "with --session: mount that session read-only as of an HLC, RFC 3339 time or checkpoint (works for forgotten sessions too)")
 	// For profiling the real binary (the index worker has its own:

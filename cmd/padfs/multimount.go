@@ -68,7 +68,7 @@ type mountRequest struct {
 	Mountpoint    string `json:"mountpoint"`
 	AllowOther    bool   `json:"allow_other,omitempty"`
 	Debug         bool   `json:"debug,omitempty"`
-	Passthrough   string `json:"passthrough,omitempty"` // auto (empty), on, off
+	Passthrough   string `json:"passthrough,omitempty"` // off (empty), auto, on
 	SessionB64    string `json:"session_b64,omitempty"`
 	MountpointB64 string `json:"mountpoint_b64,omitempty"`
 }
@@ -208,7 +208,7 @@ func (s *mountSet) mount(req mountRequest, uid, gid uint32, log *slog.Logger) (*
 	opts := s.base
 	opts.Session, opts.AsOf = sid, asof
 	opts.AllowOther, opts.Debug = req.AllowOther, req.Debug
-	if opts.Passthrough, err = fs.ParsePassthrough(cmp.Or(req.Passthrough, "auto")); err != nil {
+	if opts.Passthrough, err = fs.ParsePassthrough(cmp.Or(req.Passthrough, "off")); err != nil {
 		return nil, err
 	}
 	opts.Uid, opts.Gid = uid, gid
