@@ -207,8 +207,7 @@ func (s *Store) swapActive(frozen func(act *memtable) *memtable) *memtable {
 // Compact flushes every buffered write, so that deleted data leaves the
 // log, then compacts the base. Flushes go on meanwhile, between the steps
 // of the base's copy (kv/bolt Compact), so that Updates do not collect in
-// the memtable for the whole copy; as each fold then writes to the copy
-// too, Updates do not wait for a fold meanwhile (admitLocked).
+// the memtable for the whole copy.
 func (s *Store) Compact(progress func(done, total int64)) error {
 	c, ok := s.base.(kv.Compactor)
 	if !ok {
@@ -217,14 +216,7 @@ func (s *Store) Compact(progress func(done, total int64)) error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	s.compacting++
-	s.mu.Unlock()
 	err := c.Compact(progress)
-	s.mu.Lock()
-	s.compacting--
-	s.flushed.Broadcast()
-	s.mu.Unlock()
 	// The copy is a new file: its transaction ids start again.
 	s.flushMu.Lock()
 	s.noteFold(s.foldSeq)

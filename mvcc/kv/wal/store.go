@@ -96,12 +96,8 @@ type Store struct {
 	snap     *tree      // copy of active.tree shared by readers; nil when stale
 	frozen   *memtable  // being moved to the base; nil otherwise
 	flushErr error      // why the last flush failed; nil after a success
-	// compacting counts running Compacts: a fold then also writes to the
-	// base's copy and takes longer, and Updates collect in the active
-	// memtable (past MemtableSize, if need be) instead of waiting for it.
-	compacting int
-	broken     error // sticky: the WAL can take no more records
-	closed     bool
+	broken   error      // sticky: the WAL can take no more records
+	closed   bool
 
 	kick chan struct{} // asks the flusher for an early flush
 	stop chan struct{} // closed by Close
@@ -242,7 +238,7 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 func (s *Store) admitLocked() ([]*tree, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.closed && s.broken == nil && s.flushErr == nil && s.compacting == 0 &&
+	for !s.closed && s.broken == nil && s.flushErr == nil &&
 		s.frozen != nil && s.active.size >= s.opts.MemtableSize {
 		s.flushed.Wait()
 	}

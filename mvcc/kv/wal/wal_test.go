@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -799,75 +798,4 @@ func TestWriterReadsActiveUnderViews(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// slowFoldBase is a real bolt store whose Updates (the WAL's folds) wait
-// for hold while it is set, and which compacts like bolt.
-type slowFoldBase struct {
-	*bolt.Store
-	hold atomic.Pointer[chan struct{}]
-}
-
-func (b *slowFoldBase) Update(fn func(kv.Txn) error) error {
-	if h := b.hold.Load(); h != nil {
-		<-*h
-	}
-	return b.Store.Update(fn)
-}
-
-// TestCompactUpdatesDoNotWaitForFold: during a compaction a fold also
-// writes to the base's copy and takes longer; Updates then collect in the
-// memtable past MemtableSize instead of waiting for the fold (they did:
-// 0.5-2.5 s waits in a 1 GB redaction's compaction; here the deadlock
-// guard fired).
-func TestCompactUpdatesDoNotWaitForFold(t *testing.T) {
-	dir := t.TempDir()
-	bs, err := bolt.Open(filepath.Join(dir, "padfs.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base := &slowFoldBase{Store: bs}
-	s, err := Open(filepath.Join(dir, "wal"), base, Options{FlushInterval: time.Hour, MemtableSize: 4096})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	putN(t, s, 0, 10)
-	hold := make(chan struct{})
-	once := false
-	err = s.Compact(func(done, total int64) {
-		if once {
-			return
-		}
-		once = true
-		putN(t, s, 10, 20)
-		base.hold.Store(&hold)
-		flushed := make(chan error, 1)
-		go func() { flushed <- s.Flush() }() // freezes, then waits in the base
-		for {
-			s.mu.Lock()
-			frozen := s.frozen != nil
-			s.mu.Unlock()
-			if frozen {
-				break
-			}
-			runtime.Gosched()
-		}
-		ch := make(chan struct{})
-		go func() { putN(t, s, 20, 200); close(ch) }() // far past MemtableSize
-		select {
-		case <-ch:
-		case <-time.After(time.Minute): // a deadlock guard, not a time limit
-			t.Error("Updates waited for a fold during the compaction")
-		}
-		base.hold.Store(nil)
-		close(hold)
-		if err := <-flushed; err != nil {
-			t.Error(err)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	checkN(t, s, 200)
 }
