@@ -95,6 +95,10 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 		}
 	}
 	tmp := compactPath(s.path)
+	total, err := s.liveKeys()
+	if err != nil {
+		return err
+	}
 	if err := os.Remove(tmp); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("kv/bolt %s: compact: %w", s.path, err)
 	}
@@ -104,6 +108,7 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 	}
 	dst.NoSync, dst.NoGrowSync = true, true
 	c := &compaction{dst: dst, deleted: map[string]bool{}}
+	report(0, total)
 	// failLocked ends a failed compaction; the caller holds upMu.
 	failLocked := func(err error) error {
 		s.cp = nil
@@ -126,11 +131,6 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 	}
 	s.cp = c
 	s.upMu.Unlock()
-	total, err := s.liveKeys(c)
-	if err != nil {
-		return fail(err)
-	}
-	report(0, total)
 	for {
 		if err := c.failed(); err != nil {
 			return fail(err)
@@ -194,21 +194,29 @@ func (s *Store) Compact(progress func(done, total int64)) (err error) {
 	return nil
 }
 
-// liveKeys counts the keys of the snapshot (the progress total). It walks
-// the bucket's own leaves only: bbolt's Stats reads every page, the
-// nested values' too, a read of the whole file.
-func (s *Store) liveKeys(c *compaction) (total int64, err error) {
+// liveKeys counts the keys of the store (the compaction's progress total).
+func (s *Store) liveKeys() (total int64, err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() { s.faultRecover(old, &err, recover()) }()
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if err := s.usable(); err != nil {
+		return 0, err
+	}
 	r := &reader{s: s}
 	defer r.leave(r.enter(), &err)
-	cur := c.b.Cursor()
-	for k, _ := cur.First(); k != nil; k, _ = cur.Next() {
-		if total++; total%4096 == 0 {
-			runtime.Gosched()
+	err = s.db.View(func(tx *bbolt.Tx) error {
+		src := tx.Bucket(bucketName)
+		if src == nil {
+			return fmt.Errorf("bucket %q missing: %w", bucketName, ErrCorrupt)
 		}
-	}
-	return total, nil
+		// KeyN counts a nested value twice (its entry and the value in
+		// its bucket); BucketN counts src and each nested bucket.
+		st := src.Stats()
+		total = int64(st.KeyN - (st.BucketN - 1))
+		return nil
+	})
+	return total, err
 }
 
 // snapshot begins the read transaction the compaction copies. The caller
