@@ -48,6 +48,9 @@ const (
 // bucketName is the one bucket holding every key.
 var bucketName = []byte("padfs")
 
+// compactBatch bounds one transaction of the compaction copy.
+const compactBatch = 64 << 20
+
 // Options tunes Open. The zero value is a good default.
 type Options struct {
 	// Timeout bounds the wait for another process's lock on the file
@@ -94,15 +97,9 @@ type Store struct {
 	// by Compact's swap of the files, which drop or swap db.
 	mu sync.RWMutex
 	db *bbolt.DB // nil once closed
-	// upMu is held by every Update and by each step of a Compact's copy,
-	// so that an Update sees where the copy is (cp) and writes to it what
-	// the copy has passed.
+	// upMu is held by every Update and by Compact while it copies, so the
+	// copy misses no write while Views go on.
 	upMu sync.Mutex
-	cp   *compaction // under upMu: the Compact under way, if any
-	// compactMu lets one Compact run at a time; Close takes it after
-	// setting closing, which stops a Compact at its next step.
-	compactMu sync.Mutex
-	closing   atomic.Bool
 
 	faulted atomic.Pointer[error] // set once bbolt panicked: see broke
 }
@@ -238,7 +235,7 @@ func (s *Store) Update(fn func(kv.Txn) error) (err error) {
 	if f := s.faulted.Load(); f != nil {
 		return *f
 	}
-	t := &txn{reader: reader{s: s, writable: true}, cp: s.cp}
+	t := &txn{reader{s: s, writable: true}}
 	defer t.leave(t.enter(), &err)
 	var fnErr error
 	err = s.db.Update(func(tx *bbolt.Tx) error {
@@ -251,9 +248,6 @@ func (s *Store) Update(fn func(kv.Txn) error) (err error) {
 	err = s.txError("commit", err, fnErr)
 	if err != fnErr && errors.Is(err, unix.ENOSPC) {
 		s.releaseTail()
-	}
-	if err == nil && t.cp != nil {
-		s.mirror(t.cp, t.mirror)
 	}
 	return err
 }
@@ -304,10 +298,6 @@ func (s *Store) txError(op string, err, fnErr error) error {
 func (s *Store) Generation() (g kv.Generation, err error) {
 	old := debug.SetPanicOnFault(true)
 	defer func() { s.faultRecover(old, &err, recover()) }()
-	// upMu: not between a compaction's rename and its swap of the files,
-	// which would pair the copy's inode with the old file's txid.
-	s.upMu.Lock()
-	defer s.upMu.Unlock()
 	var st unix.Stat_t
 	if err := unix.Stat(s.path, &st); err != nil {
 		return g, fmt.Errorf("kv/bolt: stat %s: %w", s.path, err)
@@ -340,9 +330,6 @@ func (s *Store) Sync() error {
 
 // Close waits for running transactions and closes the file.
 func (s *Store) Close() error {
-	s.closing.Store(true)
-	s.compactMu.Lock()
-	defer s.compactMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.db == nil {

@@ -106,21 +106,7 @@ func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) (er
 }
 
 // txn is a kv.Txn over the bucket of a bbolt read-write transaction.
-type txn struct {
-	reader
-	// cp is the compaction under way: mirror collects the writes for its
-	// copy.
-	cp     *compaction
-	mirror []mirrorOp
-}
-
-// note records a write for the compaction's copy. k and v stay unchanged
-// until the Update returns.
-func (t *txn) note(k, v []byte, del bool) {
-	if t.cp != nil {
-		t.mirror = append(t.mirror, mirrorOp{k: k, v: v, del: del})
-	}
-}
+type txn struct{ reader }
 
 func (t *txn) Put(key, value []byte) (err error) {
 	defer t.leave(t.enter(), &err)
@@ -134,7 +120,6 @@ func (t *txn) Put(key, value []byte) (err error) {
 	if err := putValue(t.b, k, v, t.s.opts.Flat); err != nil {
 		return fmt.Errorf("kv/bolt %s: put: %w", t.s.path, err)
 	}
-	t.note(k, v, false)
 	return nil
 }
 
@@ -149,7 +134,6 @@ func (t *txn) PutStable(key, value []byte) (err error) {
 	if err := putValue(t.b, key, value, t.s.opts.Flat); err != nil {
 		return fmt.Errorf("kv/bolt %s: put: %w", t.s.path, err)
 	}
-	t.note(key, value, false)
 	return nil
 }
 
@@ -158,9 +142,6 @@ func (t *txn) Delete(key []byte) (err error) {
 	t.writes++
 	if err := deleteValue(t.b, key); err != nil {
 		return fmt.Errorf("kv/bolt %s: delete: %w", t.s.path, err)
-	}
-	if t.cp != nil {
-		t.note(append([]byte(nil), key...), nil, true)
 	}
 	return nil
 }

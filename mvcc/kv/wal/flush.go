@@ -3,7 +3,6 @@ package wal
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -91,11 +90,7 @@ func (s *Store) flush() error {
 
 	err := s.base.Update(func(tx kv.Txn) error {
 		var err error
-		n := 0
 		fr.tree.Scan(func(e *entry) bool {
-			if n++; n%256 == 0 {
-				runtime.Gosched() // a fold is long: let waiting writers have the core
-			}
 			if e.del {
 				err = tx.Delete(e.key)
 			} else {
@@ -130,8 +125,7 @@ func (s *Store) flush() error {
 	s.flushed.Broadcast()
 	s.mu.Unlock()
 	s.viewMu.Unlock()
-	s.foldSeq = max(s.foldSeq, seq)
-	s.noteFold(s.foldSeq)
+	s.noteFold(seq)
 	s.keepReserve()
 	return nil
 }
@@ -205,9 +199,9 @@ func (s *Store) swapActive(frozen func(act *memtable) *memtable) *memtable {
 }
 
 // Compact flushes every buffered write, so that deleted data leaves the
-// log, then compacts the base. Flushes go on meanwhile, between the steps
-// of the base's copy (kv/bolt Compact), so that Updates do not collect in
-// the memtable for the whole copy.
+// log, then compacts the base. No flush runs meanwhile: Updates collect in
+// the active memtable (past MemtableSize, if need be) instead of waiting
+// for the copy, and the fold record cannot interleave with a flush's.
 func (s *Store) Compact(progress func(done, total int64)) error {
 	c, ok := s.base.(kv.Compactor)
 	if !ok {
@@ -216,11 +210,11 @@ func (s *Store) Compact(progress func(done, total int64)) error {
 	if err := s.Flush(); err != nil {
 		return err
 	}
-	err := c.Compact(progress)
-	// The copy is a new file: its transaction ids start again.
 	s.flushMu.Lock()
-	s.noteFold(s.foldSeq)
-	s.flushMu.Unlock()
+	defer s.flushMu.Unlock()
+	// The copy is a new file: its transaction ids start again.
+	err := c.Compact(progress)
+	s.noteFold(0)
 	return err
 }
 

@@ -85,7 +85,6 @@ type Store struct {
 
 	// flushMu lets one flush run at a time.
 	flushMu sync.Mutex
-	foldSeq uint64 // under flushMu: the last segment folded
 
 	// mu guards the fields below. Those marked (w) change only with
 	// writeMu held as well.
