@@ -174,6 +174,12 @@ func (m *Server) dropIfIdle(f *fileState) {
 		// the stage's backing id (stage.go: ptClosed drops it then).
 		return
 	}
+	m.dropIfIdleLocked(f)
+}
+
+// dropIfIdleLocked removes f from the server, with its pages and stage,
+// if it is idle (idleLocked). The caller holds f.mu.
+func (m *Server) dropIfIdleLocked(f *fileState) {
 	m.filesMu.Lock()
 	drop := m.idleLocked(f)
 	if drop {

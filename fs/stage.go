@@ -694,17 +694,7 @@ func (m *Server) evictStage(f *fileState) {
 	if f.dirty || f.ptOpens > 0 {
 		return
 	}
-	m.filesMu.Lock()
-	drop := m.idleLocked(f)
-	if drop {
-		delete(m.files, f.key)
-		m.drops.Add(1)
-	}
-	m.filesMu.Unlock()
-	if drop {
-		f.dropPagesLocked()
-		f.dropStageLocked()
-	}
+	m.dropIfIdleLocked(f)
 }
 
 // closeStages drops every stage at unmount (after the last flush).
