@@ -1082,59 +1082,17 @@ func (s *Store) finishLocked(b *batch) {
 		b.conn.Release()
 		return
 	}
-	var puts, vals, dels, parts [][]byte
-	var lastPart []byte
-	b.ov.Scan(func(e entry) bool {
-		k := []byte(e.k)
-		if e.del {
-			dels = append(dels, k)
-		} else {
-			puts = append(puts, k)
-			vals = append(vals, e.v)
-		}
-		if p := partOf(k); !bytes.Equal(p, lastPart) {
-			parts, lastPart = append(parts, p), p
-		}
-		return true
-	})
+	w := b.writes()
 	gen := b.r.gen + 1
-	held := s.heldLeases()
 	pb := &pgx.Batch{}
-	if len(puts)+len(dels) > 0 {
-		// One statement (padfs_log): the leases it holds, for the guard on
-		// padfs_changes; their fences (a former holder's commit fails as
-		// fenced, before the guard refuses it); the change, first, so that
-		// the trigger on padfs_kv sees it logged; the notification.
-		mine := make([]string, len(held))
-		names, tokens := make([]string, len(held)), make([]int64, len(held))
-		for i, l := range held {
-			mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
-			names[i], tokens[i] = l.name, l.token
-		}
-		pb.Queue("SELECT padfs_log($1, $2, $3::bytea[], $4, $5::text[], $6::bigint[], $7, $8)",
-			gen, b.nonce, parts, strings.Join(mine, ","), names, tokens, notifyChannel, s.id)
-		if gen%1024 == 0 {
-			pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
-		}
-	}
-	if len(puts) > 0 {
-		pb.Queue("INSERT INTO padfs_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", puts, vals)
-	}
-	if len(dels) > 0 {
-		pb.Queue("DELETE FROM padfs_kv WHERE k = ANY($1::bytea[])", dels)
-	}
-	if len(puts)+len(dels) == 0 {
-		for _, l := range held {
-			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
-		}
-	}
+	s.queueWrites(pb, gen, b.nonce, w)
 	before := pb.Len()
 	pb.Queue("COMMIT")
 	ahead := s.opts.AheadIdle > 0 && !s.closed.Load()
 	if ahead {
 		s.queueAhead(pb)
 	}
-	logged := len(puts)+len(dels) > 0 && s.cache != nil
+	logged := len(w.puts)+len(w.dels) > 0 && s.cache != nil
 	if logged {
 		s.commitStart(gen)
 		defer s.commitEnd() // after committed, below
@@ -1184,6 +1142,66 @@ func (s *Store) finishLocked(b *batch) {
 	}
 	if logged {
 		s.cache.committed(gen, b, b.err == nil)
+	}
+}
+
+// commitWrites are a batch's buffered writes in key order, and the key
+// groups (parts) they touch, for padfs_changes.
+type commitWrites struct {
+	puts, vals, dels, parts [][]byte
+}
+
+// writes collects b's buffered writes for its commit.
+func (b *batch) writes() (w commitWrites) {
+	var lastPart []byte
+	b.ov.Scan(func(e entry) bool {
+		k := []byte(e.k)
+		if e.del {
+			w.dels = append(w.dels, k)
+		} else {
+			w.puts = append(w.puts, k)
+			w.vals = append(w.vals, e.v)
+		}
+		if p := partOf(k); !bytes.Equal(p, lastPart) {
+			w.parts, lastPart = append(w.parts, p), p
+		}
+		return true
+	})
+	return w
+}
+
+// queueWrites queues a commit's statements before its COMMIT: the log
+// entry with the lease checks, the writes, or (with nothing to write) the
+// fences of the leases this process holds.
+func (s *Store) queueWrites(pb *pgx.Batch, gen, nonce int64, w commitWrites) {
+	held := s.heldLeases()
+	if len(w.puts)+len(w.dels) > 0 {
+		// One statement (padfs_log): the leases it holds, for the guard on
+		// padfs_changes; their fences (a former holder's commit fails as
+		// fenced, before the guard refuses it); the change, first, so that
+		// the trigger on padfs_kv sees it logged; the notification.
+		mine := make([]string, len(held))
+		names, tokens := make([]string, len(held)), make([]int64, len(held))
+		for i, l := range held {
+			mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
+			names[i], tokens[i] = l.name, l.token
+		}
+		pb.Queue("SELECT padfs_log($1, $2, $3::bytea[], $4, $5::text[], $6::bigint[], $7, $8)",
+			gen, nonce, w.parts, strings.Join(mine, ","), names, tokens, notifyChannel, s.id)
+		if gen%1024 == 0 {
+			pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
+		}
+	}
+	if len(w.puts) > 0 {
+		pb.Queue("INSERT INTO padfs_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", w.puts, w.vals)
+	}
+	if len(w.dels) > 0 {
+		pb.Queue("DELETE FROM padfs_kv WHERE k = ANY($1::bytea[])", w.dels)
+	}
+	if len(w.puts)+len(w.dels) == 0 {
+		for _, l := range held {
+			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
+		}
 	}
 }
 
