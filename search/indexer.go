@@ -178,72 +178,123 @@ func (ix *Index) catchUp(sid mvcc.SessionID, stop <-chan struct{}) (more bool, e
 // again land in that order (one id, one stream: see batcher); documents
 // of different ids land in any order, each the file's state as of at.
 func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq uint64, at mvcc.HLC, stop <-chan struct{}) (err error) {
+	paths, err := ix.changedPaths(sid, ch)
+	if err != nil {
+		return err
+	}
+	ra := ix.readAhead(func(emit func(*readItem) bool) error {
+		return ix.findChanged(sid, ch, paths, at, emit)
+	})
+	defer ra.stop()
+	head, maxBytes, maxDocs := runSize(ra)
+	gen, err := ix.be.begin(sid, 2, maxBytes, maxDocs)
+	if err != nil {
+		return err
+	}
+	if gen != pos.Gen {
+		// The index read at the start is gone (dropped after a panic):
+		// the tail alone would leave the new one incomplete.
+		ix.be.abort(sid)
+		return errIndexChanged
+	}
+	defer ix.endRun(sid, &err)
+	for _, it := range head {
+		if stopped(stop) {
+			return errStopped
+		}
+		if err := ix.send(sid, it); err != nil {
+			return err
+		}
+	}
+	for it := range ra.items {
+		if stopped(stop) {
+			return errStopped
+		}
+		if err := ix.send(sid, it); err != nil {
+			return err
+		}
+	}
+	if err := ra.wait(); err != nil {
+		return err
+	}
+	return ix.be.finish(sid, seq, at)
+}
+
+// changedPaths are the paths ch names, and the other names of files whose
+// content changed (hard links). (A tar -x creates thousands of files: one
+// query each was most of a catch-up's time in the worker.)
+func (ix *Index) changedPaths(sid mvcc.SessionID, ch *changes) (map[string]bool, error) {
 	paths := map[string]bool{}
 	for p := range ch.paths {
 		paths[p] = true
 	}
-	// Other names of files whose content changed (hard links). (A tar -x
-	// creates thousands of files: one query each was most of a
-	// catch-up's time in the worker.)
 	for ino := range ch.inos {
 		if ch.created[ino] {
 			continue
 		}
 		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10)})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		for _, id := range ids {
 			paths[id] = true
 		}
 	}
-	ra := ix.readAhead(func(emit func(*readItem) bool) error {
-		for p := range ch.subtrees {
-			// Every document below p goes; what is there now comes back.
-			q := idQuery{Field: "path", Term: p + "/", Prefix: true}
-			if p == "." || p == "" {
-				q = idQuery{}
-			}
-			ids, err := ix.be.ids(sid, q)
-			if err != nil {
-				return err
-			}
-			if q.Field != "" {
-				ids = append(ids, p)
-			}
-			for _, id := range ids {
-				if !emit(&readItem{del: id}) {
-					return nil
-				}
-			}
-			err = ix.walkStream(sid, p, at, func(p string, n *mvcc.Inode) bool {
-				return emit(&readItem{f: fileRef{p, n}})
-			})
-			if err != nil && !errors.Is(err, mvcc.ErrNotFound) {
-				return err
-			}
+	return paths, nil
+}
+
+// findChanged emits what a catch-up must delete and (re)index: every
+// document below a changed subtree, then what is there now, then each
+// changed path as it is at at. It stops when emit returns false.
+func (ix *Index) findChanged(sid mvcc.SessionID, ch *changes, paths map[string]bool, at mvcc.HLC, emit func(*readItem) bool) error {
+	for p := range ch.subtrees {
+		// Every document below p goes; what is there now comes back.
+		q := idQuery{Field: "path", Term: p + "/", Prefix: true}
+		if p == "." || p == "" {
+			q = idQuery{}
 		}
-		for p := range paths {
-			n, err := ix.st.Walk(sid, p, at)
-			it := &readItem{del: p}
-			switch {
-			case errors.Is(err, mvcc.ErrNotFound) || errors.Is(err, mvcc.ErrNotDir):
-			case err != nil:
-				return err
-			case n.IsRegular():
-				it = &readItem{f: fileRef{p, n}}
-			}
-			if !emit(it) {
+		ids, err := ix.be.ids(sid, q)
+		if err != nil {
+			return err
+		}
+		if q.Field != "" {
+			ids = append(ids, p)
+		}
+		for _, id := range ids {
+			if !emit(&readItem{del: id}) {
 				return nil
 			}
 		}
-		return nil
-	})
-	defer ra.stop()
-	// A large stretch (tar -x, a checkout) is indexed in a build's large
-	// batches: fewer segments to build and to merge. Which it is is known
-	// once half a large batch is found, or everything.
-	var head []*readItem
+		err = ix.walkStream(sid, p, at, func(p string, n *mvcc.Inode) bool {
+			return emit(&readItem{f: fileRef{p, n}})
+		})
+		if err != nil && !errors.Is(err, mvcc.ErrNotFound) {
+			return err
+		}
+	}
+	for p := range paths {
+		n, err := ix.st.Walk(sid, p, at)
+		it := &readItem{del: p}
+		switch {
+		case errors.Is(err, mvcc.ErrNotFound) || errors.Is(err, mvcc.ErrNotDir):
+		case err != nil:
+			return err
+		case n.IsRegular():
+			it = &readItem{f: fileRef{p, n}}
+		}
+		if !emit(it) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// runSize reads the head of a catch-up's items to choose its batches: a
+// large stretch (tar -x, a checkout) is indexed in a build's large
+// batches, fewer segments to build and to merge. Which it is is known once
+// half a large batch is found, or everything. The head is returned to be
+// sent first.
+func runSize(ra *reader) (head []*readItem, maxBytes int64, maxDocs int) {
 	var total int64
 	files := 0
 	for total < batchBytes/2 && files < batchDocs/2 {
@@ -257,54 +308,25 @@ func (ix *Index) applyLocked(sid mvcc.SessionID, pos position, ch *changes, seq 
 			total += int64(min(it.f.n.Size, MaxIndexedSize))
 		}
 	}
-	maxBytes, maxDocs := int64(catchUpBytes), catchUpDocs
 	if total >= batchBytes/2 || files >= batchDocs/2 {
-		maxBytes, maxDocs = batchBytes, batchDocs
+		return head, batchBytes, batchDocs
 	}
-	gen, err := ix.be.begin(sid, 2, maxBytes, maxDocs)
-	if err != nil {
-		return err
+	return head, catchUpBytes, catchUpDocs
+}
+
+// send hands one item to the worker: a deletion, or a file once read.
+func (ix *Index) send(sid mvcc.SessionID, it *readItem) error {
+	if it.del != "" {
+		return ix.be.del(sid, it.del)
 	}
-	if gen != pos.Gen {
-		// The index read at the start is gone (dropped after a panic):
-		// the tail alone would leave the new one incomplete.
-		ix.be.abort(sid)
-		return errIndexChanged
+	r := <-it.res
+	if r.err != nil {
+		return r.err
 	}
-	defer ix.endRun(sid, &err)
-	send := func(it *readItem) error {
-		if it.del != "" {
-			return ix.be.del(sid, it.del)
-		}
-		r := <-it.res
-		if r.err != nil {
-			return r.err
-		}
-		if err := ix.be.doc(sid, it.f.path, it.f.n.Ino, r.data); err != nil {
-			return fmt.Errorf("index %s: %w", it.f.path, err)
-		}
-		return nil
+	if err := ix.be.doc(sid, it.f.path, it.f.n.Ino, r.data); err != nil {
+		return fmt.Errorf("index %s: %w", it.f.path, err)
 	}
-	for _, it := range head {
-		if stopped(stop) {
-			return errStopped
-		}
-		if err := send(it); err != nil {
-			return err
-		}
-	}
-	for it := range ra.items {
-		if stopped(stop) {
-			return errStopped
-		}
-		if err := send(it); err != nil {
-			return err
-		}
-	}
-	if err := ra.wait(); err != nil {
-		return err
-	}
-	return ix.be.finish(sid, seq, at)
+	return nil
 }
 
 // readItem is a document to delete (del) or a file to index (f) and,
