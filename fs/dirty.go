@@ -146,6 +146,10 @@ func (m *Server) release(f *fileState) error {
 		return nil
 	}
 	err := m.commit(f)
+	if err == nil {
+		// A file created and never written (mvcc/held.go).
+		err = m.st.FlushHeldIno(f.key.sid, f.key.ino)
+	}
 	m.dropIfIdle(f)
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -73,12 +72,12 @@ func TestStoreEIO(t *testing.T) {
 	m := mountAt(t, st, mnt, Options{Session: &h.ID, SpillDir: filepath.Join(data, "spill")})
 
 	sh(t, mnt, "echo before > kept.txt")
-	// Every commit fails for a while: the writer's close reports EIO.
+	// Every commit fails for a while: the writer's close reports EIO
+	// (the create is committed with the content, mvcc/held.go, so it is
+	// the close that fails; the shell would not say).
 	fk.failUpdates.Store(1 << 20)
-	if out, err := shErr(mnt, "echo lost > lost.txt"); err == nil {
-		t.Fatalf("a write whose commit failed reported success: %q", out)
-	} else if !strings.Contains(out, "Input/output error") {
-		t.Errorf("write with a failing store: %q, want Input/output error", out)
+	if err := os.WriteFile(filepath.Join(mnt, "lost.txt"), []byte("lost\n"), 0o644); !errors.Is(err, syscall.EIO) {
+		t.Fatalf("a write whose commit failed: %v, want EIO", err)
 	}
 	if _, err := shErr(mnt, "mkdir d"); err == nil {
 		t.Error("mkdir with a failing store succeeded")
@@ -113,7 +112,7 @@ func TestStoreEIO(t *testing.T) {
 		t.Errorf("opendir with a failing store: %v, want EIO", rerr)
 	}
 	// The disk answers again: the mount works as before.
-	if got := sh(t, mnt, "cat kept.txt; echo after > after.txt; cat after.txt; mkdir d2 && ls"); got != "before\nafter\nafter.txt\nd2\nkept.txt\nlate.txt\n" {
+	if got := sh(t, mnt, "cat kept.txt; echo after > after.txt; cat after.txt; mkdir d2 && ls"); got != "before\nafter\nafter.txt\nd2\nkept.txt\nlate.txt\nlost.txt\n" {
 		t.Fatalf("after the errors: %q", got)
 	}
 	if err := m.Unmount(); err != nil {
@@ -140,9 +139,11 @@ func TestStoreEIO(t *testing.T) {
 			t.Errorf("%s after reopen: %q %v, want %q", name, got, err, want)
 		}
 	}
+	// lost.txt, whose close failed, stayed dirty like late.txt: retried
+	// later, it is whole or empty, never half.
 	if n, err := st2.Walk(h.ID, "lost.txt", mvcc.Latest); err == nil {
 		got, _ := st2.ReadAll(n)
-		if len(got) != 0 {
+		if len(got) != 0 && string(got) != "lost\n" {
 			t.Errorf("lost.txt, whose commit failed, holds %q", got)
 		}
 	}

@@ -482,6 +482,9 @@ func (m *Server) tick(now time.Time) {
 		}
 	}
 	m.tickStages()
+	if err := m.st.FlushHeldOlder(quietFor); err != nil {
+		m.log.Error("padfs: background commit of a created file", "err", err)
+	}
 }
 
 // InvalidateSession drops the kernel's caches (entries, attributes and

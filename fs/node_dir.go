@@ -191,7 +191,12 @@ func (n *Node) Create(ctx context.Context, name string, flags uint32, mode uint3
 	if errno != 0 {
 		return nil, nil, 0, errno
 	}
-	in, err := n.m.st.Create(n.s.id, n.ino, name, a, "")
+	// Held (mvcc/held.go): committed with the file's first content, by
+	// the close or fsync that commits it; never written, by the last
+	// release, an fsync or the ticker (a FLUSH of a clean file may be a
+	// close(2) of a dup, as a shell's redirection does, before the
+	// writes).
+	in, _, err := n.m.st.CreateHeld(n.s.id, n.ino, name, a)
 	var child *gofs.Inode
 	existed := false
 	switch {

@@ -70,9 +70,27 @@ func (s *Store) WriteSparseAttr(ctx context.Context, sid SessionID, ino Ino, sp 
 	return n, err
 }
 
-// commitWrite returns the commit of WriteContentIf, which sets *out.
+// commitWrite returns the commit of WriteContentIf, which sets *out. The
+// first content of a held create (held.go) commits the create with it.
 func (s *Store) commitWrite(sid SessionID, ino Ino, mtime int64, a SetAttr, check func(cur *Inode) error, out **Inode) func(*Content) error {
 	return func(c *Content) error {
+		apply := func(t *WriteTx, n *Inode) ([]string, error) {
+			if !n.IsRegular() {
+				return nil, fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
+			}
+			if check != nil {
+				if err := check(n); err != nil {
+					return nil, err
+				}
+			}
+			attrs, mt := applyAttr(n, a, mtime)
+			c.Apply(n)
+			n.Mtime, n.Ctime, n.ContentHLC = mt, nowNs(), t.hlc
+			return attrs, nil
+		}
+		if h := s.held.lockFor(sid, ino); h != nil {
+			return s.commitHeldWrite(h, apply, out)
+		}
 		var n *Inode
 		defer func() { *out = n }()
 		_, err := s.Update(sid, func(t *WriteTx) error {
@@ -80,37 +98,10 @@ func (s *Store) commitWrite(sid SessionID, ino Ino, mtime int64, a SetAttr, chec
 			if n, err = t.Latest(ino); err != nil {
 				return err
 			}
-			if !n.IsRegular() {
-				return fmt.Errorf("%w: inode %d is not a regular file", ErrInvalid, ino)
+			attrs, err := apply(t, n)
+			if err != nil {
+				return err
 			}
-			if check != nil {
-				if err := check(n); err != nil {
-					return err
-				}
-			}
-			var attrs []string
-			if a.Mode != nil {
-				n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
-				attrs = append(attrs, "mode")
-			}
-			if a.Uid != nil {
-				n.Uid = *a.Uid
-				attrs = append(attrs, "uid")
-			}
-			if a.Gid != nil {
-				n.Gid = *a.Gid
-				attrs = append(attrs, "gid")
-			}
-			if a.Atime != nil {
-				n.Atime = *a.Atime
-				attrs = append(attrs, "atime")
-			}
-			if a.Mtime != nil {
-				mtime = *a.Mtime
-				attrs = append(attrs, "mtime")
-			}
-			c.Apply(n)
-			n.Mtime, n.Ctime, n.ContentHLC = mtime, nowNs(), t.hlc
 			if err := t.PutInode(n); err != nil {
 				return err
 			}
@@ -127,4 +118,31 @@ func (s *Store) commitWrite(sid SessionID, ino Ino, mtime int64, a SetAttr, chec
 		})
 		return err
 	}
+}
+
+// applyAttr applies the chmod, chown and utimens changes of a to n and
+// returns their names and the mtime to commit (a.Mtime wins over mtime).
+func applyAttr(n *Inode, a SetAttr, mtime int64) ([]string, int64) {
+	var attrs []string
+	if a.Mode != nil {
+		n.Mode = n.Mode&sIFMT | *a.Mode&^uint32(sIFMT)
+		attrs = append(attrs, "mode")
+	}
+	if a.Uid != nil {
+		n.Uid = *a.Uid
+		attrs = append(attrs, "uid")
+	}
+	if a.Gid != nil {
+		n.Gid = *a.Gid
+		attrs = append(attrs, "gid")
+	}
+	if a.Atime != nil {
+		n.Atime = *a.Atime
+		attrs = append(attrs, "atime")
+	}
+	if a.Mtime != nil {
+		mtime = *a.Mtime
+		attrs = append(attrs, "mtime")
+	}
+	return attrs, mtime
 }

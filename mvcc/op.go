@@ -9,7 +9,7 @@ type Op string
 
 // Tree operations carry the POSIX names.
 const (
-	OpCreate      Op = "create" // a regular file (Detail "tmpfile": O_TMPFILE, no name)
+	OpCreate      Op = "create" // a regular file (Detail "tmpfile": O_TMPFILE, no name; "with content": its first content, Size and Hash, in the same commit)
 	OpMkdir       Op = "mkdir"
 	OpSymlink     Op = "symlink" // Path2: the target
 	OpLink        Op = "link"    // Path: an existing name, Path2: the new one

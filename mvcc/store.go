@@ -43,6 +43,8 @@ type Store struct {
 
 	compacting atomic.Bool // a compaction runs (measurements)
 
+	held heldState // a create not committed yet (held.go)
+
 	// batchHook, if set (tests), is called after each batch of a job.
 	batchHook func(stage string, batches int64, took time.Duration)
 }
@@ -153,17 +155,26 @@ func (c *Clock) Observe(h HLC) {
 
 // Close stops following other writers and closes the underlying KV.
 func (s *Store) Close() error {
+	s.FlushHeld() // its error is logged; the store closes anyway
 	s.stopFollowing()
 	return s.kv.Close()
 }
 
 // Sync returns when every commit so far survives a power loss.
-func (s *Store) Sync() error { return s.kv.Sync() }
+func (s *Store) Sync() error {
+	if err := s.FlushHeld(); err != nil {
+		return err
+	}
+	return s.kv.Sync()
+}
 
 // Now returns a fresh HLC greater than every commit so far and persists it
 // as the high-water mark, so .asof/<Now()>/ shows every completed write and
 // no later one, even across a restart with a clock that stepped back.
 func (s *Store) Now() (HLC, error) {
+	if err := s.FlushHeld(); err != nil {
+		return 0, err
+	}
 	var h HLC
 	err := s.kv.Update(func(tx kv.Txn) error {
 		var err error
@@ -229,6 +240,14 @@ type ReadTx struct {
 
 // View runs fn against a consistent snapshot.
 func (s *Store) View(fn func(*ReadTx) error) error {
+	if err := s.FlushHeld(); err != nil {
+		return err
+	}
+	return s.view(fn)
+}
+
+// view is View without committing a held create first.
+func (s *Store) view(fn func(*ReadTx) error) error {
 	return s.kv.View(func(r kv.Reader) error { return fn(&ReadTx{s: s, r: r, view: true}) })
 }
 

@@ -45,13 +45,21 @@ func (t *WriteTx) dirOf(parent Ino) (*Inode, error) {
 	if err != nil {
 		return nil, err
 	}
-	if !p.IsDir() {
-		return nil, fmt.Errorf("%w: inode %d", ErrNotDir, parent)
-	}
-	if p.Nlink == 0 {
-		return nil, fmt.Errorf("%w: directory was removed", ErrNotFound)
+	if err := liveDir(p, parent); err != nil {
+		return nil, err
 	}
 	return p, nil
+}
+
+// liveDir checks that p (inode parent) is a directory not removed.
+func liveDir(p *Inode, parent Ino) error {
+	if !p.IsDir() {
+		return fmt.Errorf("%w: inode %d", ErrNotDir, parent)
+	}
+	if p.Nlink == 0 {
+		return fmt.Errorf("%w: directory was removed", ErrNotFound)
+	}
+	return nil
 }
 
 // touchDir bumps a directory's mtime/ctime and link count.
@@ -99,6 +107,8 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 		return nil, err
 	}
 	var n *Inode
+	var first, end Ino
+	reserve := s.held.poolEmpty()
 	_, err := s.Update(sid, func(t *WriteTx) error {
 		dir, err := t.dirOf(parent)
 		if err != nil {
@@ -112,6 +122,11 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 		ino, err := t.AllocIno()
 		if err != nil {
 			return err
+		}
+		if reserve {
+			if first, end, err = t.reserveInos(inoBlock); err != nil {
+				return err
+			}
 		}
 		now := nowNs()
 		n = &Inode{Ino: ino, Mode: a.Mode, Uid: a.Uid, Gid: a.Gid, Rdev: a.Rdev, Nlink: 1,
@@ -137,6 +152,9 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 		t.SetEvent(Event{Op: op, Path: t.pathOf(parent, name), Ino: ino, Path2: target})
 		return nil
 	})
+	if err == nil && reserve {
+		s.held.addPool(first, end) // only now: the commit made them ours
+	}
 	return n, err
 }
 
@@ -621,6 +639,11 @@ func (s *Store) LatestInode(sid SessionID, ino Ino) (*Inode, error) {
 
 // InodeAt reads ino as of at.
 func (s *Store) InodeAt(sid SessionID, ino Ino, at HLC) (*Inode, error) {
+	if at == Latest {
+		if n, ok := s.heldInode(sid, ino); ok {
+			return n, nil
+		}
+	}
 	var n *Inode
 	err := s.View(func(t *ReadTx) error {
 		var err error
@@ -632,6 +655,11 @@ func (s *Store) InodeAt(sid SessionID, ino Ino, at HLC) (*Inode, error) {
 
 // Lookup finds name in parent as of at and returns its inode.
 func (s *Store) Lookup(sid SessionID, parent Ino, name string, at HLC) (*Inode, error) {
+	if at == Latest {
+		if n, ok := s.heldEntry(sid, parent, name); ok {
+			return n, nil
+		}
+	}
 	var n *Inode
 	err := s.View(func(t *ReadTx) error {
 		d, err := t.Lookup(sid, parent, name, at)

@@ -60,6 +60,15 @@ const (
 // with a fresh HLC taken inside the serialized write (so HLC order is
 // commit order), appends the event fn set, and tells the watchers.
 func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) (Event, error) {
+	if err := s.FlushHeld(); err != nil {
+		return Event{}, err
+	}
+	return s.commitThen(sid, kind, fn, nil)
+}
+
+// commitThen is commit without committing a held create first; done, if
+// set, is called with the outcome as soon as the transaction has ended.
+func (s *Store) commitThen(sid SessionID, kind commitKind, fn func(*WriteTx) error, done func(error)) (Event, error) {
 	t := new(WriteTx) // outside: the event it ends with is then not one more allocation
 	err := s.kv.Update(func(tx kv.Txn) error {
 		*t = WriteTx{ReadTx: ReadTx{s: s, r: tx}, w: tx, sid: sid}
@@ -105,6 +114,9 @@ func (s *Store) commit(sid SessionID, kind commitKind, fn func(*WriteTx) error) 
 		}
 		return err
 	})
+	if done != nil {
+		done(err)
+	}
 	if err != nil {
 		return Event{}, err
 	}
@@ -265,6 +277,24 @@ func (t *WriteTx) AllocIno() (Ino, error) {
 		return 0, err
 	}
 	return Ino(next + 1), nil
+}
+
+// reserveInos takes n more inode numbers after AllocIno's for the held
+// creates (held.go) and returns them as [first, end).
+func (t *WriteTx) reserveInos(n uint64) (Ino, Ino, error) {
+	k := metaKey("ino")
+	v, err := t.w.Get(k)
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(v) != 8 {
+		return 0, 0, fmt.Errorf("%w: inode counter is %d bytes", ErrCorrupt, len(v))
+	}
+	last := binary.BigEndian.Uint64(v)
+	if err := t.w.Put(k, u64(last+n)); err != nil {
+		return 0, 0, err
+	}
+	return Ino(last + 1), Ino(last + n + 1), nil
 }
 
 // Latest reads the current version of ino inside this commit.
