@@ -79,6 +79,10 @@ func TestStoreEIO(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(mnt, "lost.txt"), []byte("lost\n"), 0o644); !errors.Is(err, syscall.EIO) {
 		t.Fatalf("a write whose commit failed: %v, want EIO", err)
 	}
+	// Its create is still held, uncommitted: reads go on meanwhile.
+	if _, err := os.ReadDir(mnt); err != nil {
+		t.Errorf("listing while a held create cannot commit: %v", err)
+	}
 	if _, err := shErr(mnt, "mkdir d"); err == nil {
 		t.Error("mkdir with a failing store succeeded")
 	}

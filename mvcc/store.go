@@ -240,9 +240,9 @@ type ReadTx struct {
 
 // View runs fn against a consistent snapshot.
 func (s *Store) View(fn func(*ReadTx) error) error {
-	if err := s.FlushHeld(); err != nil {
-		return err
-	}
+	// A held create whose commit fails (a failing or full disk) stays
+	// held and is logged: reads go on without it rather than fail.
+	_ = s.FlushHeld()
 	return s.view(fn)
 }
 
