@@ -120,10 +120,11 @@ func (s *Store) flush() error {
 
 // foldBatch bounds one base transaction of a fold, by the memtable's size
 // estimate.
-const foldBatch = 8 << 20
+const foldBatch = 16 << 20
 
 // fold commits fr to the base in transactions of about foldBatch each,
-// pausing after each but the last as long as it took. A memtable bigger
+// pausing after each but the last as long as it took (unless the active
+// memtable is half full). A memtable bigger
 // than that is the backlog of a compaction (every commit during its copy):
 // folded in one transaction it kept both CPUs and the disk busy for a
 // second or more, and right after a 256 MiB redaction's compaction a
@@ -164,7 +165,14 @@ func (s *Store) fold(fr *memtable) error {
 			return err
 		}
 		from = next
-		time.Sleep(time.Since(t0))
+		// No pause when writers may soon need the memtable room this
+		// fold frees (a stream of writes): then it goes at full speed.
+		s.mu.Lock()
+		room := s.active.size < s.opts.MemtableSize/2
+		s.mu.Unlock()
+		if room {
+			time.Sleep(time.Since(t0))
+		}
 	}
 }
 

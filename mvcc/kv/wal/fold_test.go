@@ -17,7 +17,7 @@ func TestFoldInBoundedSteps(t *testing.T) {
 	dir := t.TempDir()
 	s, _ := mustOpen(t, dir, Options{FlushInterval: time.Hour, MemtableSize: 1 << 30})
 	big := func(i int) []byte { return bytes.Repeat(fmt.Appendf(nil, "%d.", i), 1000) }
-	const n = 6000 // about 3 foldBatch of values and entries
+	const n = 12000 // about 3 foldBatch of values and entries
 	for i := 0; i < n; i += 200 {
 		err := s.Update(func(tx kv.Txn) error {
 			for j := i; j < i+200; j++ {
