@@ -152,6 +152,7 @@ func TestMeasureJobStall(t *testing.T) {
 			// compaction's copy.
 			var total time.Duration
 			var ended time.Time
+			compacted := false
 			for i := 0; ; i++ {
 				if ended.IsZero() {
 					select {
@@ -185,10 +186,11 @@ func TestMeasureJobStall(t *testing.T) {
 				c0, b0, th0 := time.Now(), nBatch.Load(), readThreadStat()
 				st := "batches"
 				switch {
-				case !ended.IsZero():
-					st = "after"
 				case e.st.compacting.Load():
-					st = "compact"
+					st, compacted = "compact", true
+				case compacted || !ended.IsZero():
+					// The compaction is over, the job about to return.
+					st = "after"
 				}
 				if _, err := e.st.Create(other, h.Root, fmt.Sprintf("f%d", i), Attr{Mode: sIFREG | 0o644}, ""); err != nil {
 					t.Fatal(err)
