@@ -48,8 +48,9 @@ const (
 // bucketName is the one bucket holding every key.
 var bucketName = []byte("padfs")
 
-// compactBatch bounds one transaction of the compaction copy.
-const compactBatch = 64 << 20
+// compactBatch bounds one transaction of the compaction copy: bbolt holds
+// a transaction's nodes and, at commit, a buffer per page in memory.
+const compactBatch = 8 << 20
 
 // Options tunes Open. The zero value is a good default.
 type Options struct {

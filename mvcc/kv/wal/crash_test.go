@@ -36,13 +36,26 @@ func TestCrashChild(t *testing.T) {
 		t.Skip("run by TestCrash")
 	}
 	opts := Options{FlushInterval: time.Hour} // everything stays in the log
-	if os.Getenv(crashModeEnv) == "flushing" {
+	if m := os.Getenv(crashModeEnv); m == "flushing" || m == "compacting" {
 		// Rotate and flush all the time, so the kill lands mid-flush too.
 		opts = Options{FlushInterval: 2 * time.Millisecond, MemtableSize: 16 << 10}
 	}
 	s, err := openDir(dir, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if os.Getenv(crashModeEnv) == "compacting" {
+		// Compact all the time, so the kill lands in the copy, its
+		// fdatasync, the rename or the swap.
+		go func() {
+			for {
+				if err := s.Compact(nil); err != nil {
+					fmt.Fprintln(os.Stderr, "compact:", err)
+					os.Exit(1)
+				}
+				fmt.Println("compacted")
+			}
+		}()
 	}
 	for i := 0; i < crashChildMax; i++ {
 		if err := s.Update(func(tx kv.Txn) error { return tx.Put(key(i), value(i)) }); err != nil {
@@ -56,7 +69,7 @@ func TestCrash(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a process")
 	}
-	for _, mode := range []string{"log-only", "flushing"} {
+	for _, mode := range []string{"log-only", "flushing", "compacting"} {
 		t.Run(mode, func(t *testing.T) {
 			dir := t.TempDir()
 			cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
@@ -91,9 +104,18 @@ func TestCrash(t *testing.T) {
 
 			// Every number printed is an Update that had returned.
 			const target = crashTarget
-			acked := -1
+			acked, compacted := -1, 0
+			// In "compacting" the kill waits for a few whole compactions
+			// too, so that it lands amid one.
+			wantCompacted := 0
+			if mode == "compacting" {
+				wantCompacted = 3
+			}
 			sc := bufio.NewScanner(out)
 			for sc.Scan() {
+				if sc.Text() == "compacted" {
+					compacted++
+				}
 				n, err := strconv.Atoi(sc.Text())
 				if err != nil {
 					continue // the test framework's own lines
@@ -101,7 +123,7 @@ func TestCrash(t *testing.T) {
 				if n != acked+1 {
 					t.Fatalf("child acked %d after %d", n, acked)
 				}
-				if acked = n; acked+1 == target {
+				if acked = n; acked+1 >= target && compacted >= wantCompacted {
 					kill()
 				}
 			}
@@ -131,7 +153,7 @@ func TestCrash(t *testing.T) {
 			if n < acked+1 || n > acked+2 {
 				t.Fatalf("%d keys after the crash; %d Updates were acked", n, acked+1)
 			}
-			t.Logf("acked %d, recovered %d; %s", acked+1, n, log)
+			t.Logf("acked %d, recovered %d, %d compactions before the kill; %s", acked+1, n, compacted, log)
 		})
 	}
 }

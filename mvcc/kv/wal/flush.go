@@ -66,9 +66,9 @@ func (s *Store) flushAll() error {
 }
 
 // flush freezes the active memtable (unless a failed flush left one
-// frozen), commits it to the base in one transaction, deletes its segment
-// and only then stops reading it: at every instant each write is visible in
-// a memtable, the base, or both.
+// frozen), commits it to the base (fold), deletes its segment and only then
+// stops reading it: at every instant each write is visible in a memtable,
+// the base, or both.
 func (s *Store) flush() error {
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
@@ -88,19 +88,7 @@ func (s *Store) flush() error {
 		return nil
 	}
 
-	err := s.base.Update(func(tx kv.Txn) error {
-		var err error
-		fr.tree.Scan(func(e *entry) bool {
-			if e.del {
-				err = tx.Delete(e.key)
-			} else {
-				// Entries never change and fr outlives the transaction.
-				err = kv.PutStable(tx, e.key, e.val)
-			}
-			return err == nil
-		})
-		return err
-	})
+	err := s.fold(fr)
 	var seq uint64
 	if done := append(fr.kept[:len(fr.kept):len(fr.kept)], fr.seg); err == nil {
 		if fr.seg == nil {
@@ -128,6 +116,64 @@ func (s *Store) flush() error {
 	s.noteFold(seq)
 	s.keepReserve()
 	return nil
+}
+
+// foldBatch bounds one base transaction of a fold, by the memtable's size
+// estimate.
+const foldBatch = 16 << 20
+
+// fold commits fr to the base in transactions of about foldBatch each,
+// pausing after each but the last as long as it took (unless the active
+// memtable is half full). A memtable bigger
+// than that is the backlog of a compaction (every commit during its copy):
+// folded in one transaction it kept both CPUs and the disk busy for a
+// second or more, and right after a 256 MiB redaction's compaction a
+// writer waited up to 520 ms (217 ms of it for a CPU). Until the last part is
+// in, readers still see all of fr in its memtable, and replay after a crash
+// applies the whole segment again: a part in the base alone is harmless.
+func (s *Store) fold(fr *memtable) error {
+	var from *entry // where the next part starts; nil: at the beginning
+	for {
+		t0 := time.Now()
+		var next *entry
+		err := s.base.Update(func(tx kv.Txn) error {
+			next = nil
+			var size int64
+			var err error
+			put := func(e *entry) bool {
+				if size >= foldBatch {
+					next = e
+					return false
+				}
+				if e.del {
+					err = tx.Delete(e.key)
+				} else {
+					// Entries never change and fr outlives the transaction.
+					err = kv.PutStable(tx, e.key, e.val)
+				}
+				size += e.size()
+				return err == nil
+			}
+			if from == nil {
+				fr.tree.Scan(put)
+			} else {
+				fr.tree.Ascend(from, put)
+			}
+			return err
+		})
+		if err != nil || next == nil {
+			return err
+		}
+		from = next
+		// No pause when writers may soon need the memtable room this
+		// fold frees (a stream of writes): then it goes at full speed.
+		s.mu.Lock()
+		room := s.active.size < s.opts.MemtableSize/2
+		s.mu.Unlock()
+		if room {
+			time.Sleep(time.Since(t0))
+		}
+	}
 }
 
 // freeze seals the current segment and swaps in an empty memtable. It

@@ -1,0 +1,84 @@
+package wal
+
+import (
+	"bytes"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// TestFoldInBoundedSteps: a memtable of several foldBatch (what collects
+// during a compaction's copy) reaches the base in several transactions, and
+// readers see every write all along and after a reopen.
+func TestFoldInBoundedSteps(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := mustOpen(t, dir, Options{FlushInterval: time.Hour, MemtableSize: 1 << 30})
+	big := func(i int) []byte { return bytes.Repeat(fmt.Appendf(nil, "%d.", i), 1000) }
+	const n = 12000 // about 3 foldBatch of values and entries
+	for i := 0; i < n; i += 200 {
+		err := s.Update(func(tx kv.Txn) error {
+			for j := i; j < i+200; j++ {
+				if err := tx.Put(key(j), big(j)); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	count := func() (int, error) {
+		got := 0
+		err := s.View(func(r kv.Reader) error {
+			return r.Scan([]byte("key/"), nil, func(k, v []byte) (bool, error) {
+				if !bytes.Equal(v, big(got)) || !bytes.Equal(k, key(got)) {
+					return false, fmt.Errorf("entry %d is %q", got, k)
+				}
+				got++
+				return true, nil
+			})
+		})
+		return got, err
+	}
+	g0, err := s.base.(kv.Generationer).Generation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stop atomic.Bool
+	seen := make(chan error, 1)
+	go func() {
+		for !stop.Load() {
+			if got, err := count(); err != nil || got != n {
+				seen <- fmt.Errorf("a View during the fold saw %d of %d keys: %v", got, n, err)
+				return
+			}
+		}
+		seen <- nil
+	}()
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	stop.Store(true)
+	if err := <-seen; err != nil {
+		t.Fatal(err)
+	}
+	g1, err := s.base.(kv.Generationer).Generation()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if parts := g1.TxID - g0.TxID; parts < 3 {
+		t.Errorf("the fold took %d base transactions; want 3 or more", parts)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, _ = mustOpen(t, dir, Options{})
+	defer s.Close()
+	if got, err := count(); err != nil || got != n {
+		t.Fatalf("after reopen %d of %d keys: %v", got, n, err)
+	}
+}
