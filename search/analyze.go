@@ -148,19 +148,37 @@ func compactCounts(m index.TokenFrequencies) termCounts {
 	return c
 }
 
-// tokenFrequencies is the frequency map: one allocation for all entries,
-// and keys that are substrings of one string.
+// tokenFrequencies is the frequency map, its keys substrings of one
+// string. zap reads only the frequency and locations of an entry (the
+// term is the key), so a term counted fewer than len(sharedFreqs) times
+// maps to the shared TokenFreq of its count (see noFreq).
 func (c termCounts) tokenFrequencies() index.TokenFrequencies {
 	keys := string(c.terms)
-	tfs := make([]index.TokenFreq, len(c.ends))
 	m := make(index.TokenFrequencies, len(c.ends))
+	var tfs []index.TokenFreq
 	start := 0
 	for i, e := range c.ends {
 		end := int(e)
-		tfs[i].Term = c.terms[start:end:end]
-		tfs[i].SetFrequency(int(c.counts[i]))
-		m[keys[start:end]] = &tfs[i]
+		n := int(c.counts[i])
+		if n < len(sharedFreqs) {
+			m[keys[start:end]] = &sharedFreqs[n]
+		} else {
+			if len(tfs) == cap(tfs) {
+				tfs = make([]index.TokenFreq, 0, 16)
+			}
+			tfs = append(tfs, index.TokenFreq{})
+			tfs[len(tfs)-1].SetFrequency(n)
+			m[keys[start:end]] = &tfs[len(tfs)-1]
+		}
 		start = end
 	}
 	return m
 }
+
+// sharedFreqs[n] is the TokenFreq of frequency n.
+var sharedFreqs = func() (s [256]index.TokenFreq) {
+	for i := range s {
+		s[i].SetFrequency(i)
+	}
+	return s
+}()

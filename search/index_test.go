@@ -308,7 +308,7 @@ func TestTextFieldMatchesBleve(t *testing.T) {
 				}
 				for term, wf := range want.AnalyzedTokenFrequencies() {
 					gf := freqs[term]
-					if gf == nil || gf.Frequency() != wf.Frequency() || string(gf.Term) != term {
+					if gf == nil || gf.Frequency() != wf.Frequency() || len(gf.Locations) != 0 {
 						t.Fatalf("%s, %s: term %q: got %+v, bleve frequency %d", an.name, p, term, gf, wf.Frequency())
 					}
 				}

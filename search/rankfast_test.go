@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/blevesearch/bleve/v2"
+	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
 )
@@ -26,7 +27,9 @@ import (
 // could swap two hits). Real Go sources, real bleve, the rankers' own
 // queries.
 func TestOnlyDocsScoresAsFilter(t *testing.T) {
-	bl, err := bleve.NewMemOnly(indexMapping())
+	// Scorch, as every session index (bleve's memory-only index is
+	// upside_down, which reads what scorch does not: a term's TokenFreq.Term).
+	bl, err := bleve.NewUsing(t.TempDir(), indexMapping(), scorch.Name, scorch.Name, scorchConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

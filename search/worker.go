@@ -98,6 +98,12 @@ func workerMain(dir string) int {
 	if limit != defaultMemLimit {
 		debug.SetMemoryLimit(limit)
 	}
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(workerGCPercent)
+		if limit == defaultMemLimit && os.Getenv("GOMEMLIMIT") == "" {
+			debug.SetMemoryLimit(workerGCLimit)
+		}
+	}
 	log.Debug("search worker: serving", "dir", dir, "memlimit", limit)
 	lb := newLocalBackend(dir, log)
 	// A ranked search's rankers run on goroutines of their own, on
@@ -123,18 +129,33 @@ func workerMain(dir string) int {
 // GOMEMLIMIT syntax: 512MiB, 1GiB, bytes; "off" for none).
 const memLimitEnv = "PADFS_INDEX_MEMLIMIT"
 
-// defaultMemLimit (-1) leaves the worker's soft memory limit to the Go
-// runtime: none, or GOMEMLIMIT if the mount's environment sets it. A limit makes
+// defaultMemLimit (-1) leaves the worker's soft memory limit to
+// workerGCLimit, or to GOMEMLIMIT if the mount's environment sets it. A limit makes
 // the collector run before the heap grows past it (without one the heap
 // grows to twice its live size between collections: a tar -x of 128 MB
 // peaked at 2.2 GB RSS for a 615 MB live heap), but bleve's batch analysis
 // makes the live size large for a moment and a limit below it makes the
 // collector run nearly all the time (384 MiB tripled the catch-up's CPU).
 // Measured with 8 MB batches, 768 MiB cut the worker's peak to 658 MB but
-// doubled the index lag after an untar, so it is an option
-// ($PADFS_INDEX_MEMLIMIT), not the default, until the lag is measured on an
-// idle machine.
+// doubled the index lag after an untar, so the default (workerGCLimit)
+// is far above the live peak.
 const defaultMemLimit = -1
+
+// workerGCPercent is the worker's GOGC unless the environment sets one.
+// Its garbage is a batch's analysis and zap's interim segment (about
+// 2 GB of it for Go's src) over a live heap that peaks at about 420 MB
+// (two 32 MB batches building at once: zap's frequency/norm slices, its
+// postings bitmaps and dictionaries, the documents' trigrams), so at
+// GOGC=100 the collector (marking, sweeping, write barriers, assists)
+// was about a tenth of the worker's CPU. 200 halves the collections
+// for a peak RSS of 1.2-2.0 GB instead of 0.9-1.2 GB (measured, Go's
+// src), so workerGCLimit, 3.5 times that live peak, bounds it (a soft
+// limit: the collector runs more often near it); $PADFS_INDEX_MEMLIMIT
+// or GOMEMLIMIT replace it, and GOGC in the environment drops both.
+const (
+	workerGCPercent = 200
+	workerGCLimit   = 1536 << 20
+)
 
 // workerMemLimit parses v (memLimitEnv's value) into a limit in bytes.
 func workerMemLimit(v string) (int64, error) {

@@ -264,16 +264,17 @@ func TestRankersLeaveSchedIdle(t *testing.T) {
 }
 
 // TestWorkerMemLimit: $PADFS_INDEX_MEMLIMIT reaches the index worker as
-// its soft memory limit; unset (or invalid), the worker keeps the
-// runtime's, which without GOMEMLIMIT is none.
+// its soft memory limit; unset (or invalid), the worker takes
+// workerGCLimit (without GOGC and GOMEMLIMIT in its environment).
 func TestWorkerMemLimit(t *testing.T) {
 	for _, c := range []struct {
 		env  string
 		want int64
-	}{{"", math.MaxInt64}, {"300MiB", 300 << 20}, {"off", math.MaxInt64}, {"bogus", math.MaxInt64}} {
+	}{{"", workerGCLimit}, {"300MiB", 300 << 20}, {"off", math.MaxInt64}, {"bogus", workerGCLimit}} {
 		t.Run(c.env, func(t *testing.T) {
 			t.Setenv(memLimitEnv, c.env)
 			t.Setenv("GOMEMLIMIT", "")
+			t.Setenv("GOGC", "")
 			st, data := openStore(t)
 			sid := loadSession(t, st, map[string][]byte{"a": []byte("hello\n")})
 			ix, err := Open(data, st)
