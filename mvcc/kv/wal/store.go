@@ -221,14 +221,20 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 	if err != nil || t.writes.Len() == 0 {
 		return err
 	}
-	rec, err := encodeRecordv(t.writes)
+	return s.logLocked(t.writes)
+}
+
+// logLocked appends a transaction's writes to the WAL as one record and
+// then makes them visible.
+func (s *Store) logLocked(writes *tree) error {
+	rec, err := encodeRecordv(writes)
 	if err != nil {
 		return err
 	}
 	if err := s.appendLocked(rec); err != nil {
 		return err
 	}
-	s.apply(t.writes)
+	s.apply(writes)
 	return nil
 }
 
