@@ -44,20 +44,11 @@ func (s *Store) UpdateBulk(fn func(kv.Txn) error) error {
 			s.writeMu.Unlock()
 		}
 	}()
-	layers, err := s.admitLocked()
-	if err != nil {
-		return err
-	}
-	t := &txn{s: s, writes: newTree(), borrow: true}
-	t.mem = append([]*tree{t.writes}, layers...)
-	err = s.base.View(func(r kv.Reader) error {
-		t.base = r
-		return fn(t)
-	})
+	t, err := s.runLocked(fn, true)
 	if err != nil || t.writes.Len() == 0 {
 		return err
 	}
-	if !bulk(t.writes, layers) {
+	if !bulk(t.writes, t.mem[1:]) {
 		t.own()
 		return s.logLocked(t.writes)
 	}
