@@ -75,9 +75,12 @@ func TestKill9KeepsClosedFiles(t *testing.T) {
 	// A last burst right before the kill, so that it is still in the
 	// write-ahead log (not yet folded into bbolt) when padfs dies.
 	// Its files' creates are committed with their content at their close
-	// (mvcc/held.go); the empty ones at their close too.
+	// (mvcc/held.go); the empty ones at their close too. The big file's
+	// chunks go to bbolt at once (kv.BulkUpdater), its inode record to
+	// the log.
 	sh(t, data, mnt, `mkdir last && for i in $(seq 1 100); do echo "last $i" > last/f$i; done
 python3 -c 'open("last/empty-closed", "w").close()'
+head -c 24M /dev/urandom > last/big
 cp -a last `+copyDir+`/last`)
 	m.kill()
 	if _, err := os.Lstat(filepath.Join(data, "padfs.sock")); err != nil {

@@ -277,7 +277,9 @@ func (cs *chunkStorer) store(b *chunkBatch) error {
 	if hashes == nil {
 		return nil // only holes
 	}
-	return cs.s.kv.Update(func(tx kv.Txn) error {
+	// Bulk: a full batch's chunks need not go through the WAL's log
+	// (kv.BulkUpdater); b's frames stay unchanged until it returns.
+	return kv.UpdateBulk(cs.s.kv, func(tx kv.Txn) error {
 		for _, it := range b.items {
 			if it.off < 0 {
 				continue

@@ -67,6 +67,26 @@ func PutStable(tx Txn, key, value []byte) error {
 	return tx.Put(key, value)
 }
 
+// BulkUpdater is implemented by stores with a log in front of their base
+// (the WAL): UpdateBulk is Update for content-addressed values, which may
+// reach the base without being written to the log first (the bytes hit
+// the disk once, not twice). Its writes survive a crash of the process once
+// it returns, like Update's, and a power loss once Sync has returned (or
+// sooner); unlike Update's they may survive a power loss that loses
+// earlier Updates. Values put in fn must stay unchanged until UpdateBulk
+// returns.
+type BulkUpdater interface {
+	UpdateBulk(fn func(Txn) error) error
+}
+
+// UpdateBulk runs fn through s's UpdateBulk when it has one, else Update.
+func UpdateBulk(s Store, fn func(Txn) error) error {
+	if b, ok := s.(BulkUpdater); ok {
+		return b.UpdateBulk(fn)
+	}
+	return s.Update(fn)
+}
+
 // Firster is implemented by readers that find the first key of a range
 // more cheaply than a Scan stopped at its first key (no callback, no
 // iterator): mvcc's seek to a chain's newest version, three of them in an

@@ -205,11 +205,21 @@ func (s *Store) replay() error {
 func (s *Store) Update(fn func(kv.Txn) error) error {
 	s.writeMu.Lock()
 	defer s.writeMu.Unlock()
-	layers, err := s.admitLocked()
-	if err != nil {
+	t, err := s.runLocked(fn, false)
+	if err != nil || t.writes.Len() == 0 {
 		return err
 	}
-	t := &txn{s: s, writes: newTree()}
+	return s.logLocked(t.writes)
+}
+
+// runLocked runs fn in a new transaction over the memtables and a base
+// snapshot (borrow: see txn) and returns it with its writes.
+func (s *Store) runLocked(fn func(kv.Txn) error, borrow bool) (*txn, error) {
+	layers, err := s.admitLocked()
+	if err != nil {
+		return nil, err
+	}
+	t := &txn{s: s, writes: newTree(), borrow: borrow}
 	t.mem = append([]*tree{t.writes}, layers...)
 	// No freeze can happen while we hold writeMu, and a flush that commits
 	// the frozen memtable meanwhile only copies into the base what layers
@@ -218,17 +228,20 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 		t.base = r
 		return fn(t)
 	})
-	if err != nil || t.writes.Len() == 0 {
-		return err
-	}
-	rec, err := encodeRecordv(t.writes)
+	return t, err
+}
+
+// logLocked appends a transaction's writes to the WAL as one record and
+// then makes them visible.
+func (s *Store) logLocked(writes *tree) error {
+	rec, err := encodeRecordv(writes)
 	if err != nil {
 		return err
 	}
 	if err := s.appendLocked(rec); err != nil {
 		return err
 	}
-	s.apply(t.writes)
+	s.apply(writes)
 	return nil
 }
 

@@ -115,6 +115,10 @@ type txn struct {
 	s      *Store
 	writes *tree
 	slab   []entry // small writes' entries (newSmall)
+	// borrow: large values are kept as the caller's slices, which stay
+	// unchanged until the transaction ends (UpdateBulk); own copies them
+	// before they go into the memtable.
+	borrow bool
 }
 
 // newSmall hands out the entries of small writes from slabs of eight, one
@@ -160,12 +164,35 @@ func (t *txn) Put(key, value []byte) error {
 		t.writes.Set(t.newSmall(entry{key: buf[:len(key):len(key)], val: buf[len(key):]}))
 		return nil
 	}
-	// make+copy, not append: the compiler then skips zeroing the new
-	// value (a chunk's 80 KiB, on average) before copying into it.
-	val := make([]byte, len(value))
-	copy(val, value)
+	val := value
+	if !t.borrow {
+		val = cloneValue(value)
+	}
 	t.writes.Set(&entry{key: append([]byte(nil), key...), val: val})
 	return nil
+}
+
+// cloneValue copies a large value. make+copy, not append: the compiler
+// then skips zeroing the new value (a chunk's 80 KiB, on average) before
+// copying into it.
+func cloneValue(v []byte) []byte {
+	c := make([]byte, len(v))
+	copy(c, v)
+	return c
+}
+
+// own replaces the borrowed values of the writes by copies.
+func (t *txn) own() {
+	if !t.borrow {
+		return
+	}
+	t.borrow = false
+	t.writes.Scan(func(e *entry) bool {
+		if !e.del && len(e.val) > smallValue {
+			e.val = cloneValue(e.val)
+		}
+		return true
+	})
 }
 
 func (t *txn) Delete(key []byte) error {
