@@ -15,6 +15,9 @@ import (
 //
 // It is safe for content-addressed values only (kv.BulkUpdater): such a
 // transaction may survive a power loss that loses earlier log records.
+// While a compaction copies the base (whose Updates wait for the whole
+// copy), bulk transactions go through the log like any other: a large
+// file's writer must not wait seconds for a redaction elsewhere.
 // A key that a memtable holds (a put, or a tombstone a fold has not yet
 // applied) goes through the log, so that no fold or replay can undo the
 // bulk put; a delete that comes after it is ordered after it anyway.
@@ -48,7 +51,7 @@ func (s *Store) UpdateBulk(fn func(kv.Txn) error) error {
 	if err != nil || t.writes.Len() == 0 {
 		return err
 	}
-	if !bulk(t.writes, t.mem[1:]) {
+	if s.compacting.Load() || !bulk(t.writes, t.mem[1:]) {
 		t.own()
 		return s.logLocked(t.writes)
 	}

@@ -124,3 +124,20 @@ func TestUpdateBulkSmallGoesToLog(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// While a compaction runs (the base's Updates wait for its whole copy), a
+// bulk transaction goes through the log and the memtable instead.
+func TestUpdateBulkDuringCompactionGoesToLog(t *testing.T) {
+	dir := t.TempDir()
+	s, _ := mustOpen(t, dir, Options{FlushInterval: time.Hour})
+	s.compacting.Store(true)
+	vals := bulkValues('c')
+	putBulk(t, s, vals)
+	s.compacting.Store(false)
+	if n := s.active.tree.Len(); n != len(vals) {
+		t.Fatalf("the memtable holds %d entries, want the %d of the bulk transaction", n, len(vals))
+	}
+	if err := s.View(func(r kv.Reader) error { checkValues(t, r, vals, "view"); return nil }); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -258,6 +258,8 @@ func (s *Store) Compact(progress func(done, total int64)) error {
 	}
 	s.flushMu.Lock()
 	defer s.flushMu.Unlock()
+	s.compacting.Store(true)
+	defer s.compacting.Store(false)
 	// The copy is a new file: its transaction ids start again.
 	err := c.Compact(progress)
 	s.noteFold(0)

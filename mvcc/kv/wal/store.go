@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
@@ -85,6 +86,10 @@ type Store struct {
 
 	// flushMu lets one flush run at a time.
 	flushMu sync.Mutex
+
+	// compacting is set while Compact runs: the base's Updates then wait
+	// for its whole copy, so bulk transactions go through the log.
+	compacting atomic.Bool
 
 	// mu guards the fields below. Those marked (w) change only with
 	// writeMu held as well.
