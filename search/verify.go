@@ -10,31 +10,34 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/blevesearch/bleve/v2/util"
 	bolt "go.etcd.io/bbolt"
 )
 
 // verifyIndex checks the files of a session index before bleve opens it:
 // bleve and bbolt trust their files and panic or fault on damage, often on
-// goroutines of their own. Every zap segment ends with the CRC-32 of what
-// precedes it, and root.bolt passes bbolt's consistency check, or the
-// index is damaged (and rebuilt: it is derived data). Reading the
-// segments once per open is the price; an index is opened once per
-// worker.
+// goroutines of their own. root.bolt passes bbolt's consistency check, and
+// every zap segment a snapshot in it names ends with the CRC-32 of what
+// precedes it, or the index is damaged (and rebuilt: it is derived data).
+// A segment no snapshot names is one scorch was writing when its process
+// died (a kill -9 amid a persist or a merge): scorch never reads it and
+// removes it, so it is not damage. Reading the segments once per open is
+// the price; an index is opened once per worker.
 func verifyIndex(dir string) error {
-	segs, err := filepath.Glob(filepath.Join(dir, "store", "*.zap"))
+	root := filepath.Join(dir, "store", "root.bolt")
+	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
+		return nil // nothing persisted yet: scorch reads no segment
+	}
+	segs, err := verifyBolt(root)
 	if err != nil {
 		return err
 	}
-	for _, p := range segs {
-		if err := verifySegment(p); err != nil {
+	for _, name := range segs {
+		if err := verifySegment(filepath.Join(dir, "store", name)); err != nil {
 			return err
 		}
 	}
-	root := filepath.Join(dir, "store", "root.bolt")
-	if _, err := os.Stat(root); errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	return verifyBolt(root)
+	return nil
 }
 
 // verifySegment checks a zap segment's trailing CRC-32 (IEEE, of every
@@ -66,8 +69,10 @@ func verifySegment(p string) error {
 	return nil
 }
 
-// verifyBolt runs bbolt's consistency check on p (read-only).
-func verifyBolt(p string) (err error) {
+// verifyBolt runs bbolt's consistency check on p (read-only) and returns
+// the segment files its snapshots name (scorch's "s" bucket: a bucket per
+// snapshot, in it a bucket per segment whose "p" key is its file name).
+func verifyBolt(p string) (segs []string, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			err = fmt.Errorf("%s: bbolt panicked: %v", p, v)
@@ -75,10 +80,10 @@ func verifyBolt(p string) (err error) {
 	}()
 	db, err := bolt.Open(p, 0o600, &bolt.Options{ReadOnly: true, Timeout: time.Second})
 	if err != nil {
-		return fmt.Errorf("%s: %w", p, err)
+		return nil, fmt.Errorf("%s: %w", p, err)
 	}
 	defer db.Close()
-	return db.View(func(tx *bolt.Tx) error {
+	err = db.View(func(tx *bolt.Tx) error {
 		var errs []error
 		for err := range tx.Check() {
 			errs = append(errs, err)
@@ -86,6 +91,30 @@ func verifyBolt(p string) (err error) {
 		if len(errs) > 0 {
 			return fmt.Errorf("%s: %w", p, errors.Join(errs...))
 		}
+		segs = snapshotSegments(tx)
 		return nil
 	})
+	return segs, err
+}
+
+// snapshotSegments lists, once each, the segment files that the snapshots
+// in tx name.
+func snapshotSegments(tx *bolt.Tx) []string {
+	snaps := tx.Bucket(util.BoltSnapshotsBucket)
+	if snaps == nil {
+		return nil
+	}
+	seen := map[string]bool{}
+	var segs []string
+	_ = snaps.ForEachBucket(func(k []byte) error {
+		snap := snaps.Bucket(k)
+		return snap.ForEachBucket(func(k []byte) error {
+			if name := snap.Bucket(k).Get(util.BoltPathKey); len(name) > 0 && !seen[string(name)] {
+				seen[string(name)] = true
+				segs = append(segs, filepath.Base(string(name)))
+			}
+			return nil
+		})
+	})
+	return segs
 }
