@@ -237,25 +237,10 @@ func (s *Store) commitCreateLocked(c *heldCreate) error {
 // putHeldLocked writes the held inode n, its entry and its directory's
 // change, checking again what CreateHeld checked.
 func (t *WriteTx) putHeldLocked(n *Inode) error {
-	dir, err := t.dirOf(n.Parent)
-	if err != nil {
-		return err
-	}
-	if _, err := t.Lookup(t.sid, n.Parent, n.Name, Latest); err == nil {
-		return fmt.Errorf("%w: %q", ErrExist, n.Name)
-	} else if !errors.Is(err, ErrNotFound) {
-		return err
-	}
 	if n.ContentHLC == 0 {
 		n.ContentHLC = t.hlc
 	}
-	if err := t.PutInode(n); err != nil {
-		return err
-	}
-	if err := t.PutDentry(n.Parent, n.Name, n.Ino, n.Mode&sIFMT); err != nil {
-		return err
-	}
-	return t.touchDir(dir, 0)
+	return t.putNew(n, 0)
 }
 
 // commitHeldWrite commits held create c together with its first content

@@ -110,15 +110,6 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 	var first, end Ino
 	reserve := s.held.poolEmpty()
 	_, err := s.Update(sid, func(t *WriteTx) error {
-		dir, err := t.dirOf(parent)
-		if err != nil {
-			return err
-		}
-		if _, err := t.Lookup(sid, parent, name, Latest); err == nil {
-			return fmt.Errorf("%w: %q", ErrExist, name)
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
-		}
 		ino, err := t.AllocIno()
 		if err != nil {
 			return err
@@ -140,13 +131,7 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 		case 0:
 			n.Mode |= sIFREG
 		}
-		if err := t.PutInode(n); err != nil {
-			return err
-		}
-		if err := t.PutDentry(parent, name, ino, n.Mode&sIFMT); err != nil {
-			return err
-		}
-		if err := t.touchDir(dir, delta); err != nil {
+		if err := t.putNew(n, delta); err != nil {
 			return err
 		}
 		t.SetEvent(Event{Op: op, Path: t.pathOf(parent, name), Ino: ino, Path2: target})
@@ -156,6 +141,28 @@ func (s *Store) Create(sid SessionID, parent Ino, name string, a Attr, target st
 		s.held.addPool(first, end) // only now: the commit made them ours
 	}
 	return n, err
+}
+
+// putNew writes the new inode n, its entry (n.Name in n.Parent, which must
+// be a live directory without that name) and the directory's change
+// (delta: its added subdirectories): the writes of every create.
+func (t *WriteTx) putNew(n *Inode, delta int) error {
+	dir, err := t.dirOf(n.Parent)
+	if err != nil {
+		return err
+	}
+	if _, err := t.Lookup(t.sid, n.Parent, n.Name, Latest); err == nil {
+		return fmt.Errorf("%w: %q", ErrExist, n.Name)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := t.PutInode(n); err != nil {
+		return err
+	}
+	if err := t.PutDentry(n.Parent, n.Name, n.Ino, n.Mode&sIFMT); err != nil {
+		return err
+	}
+	return t.touchDir(dir, delta)
 }
 
 // Link adds the name newName in newParent for the existing inode ino.
