@@ -72,84 +72,94 @@ Exit status: 0 changes shown, 1 no changes (as padfs grep; unlike diff(1)),
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sess, _ := cmd.Flags().GetString("session")
-			unified, _ := cmd.Flags().GetBool("unified")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			excludes, _ := cmd.Flags().GetStringArray("exclude")
-			if unified && asJSON {
-				return fmt.Errorf("-u and --json cannot be combined")
-			}
-			for _, g := range excludes {
-				if _, err := path.Match(g, ""); err != nil {
-					return fmt.Errorf("--exclude %q: %w", g, err)
-				}
-			}
-			points, paths := args[:pointArgs(cmd, args)], args[pointArgs(cmd, args):]
-			return withApp(cmd, func(a *App) error {
-				sid, err := pickSession(a, sess)
-				if err != nil {
-					return err
-				}
-				from, err := resolveAt(a, sid, "FROM", points[0])
-				if err != nil {
-					return err
-				}
-				toArg := "now"
-				if len(points) == 2 {
-					toArg = points[1]
-				}
-				to, err := resolveAt(a, sid, "TO", toArg)
-				if err != nil {
-					return err
-				}
-				var under []string
-				for _, p := range paths {
-					under = append(under, sessionPath(a, sid, p))
-				}
-				changes, err := a.Store.Diff(cmd.Context(), sid, from, to)
-				if err != nil {
-					return err
-				}
-				changes = filterChanges(changes, under, excludes)
-				switch {
-				case asJSON:
-					rows := []diffRow{}
-					for _, c := range changes {
-						rows = append(rows, diffRow{Status: string(c.Status), Path: c.Path, From: c.From, Type: nodeType(c),
-							PathB64: jsonbytes.B64(c.Path), FromB64: jsonbytes.B64(c.From)})
-					}
-					b, _ := json.MarshalIndent(rows, "", "  ")
-					if _, err := fmt.Fprintf(a.Out, "%s\n", b); err != nil {
-						return err
-					}
-				case unified:
-					lost, err := session.WriteUnified(a.Context(), a.Out, a.Store, sid, to, changes)
-					if err != nil {
-						return err
-					}
-					for _, l := range lost {
-						fmt.Fprintf(a.Err, "padfs: diff -u cannot express: %s\n", l)
-					}
-				default:
-					for _, c := range changes {
-						if _, err := fmt.Fprintln(a.Out, session.StatusLine(c)); err != nil {
-							return err
-						}
-					}
-				}
-				if len(changes) == 0 {
-					return exitError{1}
-				}
-				return nil
-			})
-		},
+		RunE: runDiff,
 	}
 	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
 	c.Flags().BoolP("unified", "u", false, "print a git patch that git apply applies to the FROM tree (binary files as git binary patches)")
 	c.Flags().Bool("json", false, "print a JSON array of changes")
 	c.Flags().StringArray("exclude", nil, "leave out paths matching this glob (repeatable)")
 	return c
+}
+
+func runDiff(cmd *cobra.Command, args []string) error {
+	sess, _ := cmd.Flags().GetString("session")
+	unified, _ := cmd.Flags().GetBool("unified")
+	asJSON, _ := cmd.Flags().GetBool("json")
+	excludes, _ := cmd.Flags().GetStringArray("exclude")
+	if unified && asJSON {
+		return fmt.Errorf("-u and --json cannot be combined")
+	}
+	for _, g := range excludes {
+		if _, err := path.Match(g, ""); err != nil {
+			return fmt.Errorf("--exclude %q: %w", g, err)
+		}
+	}
+	points, paths := args[:pointArgs(cmd, args)], args[pointArgs(cmd, args):]
+	return withApp(cmd, func(a *App) error {
+		sid, err := pickSession(a, sess)
+		if err != nil {
+			return err
+		}
+		from, err := resolveAt(a, sid, "FROM", points[0])
+		if err != nil {
+			return err
+		}
+		toArg := "now"
+		if len(points) == 2 {
+			toArg = points[1]
+		}
+		to, err := resolveAt(a, sid, "TO", toArg)
+		if err != nil {
+			return err
+		}
+		var under []string
+		for _, p := range paths {
+			under = append(under, sessionPath(a, sid, p))
+		}
+		changes, err := a.Store.Diff(cmd.Context(), sid, from, to)
+		if err != nil {
+			return err
+		}
+		changes = filterChanges(changes, under, excludes)
+		if err := printChanges(a, sid, to, changes, unified, asJSON); err != nil {
+			return err
+		}
+		if len(changes) == 0 {
+			return exitError{1}
+		}
+		return nil
+	})
+}
+
+// printChanges prints changes as status lines, JSON or (unified) a git
+// patch of the tree as of to.
+func printChanges(a *App, sid mvcc.SessionID, to mvcc.HLC, changes []mvcc.Change, unified, asJSON bool) error {
+	switch {
+	case asJSON:
+		rows := []diffRow{}
+		for _, c := range changes {
+			rows = append(rows, diffRow{Status: string(c.Status), Path: c.Path, From: c.From, Type: nodeType(c),
+				PathB64: jsonbytes.B64(c.Path), FromB64: jsonbytes.B64(c.From)})
+		}
+		b, _ := json.MarshalIndent(rows, "", "  ")
+		_, err := fmt.Fprintf(a.Out, "%s\n", b)
+		return err
+	case unified:
+		lost, err := session.WriteUnified(a.Context(), a.Out, a.Store, sid, to, changes)
+		if err != nil {
+			return err
+		}
+		for _, l := range lost {
+			fmt.Fprintf(a.Err, "padfs: diff -u cannot express: %s\n", l)
+		}
+		return nil
+	}
+	for _, c := range changes {
+		if _, err := fmt.Fprintln(a.Out, session.StatusLine(c)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pointArgs is the number of arguments before "--" (all without one).

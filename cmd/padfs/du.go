@@ -44,77 +44,7 @@ padfs.db (including pages freed by prunes and not yet reused; padfs compact
 gives them back), the write-ahead log and the search index. Without
 --session or --all: the session of the mount you are in, else every session.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sess, _ := cmd.Flags().GetString("session")
-			all, _ := cmd.Flags().GetBool("all")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			before, _ := cmd.Flags().GetString("before")
-			keepLast, _ := cmd.Flags().GetInt("keep-last")
-			if keepLast < 0 {
-				return fmt.Errorf("--keep-last %d: must be 0 or more", keepLast)
-			}
-			return withApp(cmd, func(a *App) error {
-				if !cmd.Flags().Changed("keep-last") {
-					// What the policy's prunes would keep.
-					pol, err := loadPolicy(a.Dir)
-					if err != nil {
-						return err
-					}
-					if pol != nil {
-						keepLast = pol.KeepLast
-					}
-				}
-				var sids []mvcc.SessionID
-				if sess != "" || (!all && a.Mount != nil && a.Mount.Session != "") {
-					sid, err := pickSession(a, sess)
-					if err != nil {
-						return err
-					}
-					sids = append(sids, sid)
-				} else {
-					infos, err := a.Store.Sessions()
-					if err != nil {
-						return err
-					}
-					for _, si := range infos {
-						sids = append(sids, si.ID)
-					}
-				}
-				var rows []duRow
-				for _, sid := range sids {
-					row, err := duSession(a.Store, sid, before, keepLast)
-					if err != nil {
-						return fmt.Errorf("session %s: %w", sid, err)
-					}
-					rows = append(rows, row)
-				}
-				files := map[string]int64{
-					"padfs.db": fileSize(filepath.Join(a.Dir, "padfs.db")),
-					"wal":      dirSize(filepath.Join(a.Dir, "wal")),
-					"index":    dirSize(filepath.Join(a.Dir, "index")),
-				}
-				if asJSON {
-					return writeJSON(a.Out, map[string]any{"sessions": rows, "files": files})
-				}
-				tw := tabwriter.NewWriter(a.Out, 2, 8, 2, ' ', 0)
-				fmt.Fprintln(tw, "SESSION\tNAME\tFILES\tBYTES\tHISTORY BYTES\tHISTORY VERSIONS\tPRUNED TO")
-				for _, r := range rows {
-					fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Session, r.Name, r.Files, r.Bytes,
-						r.HistoryBytes, r.HistoryVersions, r.PrunedTo)
-				}
-				if err := tw.Flush(); err != nil {
-					return err
-				}
-				if keepLast > 0 {
-					if _, err := fmt.Fprintf(a.Out, "history: what a prune keeping each file's last %d saves would free\n", keepLast); err != nil {
-						return err
-					}
-				}
-				_, err := fmt.Fprintf(a.Out, "padfs.db %d bytes, wal %d bytes, index %d bytes\n",
-					files["padfs.db"], files["wal"], files["index"])
-				return err
-			})
-		},
+		RunE: runDu,
 	}
 	c.Flags().String("session", "", "session id or name")
 	c.Flags().Bool("all", false, "every session")
@@ -122,6 +52,79 @@ gives them back), the write-ahead log and the search index. Without
 	c.Flags().String("before", "", "T of the prune whose savings the history column shows (default: now)")
 	c.Flags().Int("keep-last", 0, "N of that prune's --keep-last (default: the policy's keep_last)")
 	return c
+}
+
+// runDu is du: a row per session, then the data directory's files.
+func runDu(cmd *cobra.Command, args []string) error {
+	sess, _ := cmd.Flags().GetString("session")
+	all, _ := cmd.Flags().GetBool("all")
+	asJSON, _ := cmd.Flags().GetBool("json")
+	before, _ := cmd.Flags().GetString("before")
+	keepLast, _ := cmd.Flags().GetInt("keep-last")
+	if keepLast < 0 {
+		return fmt.Errorf("--keep-last %d: must be 0 or more", keepLast)
+	}
+	return withApp(cmd, func(a *App) error {
+		if !cmd.Flags().Changed("keep-last") {
+			// What the policy's prunes would keep.
+			pol, err := loadPolicy(a.Dir)
+			if err != nil {
+				return err
+			}
+			if pol != nil {
+				keepLast = pol.KeepLast
+			}
+		}
+		var sids []mvcc.SessionID
+		if sess != "" || (!all && a.Mount != nil && a.Mount.Session != "") {
+			sid, err := pickSession(a, sess)
+			if err != nil {
+				return err
+			}
+			sids = append(sids, sid)
+		} else {
+			infos, err := a.Store.Sessions()
+			if err != nil {
+				return err
+			}
+			for _, si := range infos {
+				sids = append(sids, si.ID)
+			}
+		}
+		var rows []duRow
+		for _, sid := range sids {
+			row, err := duSession(a.Store, sid, before, keepLast)
+			if err != nil {
+				return fmt.Errorf("session %s: %w", sid, err)
+			}
+			rows = append(rows, row)
+		}
+		files := map[string]int64{
+			"padfs.db": fileSize(filepath.Join(a.Dir, "padfs.db")),
+			"wal":      dirSize(filepath.Join(a.Dir, "wal")),
+			"index":    dirSize(filepath.Join(a.Dir, "index")),
+		}
+		if asJSON {
+			return writeJSON(a.Out, map[string]any{"sessions": rows, "files": files})
+		}
+		tw := tabwriter.NewWriter(a.Out, 2, 8, 2, ' ', 0)
+		fmt.Fprintln(tw, "SESSION\tNAME\tFILES\tBYTES\tHISTORY BYTES\tHISTORY VERSIONS\tPRUNED TO")
+		for _, r := range rows {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.Session, r.Name, r.Files, r.Bytes,
+				r.HistoryBytes, r.HistoryVersions, r.PrunedTo)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		if keepLast > 0 {
+			if _, err := fmt.Fprintf(a.Out, "history: what a prune keeping each file's last %d saves would free\n", keepLast); err != nil {
+				return err
+			}
+		}
+		_, err := fmt.Fprintf(a.Out, "padfs.db %d bytes, wal %d bytes, index %d bytes\n",
+			files["padfs.db"], files["wal"], files["index"])
+		return err
+	})
 }
 
 // duSession is one session's row: its latest tree, and what a dry prune

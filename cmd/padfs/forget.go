@@ -55,60 +55,63 @@ JSON.`,
   padfs session forget --hard 01J9Z3...
   padfs session forget --hard 01J9Z3... --confirm forget-5f1c0e...`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			hard, _ := cmd.Flags().GetBool("hard")
-			token, _ := cmd.Flags().GetString("confirm")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			force, _ := cmd.Flags().GetBool("force")
-			if token != "" && !hard {
-				return errors.New("--confirm goes with --hard")
-			}
-			return withApp(cmd, func(a *App) error {
-				if id, ok := finishedBefore(a, args[0], mvcc.JobPurge); ok && hard {
-					_, err := fmt.Fprintf(a.Out, "purged session %s (the hard forget begun earlier is finished)\n", id)
-					return err
-				}
-				sid, err := sessionByIDOrName(a.Store, args[0]) // a forgotten one by id: it can still be purged
-				if id, perr := mvcc.ParseSessionID(args[0]); perr == nil && hard {
-					if j, ok := busyJob(a, id, err); ok && j.Kind == mvcc.JobPurge {
-						// Cut short (client gone, kill -9): finish it; it
-						// was confirmed when it began.
-						fmt.Fprintf(a.Err, "padfs: finishing the hard forget of session %s begun earlier (%d of %d keys done)\n", id, j.Done, j.Total)
-						return purge(a, id, "", asJSON)
-					}
-				}
-				if err != nil {
-					return err
-				}
-				if !force && (!hard || token != "") {
-					if err := refuseMountedRW(a, sid); err != nil {
-						return err
-					}
-				}
-				if force && (!hard || token != "") {
-					// Only a session's lease holder may commit to it.
-					release, err := takeLeaseForForce(a, sid)
-					if err != nil {
-						return err
-					}
-					defer release()
-				}
-				switch {
-				case !hard:
-					return softForget(a, sid, asJSON)
-				case token == "":
-					return purgeReceipt(a, sid, asJSON)
-				default:
-					return purge(a, sid, token, asJSON)
-				}
-			})
-		},
+		RunE: runForget,
 	}
 	c.Flags().Bool("hard", false, "purge irreversibly (two steps: receipt, then --confirm TOKEN)")
 	c.Flags().String("confirm", "", "the token of the receipt printed by --hard: carry out the purge")
 	c.Flags().Bool("json", false, "machine-readable output")
 	c.Flags().Bool("force", false, "forget even a session mounted read-write (its mount then fails every write)")
 	return c
+}
+
+// runForget is session forget: soft, a hard forget's receipt, or the purge.
+func runForget(cmd *cobra.Command, args []string) error {
+	hard, _ := cmd.Flags().GetBool("hard")
+	token, _ := cmd.Flags().GetString("confirm")
+	asJSON, _ := cmd.Flags().GetBool("json")
+	force, _ := cmd.Flags().GetBool("force")
+	if token != "" && !hard {
+		return errors.New("--confirm goes with --hard")
+	}
+	return withApp(cmd, func(a *App) error {
+		if id, ok := finishedBefore(a, args[0], mvcc.JobPurge); ok && hard {
+			_, err := fmt.Fprintf(a.Out, "purged session %s (the hard forget begun earlier is finished)\n", id)
+			return err
+		}
+		sid, err := sessionByIDOrName(a.Store, args[0]) // a forgotten one by id: it can still be purged
+		if id, perr := mvcc.ParseSessionID(args[0]); perr == nil && hard {
+			if j, ok := busyJob(a, id, err); ok && j.Kind == mvcc.JobPurge {
+				// Cut short (client gone, kill -9): finish it; it
+				// was confirmed when it began.
+				fmt.Fprintf(a.Err, "padfs: finishing the hard forget of session %s begun earlier (%d of %d keys done)\n", id, j.Done, j.Total)
+				return purge(a, id, "", asJSON)
+			}
+		}
+		if err != nil {
+			return err
+		}
+		if !force && (!hard || token != "") {
+			if err := refuseMountedRW(a, sid); err != nil {
+				return err
+			}
+		}
+		if force && (!hard || token != "") {
+			// Only a session's lease holder may commit to it.
+			release, err := takeLeaseForForce(a, sid)
+			if err != nil {
+				return err
+			}
+			defer release()
+		}
+		switch {
+		case !hard:
+			return softForget(a, sid, asJSON)
+		case token == "":
+			return purgeReceipt(a, sid, asJSON)
+		default:
+			return purge(a, sid, token, asJSON)
+		}
+	})
 }
 
 func softForget(a *App, sid mvcc.SessionID, asJSON bool) error {

@@ -199,17 +199,7 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	// Staging files of an earlier process hold nothing acknowledged
 	// (fs/stage.go); this process owns the data directory now.
 	os.RemoveAll(filepath.Join(dir, "stage"))
-	opts := fs.Options{
-		Logger:   log,
-		Uid:      uint32(os.Getuid()),
-		Gid:      uint32(os.Getgid()),
-		SpillDir: filepath.Join(dir, "spill"),
-		StageDir: filepath.Join(dir, "stage"),
-		Forget: func(id mvcc.SessionID) error {
-			_, err := st.Forget(id)
-			return err
-		},
-	}
+	opts := mountOptions(st, dir, log)
 	url := storeURL(cmd)
 	hookApp := &App{Dir: dir, URL: url, Store: st, In: os.Stdin, Out: cmd.OutOrStdout(), Err: cmd.ErrOrStderr(),
 		Uid: uint32(os.Getuid()), Gid: uint32(os.Getgid()), Log: log}
@@ -257,23 +247,7 @@ func serveStore(cmd *cobra.Command, log *slog.Logger, st *mvcc.Store, dir string
 	fmt.Fprintf(cmd.OutOrStdout(), "padfs: mounted %s at %s (data %s, pid %d)\n", mountWhat(&own.info), mnt, dir, os.Getpid())
 	log.Debug("mounted", "mountpoint", mnt, "session", own.info.Session, "data", dir)
 
-	signals := 0
-	now := false // a third signal: exit without waiting for the unmounts
-wait:
-	for {
-		select {
-		case <-own.done:
-			break wait
-		case s := <-sigc:
-			signals++
-			if signals >= 3 {
-				log.Warn("exiting without waiting for the unmount; run umount -l on the mountpoint", "mountpoint", mnt)
-				now = true
-				break wait
-			}
-			own.end(signals, s.String())
-		}
-	}
+	now := waitOwn(own, sigc, log, mnt)
 	if !now {
 		log.Info("unmounted", "mountpoint", mnt)
 		now = waitOthers(set, sigc, log)
@@ -288,6 +262,41 @@ wait:
 		log.Info("every mount of the data directory ended; exiting", "data", dir)
 	}
 	return errors.Join(ferr, cerr)
+}
+
+// mountOptions are the fs options of this process's mounts of st.
+func mountOptions(st *mvcc.Store, dir string, log *slog.Logger) fs.Options {
+	return fs.Options{
+		Logger:   log,
+		Uid:      uint32(os.Getuid()),
+		Gid:      uint32(os.Getgid()),
+		SpillDir: filepath.Join(dir, "spill"),
+		StageDir: filepath.Join(dir, "stage"),
+		Forget: func(id mvcc.SessionID) error {
+			_, err := st.Forget(id)
+			return err
+		},
+	}
+}
+
+// waitOwn waits until this process's own mount ends; the first two
+// signals end it (unmount, then a lazy detach), the third gives up
+// waiting (true: exit at once).
+func waitOwn(own *servedMount, sigc <-chan os.Signal, log *slog.Logger, mnt string) bool {
+	signals := 0
+	for {
+		select {
+		case <-own.done:
+			return false
+		case s := <-sigc:
+			signals++
+			if signals >= 3 {
+				log.Warn("exiting without waiting for the unmount; run umount -l on the mountpoint", "mountpoint", mnt)
+				return true
+			}
+			own.end(signals, s.String())
+		}
+	}
 }
 
 // waitOthers keeps the process (store, index, control socket) serving

@@ -78,121 +78,7 @@ go. --json prints an object (an array of them with --all or --policy).`,
   padfs prune --before 30d --keep-last 10
   padfs prune --session refactor --before before-refactor --json`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sess, _ := cmd.Flags().GetString("session")
-			all, _ := cmd.Flags().GetBool("all")
-			before, _ := cmd.Flags().GetString("before")
-			policy, _ := cmd.Flags().GetBool("policy")
-			helpPolicy, _ := cmd.Flags().GetBool("help-policy")
-			keepCP, _ := cmd.Flags().GetBool("keep-checkpoints")
-			dry, _ := cmd.Flags().GetBool("dry-run")
-			compact, _ := cmd.Flags().GetBool("compact")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			keepLast, _ := cmd.Flags().GetInt("keep-last")
-			if keepLast < 0 {
-				return fmt.Errorf("--keep-last %d: must be 0 or more", keepLast)
-			}
-			if helpPolicy {
-				_, err := fmt.Fprint(cmd.OutOrStdout(), policyHelp)
-				return err
-			}
-			if all && sess != "" {
-				return errors.New("give --session or --all, not both")
-			}
-			if (before == "") == !policy {
-				return errors.New("give --before T, or --policy")
-			}
-			return withApp(cmd, func(a *App) error {
-				if policy {
-					pol, err := loadPolicy(a.Dir)
-					if err != nil {
-						return err
-					}
-					if pol == nil {
-						return fmt.Errorf("no policy in %s", policyPath(a.Dir))
-					}
-					before = pol.Keep
-					keepCP = pol.keepCheckpoints()
-					if !cmd.Flags().Changed("keep-last") {
-						keepLast = pol.KeepLast
-					}
-					all = sess == ""
-				}
-				var sids []mvcc.SessionID
-				if all {
-					infos, err := a.Store.Sessions()
-					if err != nil {
-						return err
-					}
-					for _, si := range infos {
-						sids = append(sids, si.ID)
-					}
-				} else {
-					sid, err := pickSession(a, sess)
-					if err != nil {
-						return err
-					}
-					sids = append(sids, sid)
-				}
-				flushBeforeFreeing(a)
-				if !dry {
-					// A full disk must not stop a prune: it writes before it frees.
-					releaseReserve(a.Dir)
-					defer restoreReserve(a.Dir)
-				}
-				var rows []pruneRow
-				for _, sid := range sids {
-					at, err := resolveBefore(a.Store, sid, before)
-					if err != nil {
-						return err
-					}
-					prog := newProgress(a.Err)
-					r, err := a.Store.Prune(sid, mvcc.PruneOptions{Before: at, DropCheckpoints: !keepCP, DryRun: dry, KeepLast: keepLast})
-					prog.done()
-					if err != nil {
-						return fmt.Errorf("prune session %s: %w", sid, err)
-					}
-					if !dry {
-						a.Notify(sid)
-					}
-					row := pruneRow{Session: sid.String(), Before: r.Before.String(), Versions: r.Versions, Chunks: r.Chunks,
-						Bytes: r.Bytes, Records: r.Records, Scanned: r.Scanned, KeptLast: r.KeptLast, DryRun: dry, Recounted: r.Recounted}
-					for _, k := range r.Kept {
-						row.Kept = append(row.Kept, k.String())
-					}
-					rows = append(rows, row)
-					if !asJSON {
-						verb := "freed"
-						if dry {
-							verb = "would free"
-						}
-						how := fmt.Sprintf("%d records read", r.Records)
-						if keepLast > 0 {
-							how += fmt.Sprintf(", %d versions kept by --keep-last %d", r.KeptLast, keepLast)
-						}
-						if r.Scanned > 0 {
-							how += fmt.Sprintf(", %d keys scanned (history without records)", r.Scanned)
-						}
-						if _, err := fmt.Fprintf(a.Out, "session %s before %s: %s %d versions, %d chunks, %d bytes (%s; %d checkpoints kept)\n",
-							sid, r.Before, verb, r.Versions, r.Chunks, r.Bytes, how, len(r.Kept)); err != nil {
-							return err
-						}
-					}
-				}
-				if compact && !dry {
-					if err := compactStore(a); err != nil {
-						return err
-					}
-				}
-				if asJSON {
-					if all {
-						return writeJSON(a.Out, rows)
-					}
-					return writeJSON(a.Out, rows[0])
-				}
-				return nil
-			})
-		},
+		RunE: runPrune,
 	}
 	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
 	c.Flags().Bool("all", false, "prune every session (soft-forgotten ones too)")
@@ -205,6 +91,156 @@ go. --json prints an object (an array of them with --all or --policy).`,
 	c.Flags().Bool("compact", false, "then compact the store to give the space back to the filesystem")
 	c.Flags().Bool("json", false, "machine-readable output")
 	return c
+}
+
+// pruneOpts are prune's flags.
+type pruneOpts struct {
+	sess, before                         string
+	all, policy, keepCP, dry, compact, j bool
+	keepLast                             int
+}
+
+func runPrune(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	var o pruneOpts
+	o.sess, _ = f.GetString("session")
+	o.all, _ = f.GetBool("all")
+	o.before, _ = f.GetString("before")
+	o.policy, _ = f.GetBool("policy")
+	o.keepCP, _ = f.GetBool("keep-checkpoints")
+	o.dry, _ = f.GetBool("dry-run")
+	o.compact, _ = f.GetBool("compact")
+	o.j, _ = f.GetBool("json")
+	o.keepLast, _ = f.GetInt("keep-last")
+	if o.keepLast < 0 {
+		return fmt.Errorf("--keep-last %d: must be 0 or more", o.keepLast)
+	}
+	if helpPolicy, _ := f.GetBool("help-policy"); helpPolicy {
+		_, err := fmt.Fprint(cmd.OutOrStdout(), policyHelp)
+		return err
+	}
+	if o.all && o.sess != "" {
+		return errors.New("give --session or --all, not both")
+	}
+	if (o.before == "") == !o.policy {
+		return errors.New("give --before T, or --policy")
+	}
+	return withApp(cmd, func(a *App) error {
+		if o.policy {
+			if err := o.applyPolicy(a, f.Changed("keep-last")); err != nil {
+				return err
+			}
+		}
+		return o.run(a)
+	})
+}
+
+// applyPolicy takes T, the checkpoint rule and (unless the flag was
+// given) --keep-last from the data directory's policy.
+func (o *pruneOpts) applyPolicy(a *App, keepLastGiven bool) error {
+	pol, err := loadPolicy(a.Dir)
+	if err != nil {
+		return err
+	}
+	if pol == nil {
+		return fmt.Errorf("no policy in %s", policyPath(a.Dir))
+	}
+	o.before = pol.Keep
+	o.keepCP = pol.keepCheckpoints()
+	if !keepLastGiven {
+		o.keepLast = pol.KeepLast
+	}
+	o.all = o.sess == ""
+	return nil
+}
+
+// sessions are the sessions the prune covers.
+func (o *pruneOpts) sessions(a *App) ([]mvcc.SessionID, error) {
+	if !o.all {
+		sid, err := pickSession(a, o.sess)
+		return []mvcc.SessionID{sid}, err
+	}
+	infos, err := a.Store.Sessions()
+	if err != nil {
+		return nil, err
+	}
+	var sids []mvcc.SessionID
+	for _, si := range infos {
+		sids = append(sids, si.ID)
+	}
+	return sids, nil
+}
+
+func (o *pruneOpts) run(a *App) error {
+	sids, err := o.sessions(a)
+	if err != nil {
+		return err
+	}
+	flushBeforeFreeing(a)
+	if !o.dry {
+		// A full disk must not stop a prune: it writes before it frees.
+		releaseReserve(a.Dir)
+		defer restoreReserve(a.Dir)
+	}
+	rows := []pruneRow{} // --all of no session prints [], not null
+	for _, sid := range sids {
+		row, err := o.pruneOne(a, sid)
+		if err != nil {
+			return err
+		}
+		rows = append(rows, row)
+	}
+	if o.compact && !o.dry {
+		if err := compactStore(a); err != nil {
+			return err
+		}
+	}
+	if !o.j {
+		return nil
+	}
+	if o.all {
+		return writeJSON(a.Out, rows)
+	}
+	return writeJSON(a.Out, rows[0])
+}
+
+// pruneOne prunes session sid and, without --json, prints its receipt.
+func (o *pruneOpts) pruneOne(a *App, sid mvcc.SessionID) (pruneRow, error) {
+	at, err := resolveBefore(a.Store, sid, o.before)
+	if err != nil {
+		return pruneRow{}, err
+	}
+	prog := newProgress(a.Err)
+	r, err := a.Store.Prune(sid, mvcc.PruneOptions{Before: at, DropCheckpoints: !o.keepCP, DryRun: o.dry, KeepLast: o.keepLast})
+	prog.done()
+	if err != nil {
+		return pruneRow{}, fmt.Errorf("prune session %s: %w", sid, err)
+	}
+	if !o.dry {
+		a.Notify(sid)
+	}
+	row := pruneRow{Session: sid.String(), Before: r.Before.String(), Versions: r.Versions, Chunks: r.Chunks,
+		Bytes: r.Bytes, Records: r.Records, Scanned: r.Scanned, KeptLast: r.KeptLast, DryRun: o.dry, Recounted: r.Recounted}
+	for _, k := range r.Kept {
+		row.Kept = append(row.Kept, k.String())
+	}
+	if o.j {
+		return row, nil
+	}
+	verb := "freed"
+	if o.dry {
+		verb = "would free"
+	}
+	how := fmt.Sprintf("%d records read", r.Records)
+	if o.keepLast > 0 {
+		how += fmt.Sprintf(", %d versions kept by --keep-last %d", r.KeptLast, o.keepLast)
+	}
+	if r.Scanned > 0 {
+		how += fmt.Sprintf(", %d keys scanned (history without records)", r.Scanned)
+	}
+	_, err = fmt.Fprintf(a.Out, "session %s before %s: %s %d versions, %d chunks, %d bytes (%s; %d checkpoints kept)\n",
+		sid, r.Before, verb, r.Versions, r.Chunks, r.Bytes, how, len(r.Kept))
+	return row, err
 }
 
 var agoRE = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)(ms|s|m|h|d|w)$`)

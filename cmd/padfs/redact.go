@@ -60,74 +60,7 @@ stays out of shell history and process listings.`,
   padfs redact --session 01J9Z3... --text 'sk-live-4242' --confirm redact-9e0c...
   printf %s "$SECRET" | padfs redact --text - --replace '***' --confirm redact-...`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			sess, _ := cmd.Flags().GetString("session")
-			needle, _ := cmd.Flags().GetString("text")
-			token, _ := cmd.Flags().GetString("confirm")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			repl := mvcc.DefaultRedaction
-			if cmd.Flags().Changed("replace") {
-				repl, _ = cmd.Flags().GetString("replace")
-			}
-			if !cmd.Flags().Changed("text") {
-				return errors.New("--text NEEDLE is required")
-			}
-			return withApp(cmd, func(a *App) error {
-				if needle == "-" {
-					b, err := io.ReadAll(io.LimitReader(a.In, 1<<20))
-					if err != nil {
-						return fmt.Errorf("read the needle from stdin: %w", err)
-					}
-					needle = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
-				}
-				if id, ok := finishedBefore(a, sess, mvcc.JobRedact); ok {
-					_, err := fmt.Fprintf(a.Out, "redacted session %s (the redaction begun earlier is finished)\n", id)
-					return err
-				}
-				sid, err := pickSession(a, sess)
-				if id, perr := mvcc.ParseSessionID(sess); perr == nil {
-					if j, ok := busyJob(a, id, err); ok && j.Kind == mvcc.JobRedact {
-						// Cut short (client gone, kill -9): finish it; it
-						// was confirmed when it began.
-						fmt.Fprintf(a.Err, "padfs: finishing the redaction of session %s begun earlier (%d of %d keys done)\n", id, j.Done, j.Total)
-						return finishJob(a.Context(), a, id)
-					}
-				}
-				if err != nil {
-					return err
-				}
-				if err := a.FlushMount(); err != nil {
-					return fmt.Errorf("commit the mount's open writes: %w", err)
-				}
-				if token == "" {
-					return redactReceipt(a, sid, needle, repl, asJSON)
-				}
-				r, err := lifecycle(a, sid, func(st *session.Store, progress mvcc.Progress) (*mvcc.RedactReceipt, error) {
-					p, err := st.Lookup(sid.String())
-					if err != nil {
-						return nil, err
-					}
-					return p.Redact(a.Context(), needle, repl, token, progress)
-				})
-				if errors.Is(err, mvcc.ErrToken) {
-					return fmt.Errorf("%w; nothing was changed: run the command without --confirm for a fresh receipt", err)
-				}
-				if err != nil {
-					return err
-				}
-				nr, err := a.Store.FindCompressed(sid, needle)
-				if err != nil {
-					return fmt.Errorf("redacted, but could not look for the text in compressed files: %w", err)
-				}
-				if asJSON {
-					return writeJSON(a.Out, map[string]any{"redacted": r, "not_redacted": nr})
-				}
-				_, err = fmt.Fprintf(a.Out, "redacted session %s: %d occurrences in %d versions of %d files; %d chunks purged\n",
-					sid, r.Occurrences, r.Versions, r.Files, r.Chunks)
-				printNotRedacted(a.Out, nr)
-				return err
-			})
-		},
+		RunE: runRedact,
 	}
 	c.Flags().String("session", "", "session id or name (default: the session of the mount you are in)")
 	c.Flags().String("text", "", "the string to erase (- reads it from stdin)")
@@ -135,6 +68,90 @@ stays out of shell history and process listings.`,
 	c.Flags().String("confirm", "", "the token of the receipt: carry out the redaction")
 	c.Flags().Bool("json", false, "machine-readable output")
 	return c
+}
+
+// redactOpts are redact's flags.
+type redactOpts struct {
+	sess, needle, repl, token string
+	j                         bool
+}
+
+func runRedact(cmd *cobra.Command, _ []string) error {
+	f := cmd.Flags()
+	o := redactOpts{repl: mvcc.DefaultRedaction}
+	o.sess, _ = f.GetString("session")
+	o.needle, _ = f.GetString("text")
+	o.token, _ = f.GetString("confirm")
+	o.j, _ = f.GetBool("json")
+	if f.Changed("replace") {
+		o.repl, _ = f.GetString("replace")
+	}
+	if !f.Changed("text") {
+		return errors.New("--text NEEDLE is required")
+	}
+	return withApp(cmd, o.run)
+}
+
+func (o redactOpts) run(a *App) error {
+	if o.needle == "-" {
+		b, err := io.ReadAll(io.LimitReader(a.In, 1<<20))
+		if err != nil {
+			return fmt.Errorf("read the needle from stdin: %w", err)
+		}
+		o.needle = strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	}
+	if id, ok := finishedBefore(a, o.sess, mvcc.JobRedact); ok {
+		_, err := fmt.Fprintf(a.Out, "redacted session %s (the redaction begun earlier is finished)\n", id)
+		return err
+	}
+	sid, err := pickSession(a, o.sess)
+	if id, perr := mvcc.ParseSessionID(o.sess); perr == nil {
+		if j, ok := busyJob(a, id, err); ok && j.Kind == mvcc.JobRedact {
+			// Cut short (client gone, kill -9): finish it; it was
+			// confirmed when it began.
+			fmt.Fprintf(a.Err, "padfs: finishing the redaction of session %s begun earlier (%d of %d keys done)\n", id, j.Done, j.Total)
+			return finishJob(a.Context(), a, id)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.FlushMount(); err != nil {
+		return fmt.Errorf("commit the mount's open writes: %w", err)
+	}
+	if o.token == "" {
+		return redactReceipt(a, sid, o.needle, o.repl, o.j)
+	}
+	return o.carryOut(a, sid)
+}
+
+// carryOut redacts session sid with a confirmed token and reports what
+// it changed and what it could not (compressed files).
+func (o redactOpts) carryOut(a *App, sid mvcc.SessionID) error {
+	r, err := lifecycle(a, sid, func(st *session.Store, progress mvcc.Progress) (*mvcc.RedactReceipt, error) {
+		p, err := st.Lookup(sid.String())
+		if err != nil {
+			return nil, err
+		}
+		return p.Redact(a.Context(), o.needle, o.repl, o.token, progress)
+	})
+	if errors.Is(err, mvcc.ErrToken) {
+		return fmt.Errorf("%w; nothing was changed: run the command without --confirm for a fresh receipt", err)
+	}
+	if err != nil {
+		return err
+	}
+	nr, err := a.Store.FindCompressed(sid, o.needle)
+	if err != nil {
+		return fmt.Errorf("redacted, but could not look for the text in compressed files: %w", err)
+	}
+	if o.j {
+		return writeJSON(a.Out, map[string]any{"redacted": r, "not_redacted": nr})
+	}
+	_, err = fmt.Fprintf(a.Out, "redacted session %s: %d occurrences in %d versions of %d files; %d chunks purged\n",
+		sid, r.Occurrences, r.Versions, r.Files, r.Chunks)
+	printNotRedacted(a.Out, nr)
+	return err
 }
 
 func redactReceipt(a *App, sid mvcc.SessionID, needle, repl string, asJSON bool) error {

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/padfs/padfs/internal/jsonbytes"
@@ -57,63 +58,7 @@ after every settled hit. A path or snippet that is not valid UTF-8 also gets
 path_b64 (snippet_b64) with its bytes in base64. Exit 1 when nothing matches.`,
 		Example: "  padfs search --session $S retry backoff\n  padfs search --explain --path src/net register allocation\n  padfs search --asof before-refactor parse config\n  padfs search -k 3 --json 'parse config' | jq .path",
 		Args:    cobra.MinimumNArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			sessionFlag, _ := cmd.Flags().GetString("session")
-			k, _ := cmd.Flags().GetInt("k")
-			asJSON, _ := cmd.Flags().GetBool("json")
-			explain, _ := cmd.Flags().GetBool("explain")
-			asof, _ := cmd.Flags().GetString("asof")
-			within, _ := cmd.Flags().GetString("path")
-			if k < 1 || k > maxHits {
-				return fmt.Errorf("-k %d: number of results out of range (1..%d)", k, maxHits)
-			}
-			return withApp(cmd, func(a *App) error {
-				sid, err := pickSession(a, sessionFlag)
-				if err != nil {
-					return fmt.Errorf("search: %w", err)
-				}
-				var o search.SearchOptions
-				if within != "" {
-					o.Path = sessionPath(a, sid, within)
-				}
-				if asof != "" {
-					if o.AsOf, err = resolveAt(a, sid, "--asof", asof); err != nil {
-						return fmt.Errorf("search: %w", err)
-					}
-				}
-				ix, release, err := a.Index()
-				if err != nil {
-					return fmt.Errorf("search: %w", err)
-				}
-				defer release()
-				hits, err := ix.SearchWith(a.Context(), sid, strings.Join(args, " "), k, o)
-				if err != nil {
-					return fmt.Errorf("search: %w", err)
-				}
-				for _, h := range hits {
-					if asJSON {
-						b, err := json.Marshal(hitJSON{Hit: h, PathB64: jsonbytes.B64(h.Path), SnippetB64: jsonbytes.B64(h.Snippet)})
-						if err != nil {
-							return err
-						}
-						fmt.Fprintf(a.Out, "%s\n", b)
-						continue
-					}
-					mark := ""
-					if h.Degraded {
-						mark = " (degraded)"
-					}
-					fmt.Fprintf(a.Out, "%7.3f  %s:%d: %s%s\n", h.Score, h.Path, h.Line, h.Snippet, mark)
-					if explain {
-						fmt.Fprintf(a.Out, "%s\n", explainLine(h))
-					}
-				}
-				if len(hits) == 0 {
-					return exitError{1}
-				}
-				return nil
-			})
-		},
+		RunE:    runSearch,
 	}
 	c.Flags().String("session", "", "session id or name (default: the mounted session you are in)")
 	c.Flags().IntP("k", "k", 10, "number of results")
@@ -122,6 +67,79 @@ path_b64 (snippet_b64) with its bytes in base64. Exit 1 when nothing matches.`,
 	c.Flags().String("asof", "", "rank the files as they were at this point in time (HLC, RFC 3339 time, checkpoint, sequence number); reads every file, no index")
 	c.Flags().String("path", "", "only files at or below this path")
 	return c
+}
+
+func runSearch(cmd *cobra.Command, args []string) error {
+	sessionFlag, _ := cmd.Flags().GetString("session")
+	k, _ := cmd.Flags().GetInt("k")
+	asJSON, _ := cmd.Flags().GetBool("json")
+	explain, _ := cmd.Flags().GetBool("explain")
+	asof, _ := cmd.Flags().GetString("asof")
+	within, _ := cmd.Flags().GetString("path")
+	if k < 1 || k > maxHits {
+		return fmt.Errorf("-k %d: number of results out of range (1..%d)", k, maxHits)
+	}
+	return withApp(cmd, func(a *App) error {
+		sid, err := pickSession(a, sessionFlag)
+		if err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+		var o search.SearchOptions
+		if within != "" {
+			o.Path = sessionPath(a, sid, within)
+		}
+		if asof != "" {
+			if o.AsOf, err = resolveAt(a, sid, "--asof", asof); err != nil {
+				return fmt.Errorf("search: %w", err)
+			}
+		}
+		ix, release, err := a.Index()
+		if err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+		defer release()
+		hits, err := ix.SearchWith(a.Context(), sid, strings.Join(args, " "), k, o)
+		if err != nil {
+			return fmt.Errorf("search: %w", err)
+		}
+		if err := printHits(a.Out, hits, asJSON, explain); err != nil {
+			return err
+		}
+		if len(hits) == 0 {
+			return exitError{1}
+		}
+		return nil
+	})
+}
+
+// printHits prints one line per hit (and with explain each ranker's
+// part under it), or one JSON object per line.
+func printHits(w io.Writer, hits []search.Hit, asJSON, explain bool) error {
+	for _, h := range hits {
+		if asJSON {
+			b, err := json.Marshal(hitJSON{Hit: h, PathB64: jsonbytes.B64(h.Path), SnippetB64: jsonbytes.B64(h.Snippet)})
+			if err != nil {
+				return err
+			}
+			if _, err := fmt.Fprintf(w, "%s\n", b); err != nil {
+				return err
+			}
+			continue
+		}
+		mark := ""
+		if h.Degraded {
+			mark = " (degraded)"
+		}
+		if _, err := fmt.Fprintf(w, "%7.3f  %s:%d: %s%s\n", h.Score, h.Path, h.Line, h.Snippet, mark); err != nil {
+			return err
+		}
+		if explain {
+			if _, err := fmt.Fprintf(w, "%s\n", explainLine(h)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // explainLine is --explain's line under a hit: per ranker, its part of the
