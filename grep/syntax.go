@@ -224,140 +224,20 @@ func (p *parser) alternation() (*node, error) {
 
 func (p *parser) sequence() ([]*node, error) {
 	var seq []*node
-	// startAnchor: only ^ so far (a BRE * after it is literal).
-	onlyAnchor := func() bool { return len(seq) == 1 && seq[0].kind == nAssert && seq[0].text == "^" }
 	for !p.atBranchEnd() {
 		r := p.peek()
+		var handled bool
+		var err error
 		if p.syn == Extended {
-			switch r {
-			case '(':
-				p.pos++
-				p.depth++
-				g, err := p.alternation()
-				p.depth--
-				if err != nil {
-					return nil, err
-				}
-				if p.eof() || p.peek() != ')' {
-					return nil, &SyntaxError{"Unmatched ( or \\("}
-				}
-				p.pos++
-				seq = append(seq, g)
-				continue
-			case ')': // unmatched at top level: a literal
-				p.pos++
-				seq = append(seq, p.lit(')'))
-				continue
-			case '*', '+', '?':
-				p.pos++
-				min, max := repeatOp(r)
-				if len(seq) == 0 {
-					p.warn(fmt.Sprintf("%c at start of expression", r))
-					continue
-				}
-				seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
-				continue
-			case '{':
-				min, max, n, ok, err := p.interval(p.pos+1, false)
-				if err != nil {
-					return nil, err
-				}
-				if !ok {
-					p.pos++
-					seq = append(seq, p.lit('{'))
-					continue
-				}
-				p.pos = n
-				if len(seq) == 0 {
-					p.warn("{...} at start of expression")
-					continue
-				}
-				seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
-				continue
-			case '^':
-				p.pos++
-				seq = append(seq, &node{kind: nAssert, text: "^"})
-				continue
-			case '$':
-				p.pos++
-				seq = append(seq, &node{kind: nAssert, text: "$"})
-				continue
-			}
-		} else { // Basic
-			switch r {
-			case '*':
-				p.pos++
-				if len(seq) == 0 || onlyAnchor() {
-					seq = append(seq, p.lit('*'))
-					continue
-				}
-				seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: 0, max: -1}
-				continue
-			case '^':
-				p.pos++
-				if len(seq) == 0 {
-					seq = append(seq, &node{kind: nAssert, text: "^"})
-				} else {
-					seq = append(seq, p.lit('^'))
-				}
-				continue
-			case '$':
-				p.pos++
-				if p.atBranchEnd() {
-					seq = append(seq, &node{kind: nAssert, text: "$"})
-				} else {
-					seq = append(seq, p.lit('$'))
-				}
-				continue
-			case '\\':
-				n, ok := p.peekAt(1)
-				if !ok {
-					break // trailing backslash: reported below
-				}
-				switch n {
-				case '(':
-					p.pos += 2
-					p.depth++
-					g, err := p.alternation()
-					p.depth--
-					if err != nil {
-						return nil, err
-					}
-					if c, _ := p.peekAt(1); p.eof() || p.peek() != '\\' || c != ')' {
-						return nil, &SyntaxError{"Unmatched ( or \\("}
-					}
-					p.pos += 2
-					seq = append(seq, g)
-					continue
-				case ')': // depth 0 (atBranchEnd handles depth > 0)
-					return nil, &SyntaxError{"Unmatched ) or \\)"}
-				case '{':
-					if len(seq) == 0 || onlyAnchor() {
-						p.pos += 2
-						seq = append(seq, p.lit('{'))
-						continue
-					}
-					min, max, end, ok, err := p.interval(p.pos+2, true)
-					if err != nil {
-						return nil, err
-					}
-					if !ok {
-						return nil, &SyntaxError{"Unmatched \\{"}
-					}
-					p.pos = end
-					seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
-					continue
-				case '+', '?':
-					p.pos += 2
-					if len(seq) == 0 || onlyAnchor() {
-						seq = append(seq, p.lit(n))
-						continue
-					}
-					min, max := repeatOp(n)
-					seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
-					continue
-				}
-			}
+			seq, handled, err = p.extendedOp(seq, r)
+		} else {
+			seq, handled, err = p.basicOp(seq, r)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if handled {
+			continue
 		}
 		// Common to both syntaxes.
 		switch r {
@@ -386,6 +266,151 @@ func (p *parser) sequence() ([]*node, error) {
 		}
 	}
 	return seq, nil
+}
+
+// onlyAnchor: seq is only ^ so far (a BRE * after it is literal).
+func onlyAnchor(seq []*node) bool {
+	return len(seq) == 1 && seq[0].kind == nAssert && seq[0].text == "^"
+}
+
+// extendedOp parses the ERE operator r at p (groups, repetitions,
+// anchors); handled is false if r is none, for the syntax-common part.
+func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err error) {
+	switch r {
+	case '(':
+		p.pos++
+		p.depth++
+		g, err := p.alternation()
+		p.depth--
+		if err != nil {
+			return nil, false, err
+		}
+		if p.eof() || p.peek() != ')' {
+			return nil, false, &SyntaxError{"Unmatched ( or \\("}
+		}
+		p.pos++
+		seq = append(seq, g)
+		return seq, true, nil
+	case ')': // unmatched at top level: a literal
+		p.pos++
+		seq = append(seq, p.lit(')'))
+		return seq, true, nil
+	case '*', '+', '?':
+		p.pos++
+		min, max := repeatOp(r)
+		if len(seq) == 0 {
+			p.warn(fmt.Sprintf("%c at start of expression", r))
+			return seq, true, nil
+		}
+		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+		return seq, true, nil
+	case '{':
+		min, max, n, ok, err := p.interval(p.pos+1, false)
+		if err != nil {
+			return nil, false, err
+		}
+		if !ok {
+			p.pos++
+			seq = append(seq, p.lit('{'))
+			return seq, true, nil
+		}
+		p.pos = n
+		if len(seq) == 0 {
+			p.warn("{...} at start of expression")
+			return seq, true, nil
+		}
+		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+		return seq, true, nil
+	case '^':
+		p.pos++
+		seq = append(seq, &node{kind: nAssert, text: "^"})
+		return seq, true, nil
+	case '$':
+		p.pos++
+		seq = append(seq, &node{kind: nAssert, text: "$"})
+		return seq, true, nil
+	}
+	return seq, false, nil
+}
+
+// basicOp is extendedOp for a BRE: \( \) \{ \+ \? and the context rules
+// of * ^ $.
+func (p *parser) basicOp(seq []*node, r rune) (_ []*node, handled bool, err error) {
+	switch r {
+	case '*':
+		p.pos++
+		if len(seq) == 0 || onlyAnchor(seq) {
+			seq = append(seq, p.lit('*'))
+			return seq, true, nil
+		}
+		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: 0, max: -1}
+		return seq, true, nil
+	case '^':
+		p.pos++
+		if len(seq) == 0 {
+			seq = append(seq, &node{kind: nAssert, text: "^"})
+		} else {
+			seq = append(seq, p.lit('^'))
+		}
+		return seq, true, nil
+	case '$':
+		p.pos++
+		if p.atBranchEnd() {
+			seq = append(seq, &node{kind: nAssert, text: "$"})
+		} else {
+			seq = append(seq, p.lit('$'))
+		}
+		return seq, true, nil
+	case '\\':
+		n, ok := p.peekAt(1)
+		if !ok {
+			return seq, false, nil // trailing backslash: reported below
+		}
+		switch n {
+		case '(':
+			p.pos += 2
+			p.depth++
+			g, err := p.alternation()
+			p.depth--
+			if err != nil {
+				return nil, false, err
+			}
+			if c, _ := p.peekAt(1); p.eof() || p.peek() != '\\' || c != ')' {
+				return nil, false, &SyntaxError{"Unmatched ( or \\("}
+			}
+			p.pos += 2
+			seq = append(seq, g)
+			return seq, true, nil
+		case ')': // depth 0 (atBranchEnd handles depth > 0)
+			return nil, false, &SyntaxError{"Unmatched ) or \\)"}
+		case '{':
+			if len(seq) == 0 || onlyAnchor(seq) {
+				p.pos += 2
+				seq = append(seq, p.lit('{'))
+				return seq, true, nil
+			}
+			min, max, end, ok, err := p.interval(p.pos+2, true)
+			if err != nil {
+				return nil, false, err
+			}
+			if !ok {
+				return nil, false, &SyntaxError{"Unmatched \\{"}
+			}
+			p.pos = end
+			seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+			return seq, true, nil
+		case '+', '?':
+			p.pos += 2
+			if len(seq) == 0 || onlyAnchor(seq) {
+				seq = append(seq, p.lit(n))
+				return seq, true, nil
+			}
+			min, max := repeatOp(n)
+			seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+			return seq, true, nil
+		}
+	}
+	return seq, false, nil
 }
 
 func repeatOp(r rune) (int, int) {
