@@ -263,7 +263,11 @@ func (a analyzer) analyze(re *syntax.Regexp) info {
 				return a.concatAll(re.Rune)
 			}
 			if re.Flags&syntax.FoldCase != 0 && !a.fold {
-				return a.concatAll(re.Rune) // not produced by padfs's translation
+				// A case-insensitive literal (-P's (?i)) in a query over
+				// the raw bytes: Go holds one case of each rune, the
+				// text may hold any, of another length even (K, KELVIN
+				// SIGN): any rune each.
+				return anyRunes(len(re.Rune))
 			}
 			b.WriteString(a.runeStr(r))
 		}
@@ -307,6 +311,15 @@ func (a analyzer) analyze(re *syntax.Regexp) info {
 
 // concatAll treats each rune as its own class (used for runes that can't
 // be looked up as bytes).
+// anyRunes is n runes, each any.
+func anyRunes(n int) info {
+	x := emptyInfo()
+	for range n {
+		x = concat(x, anyChar())
+	}
+	return x
+}
+
 func (a analyzer) concatAll(rs []rune) info {
 	x := emptyInfo()
 	for _, r := range rs {

@@ -12,8 +12,10 @@ import (
 // FuzzPlanNeverHidesAMatch: a pattern given by a user (any bytes, any
 // syntax, -i, -w, -x) either compiles or fails with a typed error, never a
 // panic; and when its matcher finds a line in data, the index query planned
-// from it accepts data's folded trigrams. So the index can only narrow the
-// files grep reads, never drop one that matches.
+// from it accepts data's folded trigrams, and its query over the raw bytes
+// (MayMatch, for files the index did not narrow) accepts data. So the
+// index and that filter can only narrow the files grep reads, never drop
+// one that matches.
 func FuzzPlanNeverHidesAMatch(f *testing.F) {
 	for _, s := range []struct {
 		pat, data string
@@ -32,6 +34,7 @@ func FuzzPlanNeverHidesAMatch(f *testing.F) {
 		{"x", "x", 2, 4},
 		{`(?i)straße`, "STRASSE straße\n", 3, 0},
 		{"\xff\xfe", "\xff\xfe\n", 2, 0},
+		{`(?i)(foo|xyz)`, "foo bar\n", 3, 0},
 	} {
 		f.Add(s.pat, []byte(s.data), s.syn, s.flags)
 	}
@@ -57,6 +60,9 @@ func FuzzPlanNeverHidesAMatch(f *testing.F) {
 		has := func(tri string) bool { return bytes.Contains(folded, []byte(tri)) }
 		if !m.IndexQuery.Eval(has) {
 			t.Fatalf("pattern %q (%+v) matches %q, but its index query %v rejects the file", pat, o, data, m.IndexQuery)
+		}
+		if !m.MayMatch(data) {
+			t.Fatalf("pattern %q (%+v) matches %q, but its query %v rejects the file", pat, o, data, m.Query)
 		}
 	})
 }

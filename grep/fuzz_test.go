@@ -1,0 +1,131 @@
+package grep
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+	"unicode/utf8"
+)
+
+// FuzzGrepMatchesGNU: a pattern is user input. For any pattern and text,
+// Compile and Grep must not panic or hang; MayMatch (the trigram filter
+// grep runs before the regexp) must never rule out a file that has a
+// match; and where GNU grep is installed, the selected lines and the
+// verdict on a malformed pattern must be GNU grep's (LC_ALL=C.UTF-8).
+// Patterns padfs reports as unsupported are left out. Text is kept to
+// valid UTF-8 without NUL bytes, where GNU grep prints lines, not a
+// "binary file matches".
+//
+//	go test ./grep -run '^$' -fuzz FuzzGrepMatchesGNU -fuzztime 5m
+func FuzzGrepMatchesGNU(f *testing.F) {
+	text := "foo bar\nFoo_Bar baz\nfoofoo\n\nab+c a{2} (x)\nété café\nend$ ^start\nx.y xzy\n"
+	for _, s := range []struct {
+		pat   string
+		flags uint8
+	}{
+		{"foo", 0}, {"^foo", 0}, {"foo$", 0}, {`fo\+`, 0}, {`\(foo\)\1`, 0}, {"a{2}", 0}, {`a\{2\}`, 0},
+		{"fo+", 1}, {"(foo|bar)+", 1}, {"a{2}", 1}, {"^$", 1}, {"x.y", 2}, {"ab+c", 2}, {"caf[eé]", 1},
+		{"[[:upper:]]", 0}, {"[[:alpha:]_]+", 1}, {`\bbar\b`, 1}, {`\<foo`, 0}, {"foo", 4}, {"FOO", 8},
+		{"bar", 16}, {"foo", 32}, {"*a", 0}, {"*a", 1}, {"a**", 1}, {"[", 0}, {"(", 1}, {`\(`, 0},
+		{"a{1", 1}, {`a\{1`, 0}, {"x{2,1}", 1}, {`\d+`, 3}, {`(?i)foo`, 3}, {"é", 8}, {"[^a-z ]", 1},
+	} {
+		f.Add(s.pat, s.flags, text)
+	}
+	gnu, _ := exec.LookPath("grep")
+	f.Fuzz(func(t *testing.T, pat string, flags uint8, data string) {
+		if !utf8.ValidString(pat) || strings.ContainsAny(pat, "\n\x00") || len(pat) > 200 ||
+			!utf8.ValidString(data) || strings.ContainsRune(data, 0) || len(data) > 4096 {
+			return
+		}
+		o := MatchOptions{Syntax: Syntax(flags & 3), IgnoreCase: flags&4 != 0, Word: flags&8 != 0,
+			Line: flags&16 != 0, Invert: flags&32 != 0}
+		m, err := Compile([]string{pat}, o, nil)
+		var unsupported *UnsupportedError
+		if errors.As(err, &unsupported) {
+			return
+		}
+		var got []int
+		if err == nil {
+			res, err := m.Grep([]byte(data), ModeLines)
+			if err != nil {
+				t.Fatalf("Grep(%q): %v", pat, err)
+			}
+			for _, l := range res.Lines {
+				got = append(got, l.Num)
+			}
+			if len(got) > 0 && !o.Invert && !m.MayMatch([]byte(data)) {
+				t.Fatalf("pattern %q (flags %d): MayMatch rules out a text with matching lines %v", pat, flags, got)
+			}
+		}
+		if gnu == "" {
+			return
+		}
+		want, code := gnuLines(t, gnu, pat, o, data)
+		switch {
+		case code == 2 && err == nil:
+			t.Fatalf("pattern %q (flags %d): GNU grep rejects it, padfs compiled it", pat, flags)
+		case code != 2 && err != nil:
+			t.Fatalf("pattern %q (flags %d): padfs: %v; GNU grep accepts it", pat, flags, err)
+		case code != 2 && !equalInts(got, want):
+			t.Fatalf("pattern %q (flags %d) on %q:\npadfs selects lines %v\nGNU grep selects %v", pat, flags, data, got, want)
+		}
+	})
+}
+
+// gnuLines runs GNU grep with o's flags on data and returns the numbers
+// of the lines it selects and its exit status.
+func gnuLines(t *testing.T, gnu, pat string, o MatchOptions, data string) ([]int, int) {
+	args := []string{"-n", [...]string{"-G", "-E", "-F", "-P"}[o.Syntax]}
+	for _, f := range []struct {
+		on   bool
+		flag string
+	}{{o.IgnoreCase, "-i"}, {o.Word, "-w"}, {o.Line, "-x"}, {o.Invert, "-v"}} {
+		if f.on {
+			args = append(args, f.flag)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gnu, append(args, "-e", pat)...)
+	cmd.Env = []string{"LC_ALL=C.UTF-8"}
+	cmd.Stdin = strings.NewReader(data)
+	out, err := cmd.Output()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run GNU grep: %v", err)
+	}
+	if ctx.Err() != nil {
+		t.Skipf("GNU grep took over 10 s on %q", pat)
+	}
+	var nums []int
+	for _, l := range bytes.Split(out, []byte("\n")) {
+		if i := bytes.IndexByte(l, ':'); i > 0 {
+			n, err := strconv.Atoi(string(l[:i]))
+			if err != nil {
+				t.Fatalf("GNU grep printed %q", l)
+			}
+			nums = append(nums, n)
+		}
+	}
+	return nums, code
+}
+
+func equalInts(a, b []int) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
