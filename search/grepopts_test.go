@@ -59,7 +59,7 @@ var optCases = [][]string{
 	{"--line-buffered", "-n", "needle"}, {"--line-buffered", "-C1", "needle"},
 	{"-P", "\\d+"}, {"-P", "-o", "\\w+dle"}, {"-P", "-i", "NEEDLE\\s"}, {"-Po", "fo+?"}, {"-P", "-w", "foo"}, {"-Pow", "foo"}, {"-Pc", "a. needle"}, {"-Pc", "[^x]{2}needle"}, {"-Pl", "a[^z] "},
 	{"-Pao", "a.{0,3}needle"}, {"-Pc", "^a"}, {"-Pc", "d$"}, {"-Pc", "\\bneedle bad"}, {"-Pca", "\\W needle"}, {"-Pc", "-w", "foo"}, {"-Pn", "-x", "-i", "FOO.*"},
-	{"-P", "(?i)Needle"}, {"-P", "(?i)NEEDLE"}, {"-P", "[^x]{3}dle$"}, {"-Pc", "\\S\\s\\S"}, {"-P", "-x", "ab.*"}, {"-P", "-c", "\\bfoo\\b"}, {"-Pn", "[[:digit:]]|n\\x65e"},
+	{"-P", "(?i)Needle"}, {"-P", "(?i)(needle|xyzzy)"}, {"-P", "(?i)NEEDLE"}, {"-P", "[^x]{3}dle$"}, {"-Pc", "\\S\\s\\S"}, {"-P", "-x", "ab.*"}, {"-P", "-c", "\\bfoo\\b"}, {"-Pn", "[[:digit:]]|n\\x65e"},
 	{"-onT", "needle"}, {"-cZv", "needle"}, {"--color=always", "-A1", "-m1", "needle"}, {"-ob", "-i", "NEEDLE"},
 	{"-owinb", "FOO"}, {"-xon", "z"}, {"--no-group-separator", "-A0", "needle"}, {"-o", "-e", "needle", "-e", "two"},
 	{"-o", ""}, {"-c", ""}, {"-o", ".$"}, {"-on", "-C2", "-v", "e"}, {"--color=always", "-o", "-v", "-C1", "needle"},
