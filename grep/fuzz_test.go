@@ -33,6 +33,8 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		{"[[:upper:]]", 0}, {"[[:alpha:]_]+", 1}, {`\bbar\b`, 1}, {`\<foo`, 0}, {"foo", 4}, {"FOO", 8},
 		{"bar", 16}, {"foo", 32}, {"*a", 0}, {"*a", 1}, {"a**", 1}, {"[", 0}, {"(", 1}, {`\(`, 0},
 		{"a{1", 1}, {`a\{1`, 0}, {"x{2,1}", 1}, {`\d+`, 3}, {`(?i)foo`, 3}, {"é", 8}, {"[^a-z ]", 1},
+		{"[ -0-0]", 1}, {"[a-c-]", 0}, {"[--0]", 1}, {"[[:alpha:]-z]", 0}, {"[a-[:alpha:]]", 1}, {"[[.a.]-c-e]", 0},
+		{"[a-a-a]", 1}, {"[%--]", 0}, {"[%--a]", 1}, {"[!--]", 0}, {"[[:digit:]-]", 1}, {"[z-a]", 0},
 	} {
 		f.Add(s.pat, s.flags, text)
 	}
@@ -128,4 +130,35 @@ func equalInts(a, b []int) bool {
 		}
 	}
 	return true
+}
+
+// FuzzParseFileName: a .grep/ file name and a padfs grep command line are
+// user input. Parsing any of them, and compiling what parses, returns
+// options or an error, never a panic.
+func FuzzParseFileName(f *testing.F) {
+	for _, s := range []string{"needle", "-i -C2 -- needle", "-l -w foo bar", "-m 5 x", "--include=*.go func",
+		"-e", "-C", "--", "-- -x", "-P (?i)a", "-E a{1", "--data=x y", "--color=always z", "-A -1 x", "%2Fetc%2f",
+		"-rnoiwx -e a -e b", "-z -P a\\nb", "--binary-files=text x", "-f", "--exclude-dir= a"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		if len(name) > 512 {
+			return
+		}
+		for _, parse := range []func() (*Options, error){
+			func() (*Options, error) { o, err := ParseFileName(name); return &o, err },
+			func() (*Options, error) { c, err := ParseCommandLine(strings.Fields(name)); return &c.Options, err },
+		} {
+			o, err := parse()
+			if err != nil {
+				if strings.Contains(err.Error(), "\n") {
+					t.Fatalf("%q: error of more than one line: %q", name, err)
+				}
+				continue
+			}
+			if r, err := NewRun(o, nil); err == nil && r == nil {
+				t.Fatalf("%q: NewRun returned neither a run nor an error", name)
+			}
+		}
+	})
 }

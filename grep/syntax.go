@@ -564,6 +564,9 @@ func (p *parser) bracket() (runeSet, error) {
 					return nil, &SyntaxError{"Invalid character class name"}
 				}
 				set = append(set, cs...)
+				if rangeFollows(p.src, i) {
+					return nil, &SyntaxError{"Invalid range end"} // a class cannot start a range
+				}
 				continue
 			}
 			rs := []rune(name)
@@ -580,6 +583,9 @@ func (p *parser) bracket() (runeSet, error) {
 		if i+1 < len(p.src) && p.src[i] == '-' && p.src[i+1] != ']' {
 			i++
 			hi := p.src[i]
+			if hi == '[' && i+1 < len(p.src) && p.src[i+1] == ':' {
+				return nil, &SyntaxError{"Invalid range end"} // nor end one
+			}
 			if hi == '[' && i+1 < len(p.src) && (p.src[i+1] == '.' || p.src[i+1] == '=') {
 				kind := p.src[i+1]
 				end := bracketEnd(p.src, i+2, kind)
@@ -595,7 +601,8 @@ func (p *parser) bracket() (runeSet, error) {
 			} else {
 				i++
 			}
-			if hi < lo {
+			if hi < lo || rangeFollows(p.src, i) {
+				// GNU refuses a range that starts where one ends: [a-c-e].
 				return nil, &SyntaxError{"Invalid range end"}
 			}
 			set = append(set, lo, hi)
@@ -615,6 +622,12 @@ func (p *parser) bracket() (runeSet, error) {
 		return zset(set), nil
 	}
 	return set.remove('\n'), nil
+}
+
+// rangeFollows reports whether src[i:] is a range's "-" (a "-" not
+// closing the bracket expression).
+func rangeFollows(src []rune, i int) bool {
+	return i+1 < len(src) && src[i] == '-' && src[i+1] != ']'
 }
 
 // render writes n as Go regexp syntax. In the invalid variant (files that
