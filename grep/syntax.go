@@ -701,12 +701,6 @@ func bracketEnd(src []rune, from int, kind rune) int {
 // construct: look-around, back-references, possessive quantifiers, atomic
 // groups, recursion, conditionals, \K, \G, backtracking verbs.
 func perlToGo(pat string) (string, error) {
-	const space = `\t\n\x0B\f\r `
-	const vspace = `\n\x0B\f\r\x{85}\x{2028}\x{2029}`
-	const hspace = `\t \x{A0}\x{1680}\x{180E}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}`
-	unsupported := func(what string) error {
-		return &UnsupportedError{what, "Go's regexp engine (RE2) cannot evaluate it (use GNU grep -P)"}
-	}
 	var b strings.Builder
 	inClass, quant := false, false
 	for i := 0; i < len(pat); i++ {
@@ -714,76 +708,22 @@ func perlToGo(pat string) (string, error) {
 		wasQuant := quant
 		quant = false
 		if c == '\\' && i+1 < len(pat) {
-			d := pat[i+1]
-			i++
-			cls := func(set string, negate bool) {
-				switch {
-				case inClass && !negate:
-					b.WriteString(set)
-				case inClass:
-					b.WriteByte('\\')
-					b.WriteByte(d) // Go's own (near enough inside a class)
-				case negate:
-					b.WriteString("[^" + set + "]")
-				default:
-					b.WriteString("[" + set + "]")
-				}
+			var err error
+			if i, err = perlEscape(&b, pat, i, inClass); err != nil {
+				return "", err
 			}
-			switch d {
-			case '1', '2', '3', '4', '5', '6', '7', '8', '9':
-				if !inClass {
-					return "", unsupported("back-reference \\" + string(d))
-				}
-			case 'g', 'k':
-				return "", unsupported("back-reference \\" + string(d))
-			case 'K', 'G', 'X', 'C':
-				return "", unsupported("\\" + string(d))
-			case 's', 'S':
-				cls(space, d == 'S')
-				continue
-			case 'v', 'V':
-				cls(vspace, d == 'V')
-				continue
-			case 'h', 'H':
-				cls(hspace, d == 'H')
-				continue
-			case 'N':
-				if !inClass {
-					b.WriteString(`[^\n]`)
-					continue
-				}
-			case 'R':
-				if !inClass {
-					b.WriteString(`(?:\r\n|[` + vspace + `])`)
-					continue
-				}
-			case 'Z':
-				if !inClass {
-					b.WriteString(`\z`)
-					continue
-				}
-			case 'Q':
-				end := strings.Index(pat[i+1:], `\E`)
-				if end < 0 {
-					end = len(pat) - i - 1
-				}
-				b.WriteString(regexp.QuoteMeta(pat[i+1 : i+1+end]))
-				i += end + 2
-				continue
-			case 'E':
-				continue // a stray \E is nothing in PCRE
-			}
-			b.WriteByte('\\')
-			b.WriteByte(d)
 			continue
 		}
 		if inClass {
 			switch {
-			case c == '[' && i+1 < len(pat) && pat[i+1] == ':':
-				end := strings.Index(pat[i:], ":]")
-				if end > 0 {
-					b.WriteString(pat[i : i+end+2])
-					i += end + 1
+			case c == '[' && i+1 < len(pat) && strings.IndexByte(":.=", pat[i+1]) >= 0:
+				end, ok := pcrePosix(pat, i+1)
+				if ok && pat[i+1] != ':' {
+					return "", &SyntaxError{"POSIX collating elements are not supported"}
+				}
+				if ok {
+					b.WriteString(pat[i : end+2]) // [:name:], which Go knows too
+					i = end + 1
 					continue
 				}
 			case c == ']':
@@ -794,6 +734,13 @@ func perlToGo(pat string) (string, error) {
 		}
 		switch c {
 		case '[':
+			if len(pat)-i > 3 && strings.IndexByte(":.=", pat[i+1]) >= 0 {
+				if _, ok := pcrePosix(pat, i+1); ok && pat[i+1] == ':' {
+					return "", &SyntaxError{"POSIX named classes are supported only within a class"}
+				} else if ok {
+					return "", &SyntaxError{"POSIX collating elements are not supported"}
+				}
+			}
 			inClass = true
 			b.WriteByte(c)
 			if i+1 < len(pat) && pat[i+1] == '^' {
@@ -812,33 +759,12 @@ func perlToGo(pat string) (string, error) {
 			quant = true
 		case '+':
 			if wasQuant {
-				return "", unsupported("possessive quantifier")
+				return "", perlUnsupported("possessive quantifier")
 			}
 			quant = true
 		case '(':
-			rest := pat[i+1:]
-			for _, k := range []struct{ prefix, what string }{
-				{"?=", "look-ahead (?="}, {"?!", "look-ahead (?!"}, {"?<=", "look-behind (?<="},
-				{"?<!", "look-behind (?<!"}, {"?>", "atomic group (?>"}, {"?|", "branch reset (?|"},
-				{"?(", "conditional (?("}, {"?R", "recursion (?R)"}, {"?&", "recursion (?&"},
-				{"?P>", "recursion (?P>"}, {"?P=", "back-reference (?P="}, {"?#", "comment (?#"}, {"*", "verb (*"},
-			} {
-				if strings.HasPrefix(rest, k.prefix) {
-					return "", unsupported(k.what)
-				}
-			}
-			if len(rest) > 1 && rest[0] == '?' && (rest[1] >= '0' && rest[1] <= '9' || rest[1] == '+' || rest[1] == '-' && len(rest) > 2 && rest[2] >= '0' && rest[2] <= '9') {
-				return "", unsupported("recursion (?" + rest[1:2])
-			}
-			if len(rest) > 1 && rest[0] == '?' {
-				// Inline flags: RE2 knows i, m, s, U.
-				for j := 1; j < len(rest) && rest[j] != ')' && rest[j] != ':'; j++ {
-					if f := rest[j]; f != 'i' && f != 'm' && f != 's' && f != 'U' && f != '-' && f != '<' && f != 'P' {
-						return "", unsupported("inline flag (?" + string(f) + ")")
-					} else if f == '<' || f == 'P' {
-						break // a named group
-					}
-				}
+			if err := perlGroup(pat[i+1:]); err != nil {
+				return "", err
 			}
 		}
 		b.WriteByte(c)
@@ -848,6 +774,132 @@ func perlToGo(pat string) (string, error) {
 		return "", &SyntaxError{err.Error()}
 	}
 	return src, nil
+}
+
+// PCRE's \s, \v and \h, as Go class contents.
+const (
+	pcreSpace  = `\t\n\x0B\f\r `
+	pcreVSpace = `\n\x0B\f\r\x{85}\x{2028}\x{2029}`
+	pcreHSpace = `\t \x{A0}\x{1680}\x{180E}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}`
+)
+
+// perlUnsupported is the error for a PCRE construct RE2 cannot evaluate.
+func perlUnsupported(what string) error {
+	return &UnsupportedError{what, "Go's regexp engine (RE2) cannot evaluate it (use GNU grep -P)"}
+}
+
+// perlEscape translates the escape at pat[i] ('\\' and the byte after
+// it) into b and returns the index of its last byte.
+func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error) {
+	d := pat[i+1]
+	i++
+	cls := func(set string, negate bool) {
+		switch {
+		case inClass && !negate:
+			b.WriteString(set)
+		case inClass:
+			b.WriteByte('\\')
+			b.WriteByte(d) // Go's own (near enough inside a class)
+		case negate:
+			b.WriteString("[^" + set + "]")
+		default:
+			b.WriteString("[" + set + "]")
+		}
+	}
+	switch d {
+	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
+		if !inClass {
+			return i, perlUnsupported("back-reference \\" + string(d))
+		}
+	case 'g', 'k':
+		return i, perlUnsupported("back-reference \\" + string(d))
+	case 'K', 'G', 'X', 'C':
+		return i, perlUnsupported("\\" + string(d))
+	case 's', 'S':
+		cls(pcreSpace, d == 'S')
+		return i, nil
+	case 'v', 'V':
+		cls(pcreVSpace, d == 'V')
+		return i, nil
+	case 'h', 'H':
+		cls(pcreHSpace, d == 'H')
+		return i, nil
+	case 'N':
+		if !inClass {
+			b.WriteString(`[^\n]`)
+			return i, nil
+		}
+	case 'R':
+		if !inClass {
+			b.WriteString(`(?:\r\n|[` + pcreVSpace + `])`)
+			return i, nil
+		}
+	case 'Z':
+		if !inClass {
+			b.WriteString(`\z`)
+			return i, nil
+		}
+	case 'Q':
+		end := strings.Index(pat[i+1:], `\E`)
+		if end < 0 {
+			end = len(pat) - i - 1
+		}
+		b.WriteString(regexp.QuoteMeta(pat[i+1 : i+1+end]))
+		i += end + 2
+		return i, nil
+	case 'E':
+		return i, nil // a stray \E is nothing in PCRE
+	}
+	b.WriteByte('\\')
+	b.WriteByte(d)
+	return i, nil
+}
+
+// perlGroup refuses the group constructs and inline flags RE2 cannot
+// evaluate; rest follows the '('.
+func perlGroup(rest string) error {
+	for _, k := range []struct{ prefix, what string }{
+		{"?=", "look-ahead (?="}, {"?!", "look-ahead (?!"}, {"?<=", "look-behind (?<="},
+		{"?<!", "look-behind (?<!"}, {"?>", "atomic group (?>"}, {"?|", "branch reset (?|"},
+		{"?(", "conditional (?("}, {"?R", "recursion (?R)"}, {"?&", "recursion (?&"},
+		{"?P>", "recursion (?P>"}, {"?P=", "back-reference (?P="}, {"?#", "comment (?#"}, {"*", "verb (*"},
+	} {
+		if strings.HasPrefix(rest, k.prefix) {
+			return perlUnsupported(k.what)
+		}
+	}
+	if len(rest) > 1 && rest[0] == '?' && (rest[1] >= '0' && rest[1] <= '9' || rest[1] == '+' || rest[1] == '-' && len(rest) > 2 && rest[2] >= '0' && rest[2] <= '9') {
+		return perlUnsupported("recursion (?" + rest[1:2])
+	}
+	if len(rest) > 1 && rest[0] == '?' {
+		// Inline flags: RE2 knows i, m, s, U.
+		for j := 1; j < len(rest) && rest[j] != ')' && rest[j] != ':'; j++ {
+			if f := rest[j]; f != 'i' && f != 'm' && f != 's' && f != 'U' && f != '-' && f != '<' && f != 'P' {
+				return perlUnsupported("inline flag (?" + string(f) + ")")
+			} else if f == '<' || f == 'P' {
+				break // a named group
+			}
+		}
+	}
+	return nil
+}
+
+// pcrePosix is PCRE2's check_posix_syntax: whether pat[i] (':', '.' or
+// '=' after a '[') opens a POSIX [:name:], [.x.] or [=x=]; end is the
+// index of its closing terminator, just before the ']'.
+func pcrePosix(pat string, i int) (end int, ok bool) {
+	term := pat[i]
+	for j := i + 1; len(pat)-j >= 2; j++ {
+		switch {
+		case pat[j] == '\\' && (pat[j+1] == ']' || pat[j+1] == '\\'):
+			j++
+		case pat[j] == '[' && pat[j+1] == term || pat[j] == ']':
+			return 0, false
+		case pat[j] == term && pat[j+1] == ']':
+			return j, true
+		}
+	}
+	return 0, false
 }
 
 // zsyntax rewrites -P's Go syntax for grep -z's swapped data: a class
