@@ -1,6 +1,7 @@
 package grep
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -306,6 +307,10 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		return seq, true, nil
 	case '{':
 		min, max, n, ok, err := p.interval(p.pos+1, false)
+		var se *SyntaxError
+		if errors.As(err, &se) && se.Msg == badInterval && (len(seq) == 0 || onlyAnchor(seq)) {
+			ok, err = false, nil // glibc: with nothing to repeat, a bad interval is literal
+		}
 		if err != nil {
 			return nil, false, err
 		}
@@ -423,6 +428,9 @@ func repeatOp(r rune) (int, int) {
 	return 0, 1 // '?'
 }
 
+// badInterval is GNU's (glibc's) message for a malformed interval.
+const badInterval = "Invalid content of \\{\\}"
+
 // interval parses "m}", "m,}", ",n}", "m,n}" starting at i (after the
 // brace); BRE intervals end with "\}". ok is false when the text is not an
 // interval (in an ERE the brace is then a literal).
@@ -443,7 +451,8 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 	}
 	lo, hasLo := num()
 	hi := lo
-	if i < len(p.src) && p.src[i] == ',' {
+	comma := i < len(p.src) && p.src[i] == ','
+	if comma {
 		i++
 		var hasHi bool
 		if hi, hasHi = num(); !hasHi {
@@ -453,6 +462,9 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 			lo = 0
 		}
 	} else if !hasLo {
+		if !bre && i < len(p.src) && p.src[i] == '}' {
+			return 0, 0, 0, false, &SyntaxError{badInterval} // {}
+		}
 		return 0, 0, 0, false, nil
 	}
 	if bre {
@@ -460,10 +472,15 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 			if i >= len(p.src) || (i+1 >= len(p.src) && p.src[i] == '\\') {
 				return 0, 0, 0, false, nil
 			}
-			return 0, 0, 0, false, &SyntaxError{"Invalid content of \\{\\}"}
+			return 0, 0, 0, false, &SyntaxError{badInterval}
 		}
 		i += 2
 	} else {
+		// As glibc (RE_INVALID_INTERVAL_ORD): what is no interval is
+		// literal, but a second comma ({,, {1,2,3}) is an error.
+		if comma && i < len(p.src) && p.src[i] == ',' {
+			return 0, 0, 0, false, &SyntaxError{badInterval}
+		}
 		if i >= len(p.src) || p.src[i] != '}' {
 			return 0, 0, 0, false, nil
 		}
@@ -473,7 +490,7 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 		return 0, 0, 0, false, &SyntaxError{"Regular expression too big"}
 	}
 	if hi >= 0 && lo > hi {
-		return 0, 0, 0, false, &SyntaxError{"Invalid content of \\{\\}"}
+		return 0, 0, 0, false, &SyntaxError{badInterval}
 	}
 	if lo > maxRepeat || hi > maxRepeat {
 		return 0, 0, 0, false, &UnsupportedError{"repetition count",
