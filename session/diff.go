@@ -27,11 +27,12 @@ import (
 // headers (new/deleted file mode, old/new mode, rename from/to), then
 // "--- a/OLD" / "+++ b/NEW" (or /dev/null) and the hunks. Hunks are computed
 // by github.com/aymanbagabas/go-udiff (the Myers line diff of Go's own
-// tools) with 3 lines of context; for the same two texts they are GNU diff
-// -u's hunks (the test compares them), while the headers are git's (a/ and
-// b/ prefixes, no timestamps, full "index" lines), so the patch applies
-// with git apply (and, binary files aside, with patch -p1). Binary files (a
-// NUL byte in the first 8000 bytes) are git binary patches.
+// tools) with 3 lines of context, laid out as GNU diff -u lays them out
+// and as short as GNU's (FuzzUnifiedEqualsGNUDiff; where several diffs are
+// equally short the two may pick different lines). The headers are git's
+// (a/ and b/ prefixes, no timestamps, full "index" lines), so the patch
+// applies with git apply (and, binary files aside, with patch -p1). Binary
+// files (a NUL byte in the first 8000 bytes) are git binary patches.
 
 // StatusLine formats one change in name-status form.
 func StatusLine(c mvcc.Change) string {

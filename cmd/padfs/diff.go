@@ -51,9 +51,10 @@ are listed only if they changed themselves.
 -u prints a unified diff instead, as a git-style patch that git apply
 applies in a copy of the FROM tree to give the TO tree: "diff --git", git's
 mode/rename/index headers, "--- a/PATH", "+++ b/PATH" (/dev/null for added
-or deleted files) and hunks with three lines of context, equal to GNU diff
--u's hunks for the same two files (the headers differ: a/ and b/ prefixes
-instead of file names and times). Binary files (a NUL byte in the first
+or deleted files) and hunks with three lines of context, laid out as GNU
+diff -u lays them out and changing as few lines as it does (where several
+changes are equally short, the lines chosen may differ; the headers differ:
+a/ and b/ prefixes instead of file names and times). Binary files (a NUL byte in the first
 8000 bytes) are git binary patches (zlib and base85, both directions),
 which git apply applies and patch(1) does not. What a patch cannot express
 (empty directories, fifos, devices, permission bits beyond 755/644) is
