@@ -45,6 +45,7 @@ type cmdParser struct {
 	digits               string // the -NUM being read, GNU's --context=NUM
 	listMode             OutputMode
 	count, quiet, silent bool
+	matcherSet           bool // -E, -F, -G or -P was given
 	patterns             []string
 	havePattern          bool
 	operands             []string
@@ -127,6 +128,9 @@ var withArg = map[string]bool{
 // long applies one long option (short ones are applied by their long
 // names).
 func (p *cmdParser) long(name, val string, hasVal bool, next func() (string, bool)) error {
+	if s, ok := matchers[name]; ok {
+		return p.matcher(s)
+	}
 	switch {
 	case withArg[name]:
 		if !hasVal {
@@ -212,6 +216,20 @@ func (p *cmdParser) color(val string, hasVal bool) error {
 	return nil
 }
 
+// matchers are the options that choose the pattern syntax.
+var matchers = map[string]Syntax{"fixed-strings": Fixed, "extended-regexp": Extended,
+	"basic-regexp": Basic, "perl-regexp": Perl}
+
+// matcher applies -F, -E, -G or -P: as in GNU grep, two different ones
+// are an error.
+func (p *cmdParser) matcher(s Syntax) error {
+	if p.matcherSet && p.a.Match.Syntax != s {
+		return errors.New("conflicting matchers specified")
+	}
+	p.matcherSet, p.a.Match.Syntax = true, s
+	return nil
+}
+
 // matchFlag applies an option without argument that decides which
 // lines match; false: it is not one.
 func (p *cmdParser) matchFlag(name string) bool {
@@ -227,14 +245,6 @@ func (p *cmdParser) matchFlag(name string) bool {
 		mo.Line = true
 	case "invert-match":
 		mo.Invert = true
-	case "fixed-strings":
-		mo.Syntax = Fixed
-	case "extended-regexp":
-		mo.Syntax = Extended
-	case "basic-regexp":
-		mo.Syntax = Basic
-	case "perl-regexp":
-		mo.Syntax = Perl
 	default:
 		return false
 	}

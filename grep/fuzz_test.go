@@ -38,6 +38,8 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		{"[..]", 3}, {"[==]", 3}, {"[::]", 3}, {"[:alpha:]", 3}, {"[[.a.]]", 3}, {"[[=a=]]", 3}, {"[[:alpha:]]", 3},
 		{"0{,,", 1}, {"0{,", 1}, {"0{", 1}, {"0{,1", 1}, {"a{}", 1}, {"a{1,2,3}", 1}, {"a{,}", 1}, {"a{1x}", 1},
 		{"a{,1x}", 1}, {"a{1,x,}", 1}, {"{,,", 1}, {"{1,2,3}", 1}, {"^{2,1}", 1}, {"({2,1})", 1}, {"a*{,,", 1}, {"a{2,1}", 1}, {"{}", 1}, {`a\{,,\}`, 0}, {`a\{\}`, 0}, {`a\{x\}`, 0}, {`a\{1`, 0}, {`a\{,\}`, 0},
+		{"[:0:]", 0}, {"[:alpha:]", 1}, {"[:]", 0}, {"[::]", 1}, {"[:a]", 0}, {"[^:a:]", 0}, {"[:-::]", 1}, {"[:[.a.]:]", 0},
+		{"[:[:alpha:]:]", 1}, {"x[:a:]", 0},
 		{"[[:^alpha:] ]", 3}, {"[[:a]", 3}, {"[.a]", 3}, {"[a.]", 3}, {`[[:a\]:]]`, 3}, {"[[:foo:]]", 3}, {"[^:a:]", 3},
 	} {
 		f.Add(s.pat, s.flags, text)
@@ -165,4 +167,100 @@ func FuzzParseFileName(f *testing.F) {
 			}
 		}
 	})
+}
+
+// fuzzOptions are the options FuzzGrepOutputMatchesGNU picks from, a bit
+// of its opts argument each.
+var fuzzOptions = []string{"-n", "-o", "-c", "-l", "-L", "-i", "-w", "-x", "-v", "-b", "-H", "-A1", "-B1", "-C2",
+	"-m2", "-a", "-z", "-h", "--color=always", "-I", "-T", "-Z", "--line-buffered", "-E", "-F", "-P"}
+
+// FuzzGrepOutputMatchesGNU: for any pattern, text (binary and invalid
+// UTF-8 too) and set of output options, padfs's grep prints to stdout and
+// stderr what GNU grep prints when it reads that text on standard input.
+//
+//	go test ./grep -run '^$' -fuzz FuzzGrepOutputMatchesGNU -fuzztime 5m
+func FuzzGrepOutputMatchesGNU(f *testing.F) {
+	text := []byte("foo bar\nFoo_Bar baz\nfoofoo\n\nété café\nx foo y\nlast foo")
+	bin := []byte("foo bar\n\xff\xfe foo\nx\x00foo\nlast foo")
+	for _, s := range []struct {
+		pat  string
+		opts uint32
+	}{
+		{"foo", 0}, {"foo", 1 | 2}, {"o", 2 | 1<<9}, {"foo", 4}, {"foo", 8}, {"bar", 16}, {"foo", 32 | 64},
+		{"foo", 1<<11 | 1}, {"foo", 1<<12 | 1<<13}, {"foo", 1 << 14}, {"foo", 1 << 15}, {"foo", 1 << 16},
+		{"foo", 1<<23 | 1<<24}, {"foo", 1<<24 | 1<<25}, {"f.o", 1<<18 | 2}, {"é", 1<<19 | 1}, {"o+", 1<<23 | 2}, {"(?i)FOO", 1 << 25}, {"", 1}, {"x", 1 << 20},
+	} {
+		f.Add(s.pat, s.opts, text)
+		f.Add(s.pat, s.opts, bin)
+	}
+	gnu, err := exec.LookPath("grep")
+	if err != nil {
+		f.Skip("GNU grep not installed")
+	}
+	f.Fuzz(func(t *testing.T, pat string, opts uint32, data []byte) {
+		if strings.ContainsAny(pat, "\n\x00") || len(pat) > 100 || len(data) > 4096 {
+			return
+		}
+		var args []string
+		for i, o := range fuzzOptions {
+			if opts&(1<<i) != 0 {
+				args = append(args, o)
+			}
+		}
+		args = append(args, "-e", pat)
+		c, err := ParseCommandLine(args)
+		if err != nil {
+			if _, _, code := runGNU(t, gnu, args, data); code != 2 {
+				t.Fatalf("grep %q: padfs: %v; GNU grep exits %d", args, err, code)
+			}
+			return
+		}
+		r, err := NewRun(&c.Options, nil)
+		if err != nil {
+			return // compile errors: FuzzGrepMatchesGNU
+		}
+		var out, errw bytes.Buffer
+		o := r.NewOutput(false, &out, &errw)
+		buf := bytes.Clone(data)
+		if !r.ReadsNothing() {
+			fr, err := r.Scan(context.Background(), buf)
+			if err != nil {
+				t.Fatalf("Scan: %v", err)
+			}
+			if _, err := o.File(context.Background(), "(standard input)", buf, fr); err != nil {
+				t.Fatalf("File: %v", err)
+			}
+		}
+		if err := o.Flush(); err != nil {
+			t.Fatal(err)
+		}
+		gout, gerr, _ := runGNU(t, gnu, args, data)
+		if !bytes.Equal(out.Bytes(), gout) || !bytes.Equal(errw.Bytes(), gerr) {
+			t.Fatalf("grep %q on %q:\npadfs stdout %q\nGNU   stdout %q\npadfs stderr %q\nGNU   stderr %q",
+				args, data, out.Bytes(), gout, errw.Bytes(), gerr)
+		}
+	})
+}
+
+// runGNU runs GNU grep with args on data as its standard input.
+func runGNU(t *testing.T, gnu string, args []string, data []byte) (stdout, stderr []byte, code int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gnu, args...)
+	cmd.Args[0] = "grep" // GNU names itself by argv[0] in diagnostics
+	cmd.Env = []string{"LC_ALL=C.UTF-8"}
+	cmd.Stdin = bytes.NewReader(data)
+	var gout, gerr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &gout, &gerr
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		t.Skipf("GNU grep took over 10 s on %q", args)
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run GNU grep: %v", err)
+	}
+	return gout.Bytes(), gerr.Bytes(), code
 }

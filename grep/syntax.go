@@ -546,8 +546,12 @@ func (p *parser) bracket() (runeSet, error) {
 	}
 	var set runeSet
 	first := true
-	// element reads one bracket element: a character or a [.c.] / [=c=]
-	// (isChar), or a [:class:] (set).
+	// As GNU's dfa: [:space:] (first and last a colon, other
+	// characters, no class or range) is a mistake for [[:space:]].
+	colons := colonState(0)
+	if i < len(p.src) && p.src[i] == ':' {
+		colons |= colonFirst
+	}
 	for {
 		if i >= len(p.src) {
 			return nil, unmatched
@@ -558,40 +562,22 @@ func (p *parser) bracket() (runeSet, error) {
 			break
 		}
 		first = false
+		colons &^= colonLast
 		var lo rune
 		if r == '[' && i+1 < len(p.src) && (p.src[i+1] == ':' || p.src[i+1] == '=' || p.src[i+1] == '.') {
-			kind := p.src[i+1]
-			end := bracketEnd(p.src, i+2, kind)
-			if end < 0 {
-				return nil, unmatched
+			var cs runeSet
+			var err error
+			if cs, lo, i, err = p.bracketName(i); err != nil {
+				return nil, err
 			}
-			name := string(p.src[i+2 : end])
-			i = end + 2
-			if kind == ':' {
-				if p.fold && (name == "upper" || name == "lower") {
-					name = "alpha"
-				}
-				cs, ok := classSet(name)
-				if name == "space" || name == "cntrl" {
-					// The tables leave the newline out (no line holds
-					// one); a grep -z record may.
-					cs = append(slices.Clone(cs), '\n', '\n').norm()
-				}
-				if !ok || name == "word" {
-					return nil, &SyntaxError{"Invalid character class name"}
-				}
+			colons |= colonOther
+			if cs != nil {
 				set = append(set, cs...)
 				if rangeFollows(p.src, i) {
 					return nil, &SyntaxError{"Invalid range end"} // a class cannot start a range
 				}
 				continue
 			}
-			rs := []rune(name)
-			if len(rs) != 1 {
-				return nil, &UnsupportedError{"collating element [" + string(kind) + name + string(kind) + "]",
-					"multi-character collating elements and equivalence classes are not supported"}
-			}
-			lo = rs[0]
 		} else {
 			lo = r
 			i++
@@ -623,9 +609,14 @@ func (p *parser) bracket() (runeSet, error) {
 				return nil, &SyntaxError{"Invalid range end"}
 			}
 			set = append(set, lo, hi)
+			colons |= colonOther
 			continue
 		}
 		set = append(set, lo, lo)
+		colons |= colonChar(lo)
+	}
+	if colons == colonFirst|colonLast|colonChars {
+		return nil, &SyntaxError{"character class syntax is [[:space:]], not [:space:]"}
 	}
 	p.pos = i
 	set = set.norm()
@@ -639,6 +630,58 @@ func (p *parser) bracket() (runeSet, error) {
 		return zset(set), nil
 	}
 	return set.remove('\n'), nil
+}
+
+// bracketName reads the [:class:] (its set), [.c.] or [=c=] (its
+// character) at src[i] inside a bracket expression; end is the index
+// after it.
+func (p *parser) bracketName(i int) (set runeSet, c rune, end int, err error) {
+	kind := p.src[i+1]
+	e := bracketEnd(p.src, i+2, kind)
+	if e < 0 {
+		return nil, 0, 0, &SyntaxError{"Unmatched [, [^, [:, [., or [="}
+	}
+	name := string(p.src[i+2 : e])
+	end = e + 2
+	if kind != ':' {
+		rs := []rune(name)
+		if len(rs) != 1 {
+			return nil, 0, 0, &UnsupportedError{"collating element [" + string(kind) + name + string(kind) + "]",
+				"multi-character collating elements and equivalence classes are not supported"}
+		}
+		return nil, rs[0], end, nil
+	}
+	if p.fold && (name == "upper" || name == "lower") {
+		name = "alpha"
+	}
+	cs, ok := classSet(name)
+	if !ok || name == "word" {
+		return nil, 0, 0, &SyntaxError{"Invalid character class name"}
+	}
+	if name == "space" || name == "cntrl" {
+		// The tables leave the newline out (no line holds one); a grep
+		// -z record may.
+		cs = append(slices.Clone(cs), '\n', '\n').norm()
+	}
+	return cs, 0, end, nil
+}
+
+// colonState is what GNU's dfa notes of a bracket expression to catch
+// [:space:] written for [[:space:]].
+type colonState uint8
+
+const (
+	colonFirst colonState = 1 << iota // its first character is a colon
+	colonLast                         // so is the last one
+	colonChars                        // it holds another character
+	colonOther                        // a range, class, or [.c.] / [=c=]
+)
+
+func colonChar(r rune) colonState {
+	if r == ':' {
+		return colonLast
+	}
+	return colonChars
 }
 
 // rangeFollows reports whether src[i:] is a range's "-" (a "-" not
