@@ -188,6 +188,8 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 	}{
 		{"foo", 0}, {"foo", 1 | 2}, {"o", 2 | 1<<9}, {"foo", 4}, {"foo", 8}, {"bar", 16}, {"foo", 32 | 64},
 		{"foo", 1<<11 | 1}, {"foo", 1<<12 | 1<<13}, {"foo", 1 << 14}, {"foo", 1 << 15}, {"foo", 1 << 16},
+		{"foo", 1<<1 | 1<<6 | 1<<7}, {"foo", 1<<1 | 1<<6 | 1<<7 | 1<<18 | 1}, {"f.o", 1<<1 | 1<<6 | 1<<7 | 1<<16},
+		{"foo", 1<<1 | 1<<6 | 1<<7 | 1<<24}, {"foo", 1<<1 | 1<<6 | 1<<7 | 1<<25 | 1<<8 | 1<<13},
 		{"foo", 1<<23 | 1<<24}, {"foo", 1<<24 | 1<<25}, {"f.o", 1<<18 | 2}, {"é", 1<<19 | 1}, {"o+", 1<<23 | 2}, {"(?i)FOO", 1 << 25}, {"", 1}, {"x", 1 << 20},
 	} {
 		f.Add(s.pat, s.opts, text)
@@ -220,7 +222,7 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 			return // compile errors: FuzzGrepMatchesGNU
 		}
 		var out, errw bytes.Buffer
-		o := r.NewOutput(false, &out, &errw)
+		o := r.NewOutput(c.Filename > 0, &out, &errw) // one operand: names only with -H
 		buf := bytes.Clone(data)
 		if !r.ReadsNothing() {
 			fr, err := r.Scan(context.Background(), buf)

@@ -235,6 +235,11 @@ func (p *printer) prline(s, e int, sep byte) {
 		}
 		for _, sp := range spans {
 			mt := line[sp[0]:sp[1]]
+			if p.m.opts.Line && p.m.opts.Word && (p.m.opts.Syntax == Basic || p.m.opts.Syntax == Extended) {
+				// GNU grep 3.8 -o -x -w: its match of the line takes the
+				// line's end with it, printed before the match's own.
+				mt = append(mt[:len(mt):len(mt)], p.eol)
+			}
 			if !p.req.Text && !utf8.Valid(mt) {
 				p.bad = true
 				return
