@@ -182,6 +182,7 @@ var fuzzOptions = []string{"-n", "-o", "-c", "-l", "-L", "-i", "-w", "-x", "-v",
 func FuzzGrepOutputMatchesGNU(f *testing.F) {
 	text := []byte("foo bar\nFoo_Bar baz\nfoofoo\n\nété café\nx foo y\nlast foo")
 	bin := []byte("foo bar\n\xff\xfe foo\nx\x00foo\nlast foo")
+	invalid := []byte("foo\nbar \xc3 foo\n\xc3\nlast foo\n")
 	for _, s := range []struct {
 		pat  string
 		opts uint32
@@ -190,10 +191,12 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 		{"foo", 1<<11 | 1}, {"foo", 1<<12 | 1<<13}, {"foo", 1 << 14}, {"foo", 1 << 15}, {"foo", 1 << 16},
 		{"foo", 1<<1 | 1<<6 | 1<<7}, {"foo", 1<<1 | 1<<6 | 1<<7 | 1<<18 | 1}, {"f.o", 1<<1 | 1<<6 | 1<<7 | 1<<16},
 		{"foo", 1<<1 | 1<<6 | 1<<7 | 1<<24}, {"foo", 1<<1 | 1<<6 | 1<<7 | 1<<25 | 1<<8 | 1<<13},
+		{"", 1 | 1<<19}, {"foo", 1<<19}, {"foo", 1<<19 | 1<<15}, {"foo", 1<<19 | 1<<2},
 		{"foo", 1<<23 | 1<<24}, {"foo", 1<<24 | 1<<25}, {"f.o", 1<<18 | 2}, {"é", 1<<19 | 1}, {"o+", 1<<23 | 2}, {"(?i)FOO", 1 << 25}, {"", 1}, {"x", 1 << 20},
 	} {
 		f.Add(s.pat, s.opts, text)
 		f.Add(s.pat, s.opts, bin)
+		f.Add(s.pat, s.opts, invalid)
 	}
 	gnu, err := exec.LookPath("grep")
 	if err != nil {

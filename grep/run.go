@@ -175,7 +175,7 @@ func (o *Output) File(ctx context.Context, display string, data []byte, fr FileR
 		if o.pr.err != nil {
 			return false, o.pr.err
 		}
-		if binary {
+		if binary && !r.opts.SkipBinary { // -I: GNU says nothing of a binary file
 			if err := o.diag("grep: %s: binary file matches\n", display); err != nil {
 				return false, err
 			}
