@@ -221,8 +221,14 @@ func (p *printer) head(lineStart, off, n int, sep byte) {
 func (p *printer) prline(s, e int, sep byte) {
 	line := p.data[s:e]
 	matching := (sep == ':') != p.m.opts.Invert
+	// GNU grep 3.8 -x -w (BRE/ERE): its match of a line is the whole line
+	// and the line's end, even an empty line's.
+	eolIn := matching && p.m.opts.Line && p.m.opts.Word && (p.m.opts.Syntax == Basic || p.m.opts.Syntax == Extended)
 	var spans [][2]int
-	if matching && (p.req.OnlyMatching || p.req.Color) {
+	switch {
+	case eolIn:
+		spans = [][2]int{{0, len(line)}}
+	case matching && (p.req.OnlyMatching || p.req.Color):
 		var err error
 		if spans, err = p.m.Spans(line, p.invalid); err != nil && p.err == nil {
 			p.err = err
@@ -235,10 +241,8 @@ func (p *printer) prline(s, e int, sep byte) {
 		}
 		for _, sp := range spans {
 			mt := line[sp[0]:sp[1]]
-			if p.m.opts.Line && p.m.opts.Word && (p.m.opts.Syntax == Basic || p.m.opts.Syntax == Extended) {
-				// GNU grep 3.8 -o -x -w: its match of the line takes the
-				// line's end with it, printed before the match's own.
-				mt = append(mt[:len(mt):len(mt)], p.eol)
+			if eolIn {
+				mt = append(mt[:len(mt):len(mt)], '\n') // (data's terminator, a NUL for -z); then the match's own end
 			}
 			if !p.req.Text && !utf8.Valid(mt) {
 				p.bad = true
@@ -257,6 +261,13 @@ func (p *printer) prline(s, e int, sep byte) {
 		return
 	}
 	p.head(s, s, len(line), sep)
+	if eolIn && p.req.Color {
+		// The colored match ends the line.
+		p.sgr(colorMatch, append(line[:len(line):len(line)], '\n'), true)
+		p.lastout = e + 1
+		p.lineDone()
+		return
+	}
 	cur := 0
 	for _, sp := range spans {
 		p.write(line[cur:sp[0]])
