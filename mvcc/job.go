@@ -13,6 +13,8 @@ import (
 // a session runs as a job in bounded steps, so that writers of other
 // sessions wait at most one short batch at a time:
 //
+//  0. The plan: the receipt recomputed (to check the token) in short read
+//     transactions with pauses between them (planstep.go).
 //  1. The mark. One transaction checks that the session did not change
 //     since the receipt, writes the job record "W" sid and sets the
 //     header's Busy field. From then on the session is invisible: Header
@@ -192,6 +194,16 @@ func (s *Store) markJobLocked(tx kv.Txn, sid SessionID, lastSeq uint64, j *jobSt
 	s.paths.drop(sid)
 	s.dropPruneCache(sid)
 	return writeJob(tx, sid, j)
+}
+
+// markJob commits the mark of job j on session sid (markJobLocked).
+func (s *Store) markJob(sid SessionID, lastSeq uint64, j *jobState) error {
+	t0 := time.Now()
+	err := s.kv.Update(func(tx kv.Txn) error { return s.markJobLocked(tx, sid, lastSeq, j) })
+	if err == nil && s.jobHook != nil {
+		s.jobHook("mark", 0, time.Since(t0))
+	}
+	return err
 }
 
 // Job is a purge or redaction under way (or cut short).

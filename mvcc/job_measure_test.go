@@ -5,11 +5,11 @@ import (
 	"math/rand"
 	"os"
 	"runtime"
+	"runtime/metrics"
 	"runtime/trace"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -60,164 +60,193 @@ func TestMeasureJobStall(t *testing.T) {
 			t.Logf("%d MiB written in %v", mb, time.Since(t0).Round(time.Millisecond))
 			// Start from an empty log: the fold of the setup's writes is
 			// not the job's.
-			if f, ok := e.st.kv.(interface{ Flush() error }); ok {
-				if err := f.Flush(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			var run func() error
-			if kind == "forget" {
-				r, err := e.st.PlanPurge(sid)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run = func() error { _, err := e.st.Purge(t.Context(), sid, r.Token, nil); return err }
-			} else {
-				r, err := e.st.PlanRedact(sid, purgeMarker, DefaultRedaction)
-				if err != nil {
-					t.Fatal(err)
-				}
-				run = func() error { _, err := e.st.Redact(t.Context(), sid, purgeMarker, nil, r.Token, nil); return err }
-			}
-			h, _ := e.st.Header(other)
-			type stall struct {
-				d     time.Duration
-				batch int64
-				stage string
-				th    threadStat // what the writer's thread did meanwhile
-			}
-			// maxOwn is the longest wait of stage less the time the VM's
-			// CPU was taken away (steal, which no code here causes): for a
-			// commit whose thread never blocked, that is the time it was
-			// neither on a CPU nor waiting for one.
-			maxOwn := func(stalls []stall, stage string) time.Duration {
-				var m time.Duration
-				for _, s := range stalls {
-					d := s.d
-					if s.d > 5*time.Millisecond && s.th.nvcsw == 0 && s.th.cpu+s.th.runq < d {
-						d = s.th.cpu + s.th.runq
-					}
-					if s.stage == stage && d > m {
-						m = d
-					}
-				}
-				return m
-			}
-			// The writer's own thread, so that its kernel counters
-			// tell where a long wait went.
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			readThreadStat, closeStat := threadCounters()
-			defer closeStat()
-			var base []time.Duration
-			var baseStalls []stall
-			for i := 0; i < 20000; i++ {
-				c0, th0 := time.Now(), readThreadStat()
-				if _, err := e.st.Create(other, h.Root, fmt.Sprintf("b%d", i), Attr{Mode: sIFREG | 0o644}, ""); err != nil {
-					t.Fatal(err)
-				}
-				d := time.Since(c0)
-				var th threadStat
-				if d > 5*time.Millisecond {
-					th = readThreadStat().minus(th0)
-				}
-				base = append(base, d)
-				baseStalls = append(baseStalls, stall{d, 0, "baseline", th})
-			}
-			slices.Sort(base)
-			t.Logf("baseline (no job): %d commits; p50 %v p99 %v max %v (max %v without steal)", len(base),
-				base[len(base)/2], base[len(base)*99/100], base[len(base)-1], maxOwn(baseStalls, "baseline"))
-			var stalls []stall
-			var maxBatch, maxAt, nBatch atomic.Int64
-			e.st.batchHook = func(_ string, n int64, took time.Duration) {
-				nBatch.Store(n)
-				if int64(took) > maxBatch.Load() {
-					maxBatch.Store(int64(took))
-					maxAt.Store(n)
-				}
-			}
-			var mu sync.Mutex
-			lat := map[string][]time.Duration{}
-			span := map[string][2]time.Time{} // when a stage's first and last commits began
-			done := make(chan error, 1)
-			start := time.Now()
-			stopTrace := traceWindow(t, kind, e.st)
-			defer stopTrace()
-			go func() {
-				err := run()
-				done <- err
-			}()
-			// After the job the writer goes on for 3 s ("after"): the WAL
-			// then folds what collected in its memtable during the
-			// compaction's copy.
-			var total time.Duration
-			var ended time.Time
-			compacted := false
-			for i := 0; ; i++ {
-				if ended.IsZero() {
-					select {
-					case err := <-done:
-						if err != nil {
-							t.Fatal(err)
-						}
-						total, ended = time.Since(start), time.Now()
-					default:
-					}
-				}
-				if !ended.IsZero() && time.Since(ended) > 3*time.Second {
-					for _, st := range []string{"batches", "compact", "after"} {
-						ds := lat[st]
-						if len(ds) == 0 {
-							continue
-						}
-						slices.Sort(ds)
-						t.Logf("%s %d MiB, %s (%v): %d commits of another session; p50 %v p99 %v max %v (max %v without steal)",
-							kind, mb, st, span[st][1].Sub(span[st][0]).Round(time.Millisecond), len(ds),
-							ds[len(ds)/2], ds[len(ds)*99/100], ds[len(ds)-1], maxOwn(stalls, st))
-					}
-					t.Logf("%s %d MiB took %v: %d batches, the longest %v (batch %d)", kind, mb, total.Round(time.Millisecond),
-						nBatch.Load(), time.Duration(maxBatch.Load()), maxAt.Load())
-					slices.SortFunc(stalls, func(a, b stall) int { return int(b.d - a.d) })
-					for _, st := range stalls[:min(5, len(stalls))] {
-						t.Logf("  a long wait: %v, after batch %d (%s); writer's thread: %v", st.d, st.batch, st.stage, st.th)
-					}
-					return
-				}
-				c0, b0, th0 := time.Now(), nBatch.Load(), readThreadStat()
-				st := "batches"
-				switch {
-				case e.st.compacting.Load():
-					st, compacted = "compact", true
-				case compacted || !ended.IsZero():
-					// The compaction is over, the job about to return.
-					st = "after"
-				}
-				if _, err := e.st.Create(other, h.Root, fmt.Sprintf("f%d", i), Attr{Mode: sIFREG | 0o644}, ""); err != nil {
-					t.Fatal(err)
-				}
-				d := time.Since(c0)
-				var th threadStat
-				if d > 5*time.Millisecond {
-					th = readThreadStat().minus(th0)
-				}
-				if d > 5*time.Millisecond && trace.IsEnabled() {
-					// Find it in a runtime trace (go test -trace): it
-					// ended at this event and began d before.
-					trace.Log(t.Context(), "longwait", fmt.Sprintf("%d %s", d.Nanoseconds(), st))
-				}
-				mu.Lock()
-				lat[st] = append(lat[st], d)
-				sp := span[st]
-				if sp[0].IsZero() {
-					sp[0] = c0
-				}
-				sp[1] = c0
-				span[st] = sp
-				stalls = append(stalls, stall{d, b0, st, th})
-				mu.Unlock()
-			}
+			e.settle()
+			measureJob(t, e, kind, mb, sid, other)
 		})
 	}
+}
+
+// jobSample is one commit of the writer of another session.
+type jobSample struct {
+	d     time.Duration
+	batch int64 // batches the job had done when it began
+	stage string
+	th    threadStat // what the writer's thread did meanwhile
+}
+
+// blocked is the part of the wait the writer's thread slept: on a lock,
+// in the collector, on I/O, or waiting for the Go scheduler to give its
+// goroutine a P (a thread locked to its goroutine sleeps meanwhile); not
+// the time it ran nor the time it waited for a CPU (other processes).
+func (s jobSample) blocked() time.Duration { return max(0, s.d-s.th.cpu-s.th.runq) }
+
+// jobStages are the stages of a job as the writer sees them: "start"
+// until the job's first batch has ended (its plan, its mark, a
+// redaction's first content), then its batches, its compaction, and 3 s
+// "after" it, when the WAL folds what the writes during the compaction's
+// copy left in its memtable.
+var jobStages = []string{"start", "batches", "compact", "after"}
+
+// measureJob plans the job kind ("forget" or "redact") of session sid,
+// measures the writer of session other without a job (baseline) and then
+// during the job, and logs both.
+func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionID) {
+	var run func() error
+	if kind == "forget" {
+		r, err := e.st.PlanPurge(sid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run = func() error { _, err := e.st.Purge(t.Context(), sid, r.Token, nil); return err }
+	} else {
+		r, err := e.st.PlanRedact(sid, purgeMarker, DefaultRedaction)
+		if err != nil {
+			t.Fatal(err)
+		}
+		run = func() error { _, err := e.st.Redact(t.Context(), sid, purgeMarker, nil, r.Token, nil); return err }
+	}
+	h, _ := e.st.Header(other)
+	// The writer's own thread, so that its kernel counters tell where a
+	// long wait went.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	readThreadStat, closeStat := threadCounters()
+	defer closeStat()
+	commit := func(name string) (time.Duration, threadStat) {
+		c0, th0 := time.Now(), readThreadStat()
+		if _, err := e.st.Create(other, h.Root, name, Attr{Mode: sIFREG | 0o644}, ""); err != nil {
+			t.Fatal(err)
+		}
+		return time.Since(c0), readThreadStat().minus(th0)
+	}
+	var base []jobSample
+	for i := 0; i < 20000; i++ {
+		d, th := commit(fmt.Sprintf("b%d", i))
+		base = append(base, jobSample{d, 0, "baseline", th})
+	}
+	logStage(t, "baseline (no job)", base)
+	var maxBatch, maxAt, nBatch atomic.Int64
+	var pauses atomic.Int64
+	e.st.jobHook = func(event string, n int64, took time.Duration) {
+		if event == "plan" {
+			pauses.Store(n)
+			return
+		}
+		t.Logf("%s: the plan paused %d times; the mark committed in %v", kind, pauses.Load(), took.Round(time.Microsecond))
+	}
+	e.st.batchHook = func(stage string, n int64, took time.Duration) {
+		nBatch.Store(n)
+		if int64(took) > maxBatch.Load() {
+			maxBatch.Store(int64(took))
+			maxAt.Store(n)
+		}
+	}
+	done := make(chan error, 1)
+	stopTrace := traceWindow(t, kind, e.st)
+	defer stopTrace()
+	go func() { done <- run() }()
+	samples, took := writeDuring(t, e, done, nBatch.Load, commit)
+	e.st.jobHook, e.st.batchHook = nil, nil
+	for _, st := range jobStages {
+		logStage(t, fmt.Sprintf("%s %d MiB, %s (%v, %d GCs)", kind, mb, st, samples.span(st), samples.gcs(st)), samples.of[st])
+	}
+	t.Logf("%s %d MiB took %v: %d batches, the longest %v (batch %d)", kind, mb, took.Round(time.Millisecond),
+		nBatch.Load(), time.Duration(maxBatch.Load()), maxAt.Load())
+	all := slices.Concat(samples.of["start"], samples.of["batches"], samples.of["compact"], samples.of["after"])
+	slices.SortFunc(all, func(a, b jobSample) int { return int(b.d - a.d) })
+	for _, s := range all[:min(5, len(all))] {
+		t.Logf("  a long wait: %v, after batch %d (%s); writer's thread: %v", s.d, s.batch, s.stage, s.th)
+	}
+}
+
+// stageSamples are the writer's commits by stage, with when each stage's
+// first and last commits began and the collections done by then.
+type stageSamples struct {
+	of    map[string][]jobSample
+	first map[string]time.Time
+	last  map[string]time.Time
+	gc    map[string][2]uint64
+}
+
+func (s *stageSamples) span(st string) time.Duration {
+	return s.last[st].Sub(s.first[st]).Round(time.Millisecond)
+}
+
+func (s *stageSamples) gcs(st string) uint64 { return s.gc[st][1] - s.gc[st][0] }
+
+// writeDuring commits to the other session until 3 s after the job
+// (done) has ended, and returns the commits by stage and the job's time.
+func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
+	commit func(string) (time.Duration, threadStat)) (*stageSamples, time.Duration) {
+	ss := &stageSamples{of: map[string][]jobSample{}, first: map[string]time.Time{},
+		last: map[string]time.Time{}, gc: map[string][2]uint64{}}
+	gcSample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	start := time.Now()
+	var total time.Duration
+	var ended time.Time
+	compacted := false
+	for i := 0; ended.IsZero() || time.Since(ended) < 3*time.Second; i++ {
+		if ended.IsZero() {
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatal(err)
+				}
+				total, ended = time.Since(start), time.Now()
+			default:
+			}
+		}
+		c0, b0 := time.Now(), batches()
+		st := "batches"
+		switch {
+		case e.st.compacting.Load():
+			st, compacted = "compact", true
+		case compacted || !ended.IsZero():
+			st = "after" // the compaction is over, the job about to return
+		case b0 == 0:
+			st = "start"
+		}
+		d, th := commit(fmt.Sprintf("f%d", i))
+		if d > 5*time.Millisecond && trace.IsEnabled() {
+			// Find it in a runtime trace: it ended at this event and
+			// began d before.
+			trace.Log(t.Context(), "longwait", fmt.Sprintf("%d %s", d.Nanoseconds(), st))
+		}
+		ss.of[st] = append(ss.of[st], jobSample{d, b0, st, th})
+		if ss.first[st].IsZero() {
+			ss.first[st] = c0
+		}
+		ss.last[st] = c0
+		metrics.Read(gcSample)
+		g := ss.gc[st]
+		if g[0] == 0 {
+			g[0] = gcSample[0].Value.Uint64()
+		}
+		g[1] = gcSample[0].Value.Uint64()
+		ss.gc[st] = g
+	}
+	return ss, total
+}
+
+// logStage logs the waits of samples: their quantiles, and those of the
+// part of each the writer's thread slept (blocked).
+func logStage(t *testing.T, what string, samples []jobSample) {
+	var ds, bs []time.Duration
+	for _, s := range samples {
+		ds = append(ds, s.d)
+		bs = append(bs, s.blocked())
+	}
+	t.Logf("%s: other session's commits: %s; of which blocked: %s", what, quantiles(ds), quantiles(bs))
+}
+
+// quantiles sorts ds and describes them: how many, p50, p99, p99.9, max.
+func quantiles(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "no commits"
+	}
+	slices.Sort(ds)
+	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	return fmt.Sprintf("%d commits; p50 %v p99 %v p99.9 %v max %v", len(ds), q(0.5), q(0.99), q(0.999), ds[len(ds)-1])
 }
 
 // traceWindow starts the trace PADFS_MEASURE_TRACE asks for, if any, and

@@ -15,14 +15,15 @@ import (
 //
 //  1. PlanPurge changes nothing and returns a receipt: what would go, and
 //     a token bound to it (to the session's last event and to every count).
-//  2. Purge(ctx, sid, token) recomputes the receipt and refuses (ErrToken)
-//     unless the token matches, so a stale receipt (the session changed,
-//     or a fork started sharing its chunks) purges nothing. Then it runs
-//     as a job (job.go): the mark makes the session invisible at once,
-//     and batches of at most jobBatch keys delete, first, the inode
-//     versions with the session's chunk references and every chunk they
-//     name that no other session references (only those chunks are
-//     looked at, never the whole chunk keyspace), then every other key
+//  2. Purge(ctx, sid, token) recomputes the receipt (in steps: planstep.go)
+//     and refuses (ErrToken) unless the token matches, so a stale receipt
+//     (the session changed, or a fork started sharing its chunks) purges
+//     nothing. Then it runs as a job (job.go): the mark makes the
+//     session invisible at once, and batches of at most jobBatch keys
+//     delete, first, the inode versions with the session's chunk
+//     references and every chunk they name that no other session
+//     references (only those chunks are looked at, never the whole chunk
+//     keyspace), then every other key
 //     under the session's prefixes (purgePrefixes: header, state,
 //     counters, checkpoints, events, entries, xattrs, records, and any
 //     kind added later), the header last. Then it compacts the storage
@@ -63,7 +64,7 @@ type PurgeReceipt struct {
 // PlanPurge returns the receipt of a hard forget of sid. It changes nothing.
 func (s *Store) PlanPurge(sid SessionID) (*PurgeReceipt, error) {
 	var r *PurgeReceipt
-	err := s.View(func(t *ReadTx) error {
+	err := s.planRetry(sid, func(t *ReadTx) error {
 		var err error
 		r, _, err = t.planPurge(sid)
 		return err
@@ -198,16 +199,7 @@ func (p Progress) detach() (detached Progress, stop func()) {
 // index): the caller purges those too.
 func (s *Store) Purge(ctx context.Context, sid SessionID, token string, progress Progress) (*PurgeReceipt, error) {
 	token = strings.TrimSpace(token)
-	var j *jobState
-	var r *PurgeReceipt
-	err := s.kv.View(func(rd kv.Reader) error {
-		var err error
-		if j, err = readJob(rd, sid); err != nil || j != nil {
-			return err
-		}
-		r, _, err = (&ReadTx{s: s, r: rd}).planPurge(sid)
-		return err
-	})
+	j, err := s.viewJob(sid)
 	switch {
 	case err != nil:
 		return nil, err
@@ -215,11 +207,19 @@ func (s *Store) Purge(ctx context.Context, sid SessionID, token string, progress
 		return s.runPurge(ctx, sid, progress) // cut short before: finish it
 	case j != nil:
 		return nil, busyError(sid, j.Kind)
-	case token != r.Token:
-		return nil, fmt.Errorf("%w: session %s", ErrToken, sid)
+	}
+	var r *PurgeReceipt
+	if err := s.planToken(sid, token, func(t *ReadTx) (string, error) {
+		var err error
+		if r, _, err = t.planPurge(sid); err != nil {
+			return "", err
+		}
+		return r.Token, nil
+	}); err != nil {
+		return nil, err
 	}
 	j = &jobState{Kind: JobPurge, Token: r.Token, Total: int64(r.Keys), Purge: r}
-	if err := s.kv.Update(func(tx kv.Txn) error { return s.markJobLocked(tx, sid, r.LastSeq, j) }); err != nil {
+	if err := s.markJob(sid, r.LastSeq, j); err != nil {
 		return nil, err
 	}
 	return s.runPurge(ctx, sid, progress)

@@ -86,7 +86,8 @@ type redactPlan struct {
 	keep         map[Hash]bool     // chunks the session still uses afterwards
 	old          map[Hash]bool     // chunks of the content being rewritten
 	files        map[Ino]bool
-	keys         int64 // inode and xattr versions and events: the job's progress total
+	keys         int64  // inode and xattr versions and events: the job's progress total
+	buf          []byte // content read, reused: a plan reads every content once
 }
 
 // nameHits collects where the needle was found in a name (a few, for the
@@ -159,7 +160,7 @@ func contentKey(k []byte, n *Inode) string {
 // session sid. It changes nothing.
 func (s *Store) PlanRedact(sid SessionID, needle, repl string) (*RedactReceipt, error) {
 	var p *redactPlan
-	err := s.View(func(t *ReadTx) error {
+	err := s.planRetry(sid, func(t *ReadTx) error {
 		var err error
 		p, err = t.planRedact(sid, needle, repl)
 		return err
@@ -243,7 +244,7 @@ func (t *ReadTx) planInodes(sid SessionID, p *redactPlan) error {
 			vd, ok := seen[ck]
 			if !ok {
 				var err error
-				if vd, err = t.contentVerdict(k, &n, p.needle, p.repl); err != nil {
+				if vd, err = t.contentVerdict(k, &n, p); err != nil {
 					return err
 				}
 				if vd.hit {
@@ -290,15 +291,16 @@ func inlineHits(n *Inode, needle string, names *nameHits) int {
 
 // contentVerdict reads the content of version k and says whether, and how
 // often, it holds the needle, and which chunks its redaction will have.
-func (t *ReadTx) contentVerdict(k []byte, n *Inode, needle, repl string) (contentVerdict, error) {
-	data, err := t.Content(n)
+func (t *ReadTx) contentVerdict(k []byte, n *Inode, p *redactPlan) (contentVerdict, error) {
+	data, err := t.ContentInto(n, p.buf)
 	if err != nil {
 		return contentVerdict{}, fmt.Errorf("inode %d version %s: %w", n.Ino, hlcFromInv(k), err)
 	}
-	if !bytes.Contains(data, []byte(needle)) {
+	p.buf = data
+	if !bytes.Contains(data, []byte(p.needle)) {
 		return contentVerdict{}, nil
 	}
-	red, c, err := redactBytes(data, needle, repl)
+	red, c, err := redactBytes(data, p.needle, p.repl)
 	if err != nil {
 		return contentVerdict{}, err
 	}

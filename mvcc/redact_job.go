@@ -40,16 +40,7 @@ func (s *Store) Redact(ctx context.Context, sid SessionID, needle string, repl *
 		rp = *repl
 	}
 	token = strings.TrimSpace(token)
-	var j *jobState
-	var plan *redactPlan
-	err := s.kv.View(func(rd kv.Reader) error {
-		var err error
-		if j, err = readJob(rd, sid); err != nil || j != nil {
-			return err
-		}
-		plan, err = (&ReadTx{s: s, r: rd}).planRedact(sid, needle, rp)
-		return err
-	})
+	j, err := s.viewJob(sid)
 	switch {
 	case err != nil:
 		return nil, err
@@ -58,14 +49,23 @@ func (s *Store) Redact(ctx context.Context, sid SessionID, needle string, repl *
 		return r, err
 	case j != nil:
 		return nil, busyError(sid, j.Kind)
-	case token != plan.r.Token:
-		return nil, fmt.Errorf("%w: session %s", ErrToken, sid)
-	case plan.r.Versions == 0:
+	}
+	var plan *redactPlan
+	if err := s.planToken(sid, token, func(t *ReadTx) (string, error) {
+		var err error
+		if plan, err = t.planRedact(sid, needle, rp); err != nil {
+			return "", err
+		}
+		return plan.r.Token, nil
+	}); err != nil {
+		return nil, err
+	}
+	if plan.r.Versions == 0 {
 		return plan.r, nil // nothing to rewrite: no commit, no event
 	}
 	j = &jobState{Kind: JobRedact, Token: plan.r.Token, Needle: needle, Repl: rp,
 		Total: plan.keys + int64(plan.r.Chunks+plan.r.SharedChunks), Redact: plan.r}
-	if err := s.kv.Update(func(tx kv.Txn) error { return s.markJobLocked(tx, sid, plan.r.LastSeq, j) }); err != nil {
+	if err := s.markJob(sid, plan.r.LastSeq, j); err != nil {
 		return nil, err
 	}
 	return s.runRedact(ctx, sid, progress)

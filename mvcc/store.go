@@ -47,6 +47,9 @@ type Store struct {
 
 	// batchHook, if set (tests), is called after each batch of a job.
 	batchHook func(stage string, batches int64, took time.Duration)
+	// jobHook, if set (tests), is called at each pause of a job's plan
+	// ("plan", pauses so far) and after its mark ("mark", 0).
+	jobHook func(event string, n int64, took time.Duration)
 }
 
 // New opens the mvcc layer on kvs: it checks (or writes) the format version
