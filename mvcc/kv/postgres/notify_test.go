@@ -2,9 +2,11 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/padfs/padfs/internal/pgtest"
 	"github.com/padfs/padfs/mvcc/kv/postgres"
 )
@@ -60,4 +62,48 @@ func TestFollowNotify(t *testing.T) {
 	}
 	putKV(t, b, "k", "4")
 	waitPoll("another process's commit, after the reconnection")
+}
+
+// A process's commits in a burst share notifications, but each is followed
+// by one that commits after it: also the last commits before Close.
+func TestNotifyCoalesced(t *testing.T) {
+	url := pgtest.DB(t)
+	ctx := context.Background()
+	l, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(ctx)
+	if _, err := l.Exec(ctx, "LISTEN padfs_commit"); err != nil {
+		t.Fatal(err)
+	}
+	b := open(t, url)
+	// The payload of b's notifications: b's id, unknown to the test; the
+	// test's own end marker is told apart by its payload.
+	const n = 50
+	for i := range n {
+		putKV(t, b, "k", fmt.Sprint(i))
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// Notifications come in commit order: b's come before the marker.
+	if _, err := l.Exec(ctx, "SELECT pg_notify('padfs_commit', 'end')"); err != nil {
+		t.Fatal(err)
+	}
+	got := 0
+	for {
+		note, err := l.WaitForNotification(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if note.Payload == "end" {
+			break
+		}
+		got++
+	}
+	if got == 0 || got > n {
+		t.Errorf("%d commits then Close sent %d notifications; want 1 to %d", n, got, n)
+	}
+	t.Logf("%d commits, %d notifications", n, got)
 }

@@ -18,11 +18,14 @@
 //     transaction-scoped advisory lock, so a READ COMMITTED transaction
 //     that holds it reads everything committed before it and nothing
 //     commits beside it. Writes are buffered in memory (reads see them) and
-//     sent at commit as one INSERT ... ON CONFLICT over arrays and one
-//     DELETE ... = ANY, pipelined with the lease checks and the COMMIT: one
-//     round trip, which also begins the next batch (beginning ahead, see
-//     queueAhead), so that Updates one after another cost one round trip
-//     each.
+//     sent at commit in one statement (padfs_commit: the lease checks, the
+//     change row, one INSERT ... ON CONFLICT over arrays and one DELETE
+//     ... = ANY), pipelined with the COMMIT: one round trip, which also
+//     begins the next batch (beginning ahead, see queueAhead), so that
+//     Updates one after another cost one round trip each. Statements use
+//     generic plans (plan_cache_mode), and the other processes are
+//     notified after the commit, once for the commits of a few
+//     milliseconds (notify.go).
 //   - Group commit: Updates that queue up while one is running join its
 //     PostgreSQL transaction, each with its own undo (an Update whose fn
 //     fails is rolled back alone); the batch commits when nobody is
@@ -118,6 +121,7 @@ type Store struct {
 	stopBg    chan struct{} // closed by Close
 	wake      chan struct{}
 	listening atomic.Bool
+	notes     notifier
 }
 
 // RoundTrips is the number of round trips to the server so far: each
@@ -192,6 +196,14 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	cfg.MaxConns = opts.MaxConns
 	cfg.ConnConfig.RuntimeParams["application_name"] = "padfs"
+	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set {
+		// Every statement is prepared once per connection. With the
+		// default (auto), statements over arrays (the commit's writes)
+		// were planned anew at every execution: a third of the server's
+		// CPU per commit. Their generic plans are the plans wanted (the
+		// primary keys' indexes).
+		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
 	desc := cfg.ConnConfig.Host + "/" + cfg.ConnConfig.Database
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -264,7 +276,8 @@ BEGIN
 		RAISE EXCEPTION 'lease % (token %) is no longer held', n, tok USING ERRCODE = 'PF001';
 	END IF;
 END $f$;
-CREATE OR REPLACE FUNCTION padfs_log(g bigint, nc bigint, ps bytea[], mine text, names text[], tokens bigint[], chan text, who text)
+CREATE OR REPLACE FUNCTION padfs_commit(g bigint, nc bigint, ps bytea[], mine text, names text[], tokens bigint[],
+	chan text, who text, ks bytea[], vs bytea[], ds bytea[])
 RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE
 	lost record;
@@ -278,8 +291,21 @@ BEGIN
 	END IF;
 	PERFORM set_config('padfs.logged', 'on', true);
 	INSERT INTO padfs_changes (gen, nonce, parts) VALUES (g, nc, ps);
-	PERFORM pg_notify(chan, who);
+	IF cardinality(ks) > 0 THEN
+		INSERT INTO padfs_kv (k, v) SELECT * FROM unnest(ks, vs) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v;
+	END IF;
+	IF cardinality(ds) > 0 THEN
+		DELETE FROM padfs_kv WHERE k = ANY (ds);
+	END IF;
+	IF chan <> '' THEN
+		PERFORM pg_notify(chan, who);
+	END IF;
 END $f$;
+-- What padfs before padfs_commit called, then wrote padfs_kv itself.
+CREATE OR REPLACE FUNCTION padfs_log(g bigint, nc bigint, ps bytea[], mine text, names text[], tokens bigint[], chan text, who text)
+RETURNS void LANGUAGE sql AS $f$
+	SELECT padfs_commit(g, nc, ps, mine, names, tokens, chan, who, '{}', '{}', '{}');
+$f$;
 `
 
 // fencedCode is the SQLSTATE padfs_fence raises, guardCode
@@ -486,10 +512,12 @@ func (s *Store) endTx(c *pgxpool.Conn) {
 }
 
 // Reading the generation: the newest change, and (with a cache) the
-// changes since the cache's generation.
+// changes since the cache's generation, in the same statement (o 0: the
+// newest; o 1: the changes, in order).
 const (
 	qNewest  = "SELECT gen, nonce FROM padfs_changes ORDER BY gen DESC LIMIT 1"
-	qChanges = "SELECT gen, nonce, parts FROM padfs_changes WHERE gen >= $1 ORDER BY gen LIMIT 1000"
+	qChanges = `(SELECT 0 AS o, gen, nonce, NULL::bytea[] AS parts FROM padfs_changes ORDER BY gen DESC LIMIT 1)
+		UNION ALL (SELECT 1, gen, nonce, parts FROM padfs_changes WHERE gen >= $1 ORDER BY gen LIMIT 1000) ORDER BY o, gen`
 )
 
 // beginTx begins a transaction on c in one round trip: begin, then
@@ -516,15 +544,16 @@ func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin s
 // queueGen queues the reads of the generation and the changes since from
 // (-1: the cache's), which readGen reads.
 func (s *Store) queueGen(pb *pgx.Batch, from int64) {
-	pb.Queue(qNewest)
-	if s.cache != nil {
-		s.cache.mu.Lock()
-		if from < 0 || from > s.cache.gen {
-			from = s.cache.gen
-		}
-		s.cache.mu.Unlock()
-		pb.Queue(qChanges, from)
+	if s.cache == nil {
+		pb.Queue(qNewest)
+		return
 	}
+	s.cache.mu.Lock()
+	if from < 0 || from > s.cache.gen {
+		from = s.cache.gen
+	}
+	s.cache.mu.Unlock()
+	pb.Queue(qChanges, from)
 }
 
 func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
@@ -542,12 +571,12 @@ func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
 // readGen reads what queueGen queued into r and brings the cache to it.
 func (s *Store) readGen(br pgx.BatchResults, r *reader, write bool) error {
 	r.gen, r.nonce = 0, 0
-	err := br.QueryRow().Scan(&r.gen, &r.nonce)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
-		return err
-	}
 	if s.cache == nil {
-		return nil
+		err := br.QueryRow().Scan(&r.gen, &r.nonce)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		return err
 	}
 	rows, err := br.Query()
 	if err != nil {
@@ -555,10 +584,15 @@ func (s *Store) readGen(br pgx.BatchResults, r *reader, write bool) error {
 	}
 	var changes []change
 	for rows.Next() {
+		var o int32
 		var ch change
-		if err := rows.Scan(&ch.gen, &ch.nonce, &ch.parts); err != nil {
+		if err := rows.Scan(&o, &ch.gen, &ch.nonce, &ch.parts); err != nil {
 			rows.Close()
 			return err
+		}
+		if o == 0 {
+			r.gen, r.nonce = ch.gen, ch.nonce
+			continue
 		}
 		changes = append(changes, ch)
 	}
@@ -1122,6 +1156,9 @@ func (s *Store) finishLocked(b *batch) {
 	} else if cerr := br.Close(); err == nil {
 		err = cerr
 	}
+	if len(w.puts)+len(w.dels) > 0 {
+		s.notifyLater() // also if its fate is unknown (the connection broke)
+	}
 	switch {
 	case err != nil:
 		b.conn.Exec(ctx, "ROLLBACK")
@@ -1171,37 +1208,31 @@ func (b *batch) writes() (w commitWrites) {
 }
 
 // queueWrites queues a commit's statements before its COMMIT: the log
-// entry with the lease checks, the writes, or (with nothing to write) the
-// fences of the leases this process holds.
+// entry with the lease checks and the writes, or (with nothing to write)
+// the fences of the leases this process holds.
 func (s *Store) queueWrites(pb *pgx.Batch, gen, nonce int64, w commitWrites) {
 	held := s.heldLeases()
-	if len(w.puts)+len(w.dels) > 0 {
-		// One statement (padfs_log): the leases it holds, for the guard on
-		// padfs_changes; their fences (a former holder's commit fails as
-		// fenced, before the guard refuses it); the change, first, so that
-		// the trigger on padfs_kv sees it logged; the notification.
-		mine := make([]string, len(held))
-		names, tokens := make([]string, len(held)), make([]int64, len(held))
-		for i, l := range held {
-			mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
-			names[i], tokens[i] = l.name, l.token
-		}
-		pb.Queue("SELECT padfs_log($1, $2, $3::bytea[], $4, $5::text[], $6::bigint[], $7, $8)",
-			gen, nonce, w.parts, strings.Join(mine, ","), names, tokens, notifyChannel, s.id)
-		if gen%1024 == 0 {
-			pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
-		}
-	}
-	if len(w.puts) > 0 {
-		pb.Queue("INSERT INTO padfs_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v", w.puts, w.vals)
-	}
-	if len(w.dels) > 0 {
-		pb.Queue("DELETE FROM padfs_kv WHERE k = ANY($1::bytea[])", w.dels)
-	}
 	if len(w.puts)+len(w.dels) == 0 {
 		for _, l := range held {
 			pb.Queue("SELECT padfs_fence($1, $2)", l.name, l.token)
 		}
+		return
+	}
+	// One statement (padfs_commit): the leases it holds, for the guard on
+	// padfs_changes; their fences (a former holder's commit fails as
+	// fenced, before the guard refuses it); the change, first, so that the
+	// trigger on padfs_kv sees it logged; the writes. No notification: it
+	// is sent after the commit (notifyLater).
+	mine := make([]string, len(held))
+	names, tokens := make([]string, len(held)), make([]int64, len(held))
+	for i, l := range held {
+		mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
+		names[i], tokens[i] = l.name, l.token
+	}
+	pb.Queue("SELECT padfs_commit($1, $2, $3::bytea[], $4, $5::text[], $6::bigint[], '', '', $7::bytea[], $8::bytea[], $9::bytea[])",
+		gen, nonce, w.parts, strings.Join(mine, ","), names, tokens, w.puts, w.vals, w.dels)
+	if gen%1024 == 0 {
+		pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
 	}
 }
 
@@ -1378,6 +1409,7 @@ func (s *Store) Close() error {
 		s.finishLocked(b)
 	}
 	s.mu.Unlock()
+	s.sendNotify(true) // of the last commits
 	close(s.stopBg)
 	s.bg.Wait()
 	var err error
