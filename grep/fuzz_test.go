@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -79,7 +80,7 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 			t.Fatalf("pattern %q (flags %d): GNU grep rejects it, padfs compiled it", pat, flags)
 		case code != 2 && err != nil:
 			t.Fatalf("pattern %q (flags %d): padfs: %v; GNU grep accepts it", pat, flags, err)
-		case code != 2 && !equalInts(got, want):
+		case code != 2 && !slices.Equal(got, want):
 			t.Fatalf("pattern %q (flags %d) on %q:\npadfs selects lines %v\nGNU grep selects %v", pat, flags, data, got, want)
 		}
 	})
@@ -124,18 +125,6 @@ func gnuLines(t *testing.T, gnu, pat string, o MatchOptions, data string) ([]int
 		}
 	}
 	return nums, code
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // FuzzParseFileName: a .grep/ file name and a padfs grep command line are

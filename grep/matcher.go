@@ -64,6 +64,9 @@ type Matcher struct {
 	spans     [2]spanRes
 	spanOnce  [2]sync.Once
 	hasAssert bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
+	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
+	// end into the match, which -o and --color print (see prline).
+	eolInMatch bool
 }
 
 // spanRes are the per-line regexps of one variant for Spans: search finds
@@ -82,7 +85,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if warn == nil {
 		warn = func(string) {}
 	}
-	m := &Matcher{opts: o}
+	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && (o.Syntax == Basic || o.Syntax == Extended)}
 	for _, p := range patterns {
 		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil {

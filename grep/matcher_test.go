@@ -1,6 +1,7 @@
 package grep
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -36,21 +37,9 @@ func TestLineTrigramWithIgnoreCase(t *testing.T) {
 	for _, l := range res.Lines {
 		got = append(got, l.Num)
 	}
-	if want := []int{3, 5}; !slicesEqual(got, want) {
+	if want := []int{3, 5}; !slices.Equal(got, want) {
 		t.Errorf("matched lines %v, want %v", got, want)
 	}
-}
-
-func slicesEqual(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestMustLiteral: without a trigram to look for, a literal every match

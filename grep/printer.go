@@ -221,9 +221,9 @@ func (p *printer) head(lineStart, off, n int, sep byte) {
 func (p *printer) prline(s, e int, sep byte) {
 	line := p.data[s:e]
 	matching := (sep == ':') != p.m.opts.Invert
-	// GNU grep 3.8 -x -w (BRE/ERE): its match of a line is the whole line
-	// and the line's end, even an empty line's.
-	eolIn := matching && p.m.opts.Line && p.m.opts.Word && (p.m.opts.Syntax == Basic || p.m.opts.Syntax == Extended)
+	// With -x -w the match is the whole line and its end, even an empty
+	// line's (Matcher.eolInMatch).
+	eolIn := matching && p.m.eolInMatch
 	var spans [][2]int
 	switch {
 	case eolIn:

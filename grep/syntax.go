@@ -1,7 +1,6 @@
 package grep
 
 import (
-	"errors"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -307,8 +306,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		return seq, true, nil
 	case '{':
 		min, max, n, ok, err := p.interval(p.pos+1, false)
-		var se *SyntaxError
-		if errors.As(err, &se) && se.Msg == badInterval && (len(seq) == 0 || onlyAnchor(seq)) {
+		if err == errBadInterval && (len(seq) == 0 || onlyAnchor(seq)) {
 			ok, err = false, nil // glibc: with nothing to repeat, a bad interval is literal
 		}
 		if err != nil {
@@ -428,8 +426,8 @@ func repeatOp(r rune) (int, int) {
 	return 0, 1 // '?'
 }
 
-// badInterval is GNU's (glibc's) message for a malformed interval.
-const badInterval = "Invalid content of \\{\\}"
+// errBadInterval is GNU's (glibc's) error for a malformed interval.
+var errBadInterval = &SyntaxError{"Invalid content of \\{\\}"}
 
 // interval parses "m}", "m,}", ",n}", "m,n}" starting at i (after the
 // brace); BRE intervals end with "\}". ok is false when the text is not an
@@ -463,7 +461,7 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 		}
 	} else if !hasLo {
 		if !bre && i < len(p.src) && p.src[i] == '}' {
-			return 0, 0, 0, false, &SyntaxError{badInterval} // {}
+			return 0, 0, 0, false, errBadInterval // {}
 		}
 		return 0, 0, 0, false, nil
 	}
@@ -472,14 +470,14 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 			if i >= len(p.src) || (i+1 >= len(p.src) && p.src[i] == '\\') {
 				return 0, 0, 0, false, nil
 			}
-			return 0, 0, 0, false, &SyntaxError{badInterval}
+			return 0, 0, 0, false, errBadInterval
 		}
 		i += 2
 	} else {
 		// As glibc (RE_INVALID_INTERVAL_ORD): what is no interval is
 		// literal, but a second comma ({,, {1,2,3}) is an error.
 		if comma && i < len(p.src) && p.src[i] == ',' {
-			return 0, 0, 0, false, &SyntaxError{badInterval}
+			return 0, 0, 0, false, errBadInterval
 		}
 		if i >= len(p.src) || p.src[i] != '}' {
 			return 0, 0, 0, false, nil
@@ -490,7 +488,7 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 		return 0, 0, 0, false, &SyntaxError{"Regular expression too big"}
 	}
 	if hi >= 0 && lo > hi {
-		return 0, 0, 0, false, &SyntaxError{badInterval}
+		return 0, 0, 0, false, errBadInterval
 	}
 	if lo > maxRepeat || hi > maxRepeat {
 		return 0, 0, 0, false, &UnsupportedError{"repetition count",

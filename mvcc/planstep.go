@@ -1,6 +1,7 @@
 package mvcc
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -64,18 +65,10 @@ func (r *stepReader) tick() error {
 	return nil
 }
 
-// clone copies a value out of a transaction, keeping empty from absent.
-func clone(v []byte) []byte {
-	if v == nil {
-		return nil
-	}
-	return append([]byte{}, v...)
-}
-
 func (r *stepReader) Get(k []byte) (v []byte, err error) {
 	if err := r.kv.View(func(rd kv.Reader) error {
 		vv, err := rd.Get(k)
-		v = clone(vv)
+		v = bytes.Clone(vv)
 		return err
 	}); err != nil {
 		return nil, err
@@ -86,7 +79,7 @@ func (r *stepReader) Get(k []byte) (v []byte, err error) {
 func (r *stepReader) First(start, end []byte) (k, v []byte, err error) {
 	if err := r.kv.View(func(rd kv.Reader) error {
 		kk, vv, err := kv.First(rd, start, end)
-		k, v = clone(kk), clone(vv)
+		k, v = bytes.Clone(kk), bytes.Clone(vv)
 		return err
 	}); err != nil {
 		return nil, nil, err
@@ -103,7 +96,7 @@ func (r *stepReader) Scan(start, end []byte, fn func(k, v []byte) (bool, error))
 		if err := r.kv.View(func(rd kv.Reader) error {
 			got, full = got[:0], false
 			return rd.Scan(pos, end, func(k, v []byte) (bool, error) {
-				got = append(got, kvp{clone(k), clone(v)})
+				got = append(got, kvp{bytes.Clone(k), bytes.Clone(v)})
 				full = len(got) == planPage
 				return !full, nil
 			})
