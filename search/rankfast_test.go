@@ -402,17 +402,54 @@ func TestRankPooledBuffers(t *testing.T) {
 	ix, _, sid := rankIndex(t, corpus(t))
 	queries := []string{"buffered reader", "regexp syntax parse", "func (b *Builder) WriteString", "utf8 rune decode",
 		"sort stable insertion", "needle", "split after separator", "compile regexp machine onepass", "path clean join", "unicode letter"}
-	want := map[string][]Hit{}
-	for _, q := range queries {
-		hits, err := ix.Search(context.Background(), sid, q, 10)
-		if err != nil {
-			t.Fatal(err)
+	// One at a time, then concurrently, then one at a time again. The
+	// index's background merges can move BM25's statistics, and so every
+	// score, between two searches; a round counts only if the searches
+	// one at a time before and after it agree.
+	sequential := func() map[string][]Hit {
+		got := map[string][]Hit{}
+		for _, q := range queries {
+			hits, err := ix.Search(context.Background(), sid, q, 10)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(hits) == 0 || hits[0].Snippet == "" {
+				t.Fatalf("%q: %d hits, first snippet %q", q, len(hits), hits[0].Snippet)
+			}
+			got[q] = hits
 		}
-		if len(hits) == 0 || hits[0].Snippet == "" {
-			t.Fatalf("%q: %d hits, first snippet %q", q, len(hits), hits[0].Snippet)
-		}
-		want[q] = hits
+		return got
 	}
+	var errs []error
+	for attempt := 0; ; attempt++ {
+		want := sequential()
+		errs = concurrentSearches(ix, sid, queries, want)
+		if reflect.DeepEqual(sequential(), want) {
+			break
+		}
+		if attempt == 9 {
+			t.Fatal("the hits of searches one at a time changed in each of 10 attempts")
+		}
+		t.Logf("attempt %d: the searches one at a time changed meanwhile (the index moved); again", attempt)
+	}
+	for _, err := range errs {
+		t.Error(err)
+	}
+	for _, n := range []int{0, 1, 4096, 4097, 1 << 20} {
+		b := getBuf(n)
+		if len(b) != n || cap(b) < n {
+			t.Errorf("getBuf(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		putBuf(b)
+	}
+	if b := getBuf(1<<20 + 1); cap(b) != 1<<20+1 {
+		t.Errorf("getBuf beyond the classes: cap %d", cap(b))
+	}
+}
+
+// concurrentSearches runs the queries three times over, concurrently and
+// in reverse order, and returns how their hits differ from want.
+func concurrentSearches(ix *Index, sid mvcc.SessionID, queries []string, want map[string][]Hit) []error {
 	errs := make(chan error, len(queries)*3)
 	var wg sync.WaitGroup
 	for round := range 3 {
@@ -434,17 +471,9 @@ func TestRankPooledBuffers(t *testing.T) {
 	}
 	wg.Wait()
 	close(errs)
+	var out []error
 	for err := range errs {
-		t.Error(err)
+		out = append(out, err)
 	}
-	for _, n := range []int{0, 1, 4096, 4097, 1 << 20} {
-		b := getBuf(n)
-		if len(b) != n || cap(b) < n {
-			t.Errorf("getBuf(%d): len %d cap %d", n, len(b), cap(b))
-		}
-		putBuf(b)
-	}
-	if b := getBuf(1<<20 + 1); cap(b) != 1<<20+1 {
-		t.Errorf("getBuf beyond the classes: cap %d", cap(b))
-	}
+	return out
 }
