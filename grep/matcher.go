@@ -794,54 +794,13 @@ func (m *Matcher) scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 	if re != m.valid {
 		variant = 1
 	}
-	var lineMatch func([]byte) bool
-	var lineErr error
-	switch {
-	case m.Boundary && !isASCII(data):
-		tree, err := m.tree(variant)
-		if err != nil {
-			return res, err
-		}
-		word, _ := classSet("word")
-		lineMatch = func(line []byte) bool {
-			if isASCII(line) {
-				return re.Match(line)
-			}
-			ok, err := matchLineUnicode(tree, word, line)
-			if err != nil {
-				lineErr = err
-			}
-			return ok
-		}
-	case m.opts.Syntax == Perl || m.lineStart && (m.lineNeedle == "" || m.opts.Invert):
-		// (-P's classes may hold a newline: it runs line by line.)
-		lre, err := m.lineRe(variant)
-		if err != nil {
-			return res, err
-		}
-		lineMatch = lre.Match
-		if m.opts.Syntax == Perl && variant == 1 {
-			// PCRE2 (GNU grep 3.8 sets PCRE2_MATCH_INVALID_UTF) matches
-			// nothing on an invalid byte, and no match crosses one: the
-			// invalid bytes become newlines, which the newline-proof
-			// variant cannot match.
-			vre, err := m.lineRe(0)
-			if err != nil {
-				return res, err
-			}
-			var scratch []byte
-			lineMatch = func(line []byte) bool {
-				if utf8.Valid(line) {
-					return vre.Match(line)
-				}
-				scratch = invalidToNewline(scratch[:0], line)
-				return lre.Match(scratch)
-			}
-		}
+	lineMatch, lineErr, err := m.lineMatcher(re, data, variant)
+	if err != nil {
+		return res, err
 	}
 	defer func() {
-		if lineErr != nil {
-			err = lineErr
+		if *lineErr != nil {
+			err = *lineErr
 		}
 	}()
 	stop := false
@@ -880,26 +839,82 @@ func (m *Matcher) scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 		res.Count, res.BinSkipped = 0, true
 		return res, nil
 	}
-	// Binary part: NUL bytes end lines; output stops at the first match.
-	zapped := make([]byte, len(data)-textEnd)
-	for i, c := range data[textEnd:] {
+	if err := m.scanBinary(ctx, re, lineMatch, data[textEnd:], mode, o.max, &res); err != nil {
+		return FileResult{}, err
+	}
+	return res, nil
+}
+
+// lineMatcher returns the line-by-line matcher scan needs where re over
+// the whole buffer cannot decide (nil: it can), and where it keeps the
+// first error it meets.
+func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (lineMatch func([]byte) bool, lineErr *error, err error) {
+	lineErr = new(error)
+	switch {
+	case m.Boundary && !isASCII(data):
+		tree, err := m.tree(variant)
+		if err != nil {
+			return nil, nil, err
+		}
+		word, _ := classSet("word")
+		lineMatch = func(line []byte) bool {
+			if isASCII(line) {
+				return re.Match(line)
+			}
+			ok, err := matchLineUnicode(tree, word, line)
+			if err != nil {
+				*lineErr = err
+			}
+			return ok
+		}
+	case m.opts.Syntax == Perl || m.lineStart && (m.lineNeedle == "" || m.opts.Invert):
+		// (-P's classes may hold a newline: it runs line by line.)
+		lre, err := m.lineRe(variant)
+		if err != nil {
+			return nil, nil, err
+		}
+		lineMatch = lre.Match
+		if m.opts.Syntax == Perl && variant == 1 {
+			// PCRE2 (GNU grep 3.8 sets PCRE2_MATCH_INVALID_UTF) matches
+			// nothing on an invalid byte, and no match crosses one: the
+			// invalid bytes become newlines, which the newline-proof
+			// variant cannot match.
+			vre, err := m.lineRe(0)
+			if err != nil {
+				return nil, nil, err
+			}
+			var scratch []byte
+			lineMatch = func(line []byte) bool {
+				if utf8.Valid(line) {
+					return vre.Match(line)
+				}
+				scratch = invalidToNewline(scratch[:0], line)
+				return lre.Match(scratch)
+			}
+		}
+	}
+	return lineMatch, lineErr, nil
+}
+
+// scanBinary scans a file's binary part (from the first line GNU reads
+// after finding a NUL byte): NUL bytes end lines, and output stops at the
+// first match.
+func (m *Matcher) scanBinary(ctx context.Context, re *regexp.Regexp, lineMatch func([]byte) bool, bin []byte, mode Mode, maxCount int, res *FileResult) error {
+	zapped := make([]byte, len(bin))
+	for i, c := range bin {
 		if c == 0 {
 			c = '\n' // a byte loop: bytes.ReplaceAll is slow on NUL-dense data
 		}
 		zapped[i] = c
 	}
-	err = m.eachSelected(ctx, re, lineMatch, zapped, func(s, e int) bool {
+	return m.eachSelected(ctx, re, lineMatch, zapped, func(s, e int) bool {
 		res.Count++
 		res.BinMatch = true
 		if mode == ModeLines {
 			res.Binary = true
 		}
-		return mode == ModeCount && res.Count != o.max
+		return mode == ModeCount && res.Count != maxCount
 	})
-	if err != nil {
-		return FileResult{}, err
-	}
-	return res, nil
 }
 
 // eachSelected calls fn(start, end) for every selected line of buf (a
