@@ -189,6 +189,18 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 		f.Add(s.pat, s.opts, bin)
 		f.Add(s.pat, s.opts, invalid)
 	}
+	// Trailing context after a line GNU cannot print (an encoding error)
+	// starts at its buffer's start: the file's first line, or the last
+	// line's own buffer when no newline ends the file.
+	for _, d := range []string{"\nx\xed", "\nx\xed\n", "a\n\nx\xed\n", "x\na\nb\nx\xed", "a\nx\xed\nb\nx\xed", "x\n\xed\nx"} {
+		f.Add("x", uint32(1|1<<11), []byte(d))
+		f.Add("x", uint32(1|1<<13), []byte(d))
+	}
+	// -v of the empty pattern alone selects nothing: GNU exits at once,
+	// printing nothing, even with -c (but -L lists the file).
+	for _, o := range []uint32{1 << 8, 1<<8 | 1<<2, 1<<8 | 1<<2 | 1<<1 | 1<<18, 1<<8 | 1<<4, 1<<8 | 1<<3, 1<<8 | 1<<7, 1<<8 | 1<<6 | 1<<2} {
+		f.Add("", o, []byte("0\n1"))
+	}
 	gnu, err := exec.LookPath("grep")
 	if err != nil {
 		f.Skip("GNU grep not installed")
@@ -204,38 +216,61 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 			}
 		}
 		args = append(args, "-e", pat)
-		c, err := ParseCommandLine(args)
-		if err != nil {
-			if _, _, code := runGNU(t, gnu, args, data); code != 2 {
-				t.Fatalf("grep %q: padfs: %v; GNU grep exits %d", args, err, code)
-			}
-			return
-		}
-		r, err := NewRun(&c.Options, nil)
-		if err != nil {
-			return // compile errors: FuzzGrepMatchesGNU
-		}
-		var out, errw bytes.Buffer
-		o := r.NewOutput(c.Filename > 0, &out, &errw) // one operand: names only with -H
-		buf := bytes.Clone(data)
-		if !r.ReadsNothing() {
-			fr, err := r.Scan(context.Background(), buf)
-			if err != nil {
-				t.Fatalf("Scan: %v", err)
-			}
-			if _, err := o.File(context.Background(), "(standard input)", buf, fr); err != nil {
-				t.Fatalf("File: %v", err)
-			}
-		}
-		if err := o.Flush(); err != nil {
-			t.Fatal(err)
-		}
-		gout, gerr, _ := runGNU(t, gnu, args, data)
-		if !bytes.Equal(out.Bytes(), gout) || !bytes.Equal(errw.Bytes(), gerr) {
-			t.Fatalf("grep %q on %q:\npadfs stdout %q\nGNU   stdout %q\npadfs stderr %q\nGNU   stderr %q",
-				args, data, out.Bytes(), gout, errw.Bytes(), gerr)
-		}
+		outputMatchesGNU(t, gnu, args, data)
 	})
+}
+
+// TestReadsNothingMatchesGNU: what GNU grep prints when it reads nothing
+// (-m 0, -v of the empty pattern), with options the fuzz target does not
+// pick.
+func TestReadsNothingMatchesGNU(t *testing.T) {
+	gnu, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("GNU grep not installed")
+	}
+	for _, args := range [][]string{
+		{"-m0", "a"}, {"-c", "-m0", "a"}, {"-L", "-m0", "a"}, {"-l", "-m0", "a"}, {"-L", "-m0", "-v", "a"},
+		{"-v", "-e", "", "-e", ""}, {"-c", "-v", "-e", "", "-e", "a"}, {"-L", "-v", ""}, {"-c", "-v", "-x", ""},
+	} {
+		outputMatchesGNU(t, gnu, args, []byte("a\nb\n"))
+	}
+}
+
+// outputMatchesGNU fails t unless padfs's grep with args prints on data
+// what GNU grep prints reading data on standard input.
+func outputMatchesGNU(t *testing.T, gnu string, args []string, data []byte) {
+	t.Helper()
+	c, err := ParseCommandLine(args)
+	if err != nil {
+		if _, _, code := runGNU(t, gnu, args, data); code != 2 {
+			t.Fatalf("grep %q: padfs: %v; GNU grep exits %d", args, err, code)
+		}
+		return
+	}
+	r, err := NewRun(&c.Options, nil)
+	if err != nil {
+		return // compile errors: FuzzGrepMatchesGNU
+	}
+	var out, errw bytes.Buffer
+	o := r.NewOutput(c.Filename > 0, &out, &errw) // one operand: names only with -H
+	buf := bytes.Clone(data)
+	if !r.ReadsNothing() {
+		fr, err := r.Scan(context.Background(), buf)
+		if err != nil {
+			t.Fatalf("Scan: %v", err)
+		}
+		if _, err := o.File(context.Background(), "(standard input)", buf, fr); err != nil {
+			t.Fatalf("File: %v", err)
+		}
+	}
+	if err := o.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	gout, gerr, _ := runGNU(t, gnu, args, data)
+	if !bytes.Equal(out.Bytes(), gout) || !bytes.Equal(errw.Bytes(), gerr) {
+		t.Fatalf("grep %q on %q:\npadfs stdout %q\nGNU   stdout %q\npadfs stderr %q\nGNU   stderr %q",
+			args, data, out.Bytes(), gout, errw.Bytes(), gerr)
+	}
 }
 
 // runGNU runs GNU grep with args on data as its standard input.

@@ -56,6 +56,7 @@ type printer struct {
 	fr            FileResult
 	invalid       bool
 	lastout       int // offset past the last line printed; -1: none in this file
+	bufbeg        int // where GNU's buffer starts (see residue); lastout -1 stands for it
 	pending       int // trailing context lines still to print
 	numOff, num   int // line num starts at offset numOff
 	width         int // -T: the width of numbers
@@ -283,10 +284,36 @@ func (p *printer) prline(s, e int, sep byte) {
 // prpending prints pending trailing context up to lim.
 func (p *printer) prpending(lim int) {
 	if p.lastout < 0 {
-		p.lastout = 0
+		p.lastout = p.bufbeg
 	}
 	for ; p.pending > 0 && p.lastout < lim; p.pending-- {
 		p.prline(p.lastout, p.lineEnd(p.lastout), '-')
+	}
+}
+
+// residueStart is where a file's last line starts when no newline ends
+// it, else len(data).
+func residueStart(data []byte) int {
+	if len(data) == 0 || data[len(data)-1] == '\n' {
+		return len(data)
+	}
+	return bytes.LastIndexByte(data, '\n') + 1
+}
+
+// residue moves to GNU grep's last pass over a file: a last line that no
+// newline ends is read into a buffer of its own, after the lines kept for
+// leading context (up to -B lines, not past the last line printed). Where
+// the last line printed does not end right at that buffer's start, GNU
+// forgets it: the next group is separated, and trailing context owed after
+// a line it could not print (an encoding error) starts at the buffer's
+// start rather than at the file's.
+func (p *printer) residue(res int) {
+	b := res
+	for i := 0; i < p.before && b > 0 && b != p.lastout; i++ {
+		b = bytes.LastIndexByte(p.data[:b-1], '\n') + 1
+	}
+	if p.lastout != b {
+		p.lastout, p.bufbeg = -1, b
 	}
 }
 
@@ -295,7 +322,8 @@ func (p *printer) prpending(lim int) {
 func (p *printer) file(display string, data []byte, fr FileResult) bool {
 	p.display, p.data, p.fr = display, data, fr
 	p.invalid = !utf8.Valid(data)
-	p.lastout, p.pending, p.numOff, p.num, p.bad = -1, 0, 0, 1, false
+	p.lastout, p.bufbeg, p.pending, p.numOff, p.num, p.bad = -1, 0, 0, 0, 1, false
+	res, inRes := residueStart(data), false
 	p.width = 0
 	if p.req.InitialTab {
 		// GNU sizes numbers by the file's size (plus one with -n).
@@ -308,17 +336,28 @@ func (p *printer) file(display string, data []byte, fr FileResult) bool {
 	prevEnd := -2
 	for _, l := range fr.Lines {
 		s, e := l.Start, l.Start+len(l.Text)
-		if p.m.opts.Invert && s == prevEnd+1 {
-			// GNU prints a run of non-matching lines in one go.
+		if p.m.opts.Invert && s == prevEnd+1 && (inRes || s < res) {
+			// GNU prints a run of non-matching lines in one go (a run
+			// does not go on into the last pass, see residue).
 			p.prline(s, e, ':')
 			prevEnd = e
 			continue
 		}
 		prevEnd = e
+		if !inRes && s >= res {
+			if p.pending > 0 {
+				p.prpending(res)
+			}
+			p.residue(res)
+			inRes = true
+		}
 		if p.pending > 0 {
 			p.prpending(s)
 		}
-		b, bp := s, max(p.lastout, 0)
+		b, bp := s, p.lastout
+		if bp < 0 {
+			bp = p.bufbeg
+		}
 		for i := 0; i < p.before && b > bp; i++ {
 			b = bytes.LastIndexByte(data[:b-1], '\n') + 1
 		}
@@ -340,6 +379,10 @@ func (p *printer) file(display string, data []byte, fr FileResult) bool {
 		lim := len(data)
 		if fr.BinMatch || fr.BinSkipped {
 			lim = fr.TextEnd // GNU stops at the binary part's match, quiet
+		}
+		if !inRes && res < lim {
+			p.prpending(res)
+			p.residue(res)
 		}
 		p.prpending(lim)
 	}

@@ -46,8 +46,31 @@ func NewRun(o *Options, warn func(string)) (*Run, error) {
 // Matcher returns the run's matcher (its IndexQuery narrows the files).
 func (r *Run) Matcher() *Matcher { return r.m }
 
-// ReadsNothing reports -m 0: GNU grep reads no file and exits 1.
-func (r *Run) ReadsNothing() bool { return r.opts.MaxSet && r.opts.MaxCount == 0 }
+// ReadsNothing reports when GNU grep sees that no line can be selected
+// and exits 1 without reading a file or printing anything (not even -c's
+// counts): -m 0, or -v of the empty pattern alone (repeated or not)
+// without -x or -w. With -L it reads on (and lists every file).
+func (r *Run) ReadsNothing() bool {
+	if r.opts.Mode == OutFilesWithout {
+		return false
+	}
+	return r.opts.MaxSet && r.opts.MaxCount == 0 || r.invertsEmpty()
+}
+
+// invertsEmpty reports -v of only empty patterns, without -x or -w:
+// every line matches, so none is selected.
+func (r *Run) invertsEmpty() bool {
+	mo := r.opts.Match
+	if !mo.Invert || mo.Line || mo.Word || len(r.opts.Patterns) == 0 {
+		return false
+	}
+	for _, p := range r.opts.Patterns {
+		if p != "" {
+			return false
+		}
+	}
+	return true
+}
 
 // Scan returns GNU grep's verdict on one file's content, read with GNU's
 // initial buffer (Output.File rescans when an earlier file grew it and it
@@ -57,6 +80,9 @@ func (r *Run) ReadsNothing() bool { return r.opts.MaxSet && r.opts.MaxCount == 0
 func (r *Run) Scan(ctx context.Context, data []byte) (FileResult, error) {
 	if r.opts.NullData {
 		swapNul(data)
+	}
+	if r.opts.MaxSet && r.opts.MaxCount == 0 {
+		return FileResult{}, nil // -L -m 0: no line read, every file listed
 	}
 	if r.m.cannotMatch(data) {
 		// No match possible: GNU grep would read it and print nothing;
