@@ -156,7 +156,7 @@ func TestScriptedAgentSession(t *testing.T) {
 		t.Errorf("git in .asof after step 3: want 2 commits and a clean fsck, got %q", out)
 	}
 
-	// ls .asof/ lists commit points, oldest first, in canonical HLC text.
+	// ls .asof/ lists points, oldest first, in canonical HLC text.
 	d, err := os.Open(filepath.Join(mnt, ".asof"))
 	if err != nil {
 		t.Fatal(err)
@@ -166,8 +166,10 @@ func TestScriptedAgentSession(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(names) < len(agentSteps) || !sort.StringsAreSorted(names) {
-		t.Errorf(".asof lists %d points (sorted: %v), want at least %d in order", len(names), sort.StringsAreSorted(names), len(agentSteps))
+	// The steps ran within minutes: a point per 10-minute window at most
+	// (timetravel.Listed), however many commits git made.
+	if len(names) < 2 || len(names) > 4 || !sort.StringsAreSorted(names) {
+		t.Errorf(".asof lists %d points (sorted: %v), want 2-4 in order: %q", len(names), sort.StringsAreSorted(names), names)
 	}
 	m.stop()
 }

@@ -280,6 +280,47 @@ func hunksByFile(t *testing.T, diff string, headerPath func(line string) string)
 	return out
 }
 
+// TestAsofListsFewPoints: 1,000 create-and-remove pairs make 2,000
+// commits; ls .asof/ lists a handful of points (the rule is
+// timetravel.Listed, tested there over a month of commits), padfs log
+// still lists every commit, and each commit's HLC still resolves in
+// .asof/ to the state it made.
+func TestAsofListsFewPoints(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data)
+	startMount(t, data, mnt, "--session", sid)
+	sh(t, data, mnt, `for i in $(seq 1 1000); do echo "$i" > f; rm f; done; echo last > f`)
+	pts := strings.Fields(sh(t, data, mnt, "ls .asof/"))
+	if len(pts) < 2 || len(pts) > 3 {
+		t.Errorf("ls .asof/ after 2,001 commits lists %d points, want 2-3: %q", len(pts), pts)
+	}
+	if got := sh(t, data, filepath.Join(mnt, ".asof", pts[len(pts)-1]), "cat f"); got != "last\n" {
+		t.Errorf(".asof/%s (the last point) f = %q", pts[len(pts)-1], got)
+	}
+	// The commit before each unlink left f holding that round's number.
+	var written []string
+	prev := ""
+	for _, line := range strings.Split(strings.TrimSpace(mustPadfs(t, data, "log", "--session", sid, "--json")), "\n") {
+		var ev struct{ HLC, Op, Path string }
+		if err := json.Unmarshal([]byte(line), &ev); err != nil {
+			t.Fatalf("log --json line %q: %v", line, err)
+		}
+		if ev.Op == "unlink" && ev.Path == "f" {
+			written = append(written, prev)
+		}
+		prev = ev.HLC
+	}
+	if len(written) != 1000 {
+		t.Fatalf("padfs log lists %d unlinks of f, want 1000", len(written))
+	}
+	for _, i := range []int{0, 499, 999} {
+		if got := sh(t, data, filepath.Join(mnt, ".asof", written[i]), "cat f"); got != strconv.Itoa(i+1)+"\n" {
+			t.Errorf(".asof/%s (before unlink %d) f = %q", written[i], i+1, got)
+		}
+	}
+}
+
 func TestDiffMatchesGNUDiffOfAsofViews(t *testing.T) {
 	needFUSE(t)
 	data, mnt := dirs(t)

@@ -7,6 +7,7 @@ package timetravel
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/padfs/padfs/mvcc"
 )
@@ -39,37 +40,116 @@ type Point struct {
 	HLC  mvcc.HLC
 }
 
-// Points lists a session's commit points (one per event, oldest first)
-// followed by its checkpoints. Once history was pruned before T (see
-// mvcc.Prune), the points before T all show the state as of T: they are
-// left out, and T itself is the first point listed.
+// The listing rule of .asof/ (Points). Every commit still resolves by its
+// HLC or a time; only the listing is thinned, so that a session of weeks
+// lists a few hundred points a person can browse, not one per commit.
+const (
+	// Pause is the quiet time after a commit that makes it a settled
+	// point: the end of an untar, a build, a git commit, an agent's turn.
+	Pause = time.Minute
+	// A settled point is listed only if it is the last of its window:
+	// windows of fineWindow for the day before the session's last
+	// commit, then of midWindow for the week before, then of a day.
+	fineWindow = 10 * time.Minute
+	fineAge    = 24 * time.Hour
+	midWindow  = time.Hour
+	midAge     = 7 * 24 * time.Hour
+	oldWindow  = 24 * time.Hour
+)
+
+// Points lists what ls .asof/ shows, oldest first: the session's first
+// commit, a point per window of time (see Listed), its last commit, then its
+// checkpoints. Once history was pruned before T (see mvcc.Prune), the
+// points before T all show the state as of T: T takes the first commit's
+// place and nothing before it is listed.
 func Points(st *mvcc.Store, sid mvcc.SessionID) ([]Point, error) {
-	var out []Point
 	floor, _, err := st.PrunedTo(sid)
 	if err != nil {
 		return nil, err
 	}
+	var commits []mvcc.HLC
+	var cps []Point
 	err = st.View(func(t *mvcc.ReadTx) error {
 		after := uint64(0)
 		if floor != 0 {
-			out = append(out, Point{Name: floor.String(), HLC: floor})
+			commits = append(commits, floor)
 			var err error
 			if after, err = t.SeqAtOrBefore(sid, floor); err != nil {
 				return err
 			}
 		}
 		if err := t.Events(sid, after, func(ev mvcc.Event) bool {
-			if ev.HLC > floor {
-				out = append(out, Point{Name: ev.HLC.String(), HLC: ev.HLC})
+			if ev.HLC > floor && (len(commits) == 0 || ev.HLC != commits[len(commits)-1]) {
+				commits = append(commits, ev.HLC)
 			}
 			return true
 		}); err != nil {
 			return err
 		}
 		return t.Checkpoints(sid, func(name string, at mvcc.HLC) bool {
-			out = append(out, Point{Name: name, HLC: at})
+			cps = append(cps, Point{Name: name, HLC: at})
 			return true
 		})
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	pts := make([]Point, 0, len(cps)+64)
+	for _, h := range Listed(commits) {
+		pts = append(pts, Point{Name: h.String(), HLC: h})
+	}
+	return append(pts, cps...), nil
+}
+
+// Listed picks the commits .asof/ lists from a session's commits (in
+// order): the first, the last, and one per window of wall-clock time
+// (UTC) that holds a commit: windows of 10 minutes in the 24 hours before
+// the last commit, of an hour in the week before that, of a day before
+// that; the last commit stands for its own window. A window's point is
+// its last settled commit (one followed by at
+// least Pause without another commit: the end of an untar, a build, an
+// agent's turn), or its last commit when none settled in it (a session
+// written without a pause). A session busy for a month lists at most
+// about 330 points; the listing of a session nobody writes to does not
+// change.
+func Listed(commits []mvcc.HLC) []mvcc.HLC {
+	if len(commits) <= 2 {
+		return commits
+	}
+	last := commits[len(commits)-1].Time()
+	out := []mvcc.HLC{commits[0]}
+	var (
+		window  time.Time // the window being picked from
+		pick    mvcc.HLC  // its point so far (0: none yet)
+		settled bool      // pick is a settled commit
+	)
+	for i, h := range commits[1 : len(commits)-1] {
+		t := h.Time()
+		if w := windowOf(t, last); !w.Equal(window) {
+			if pick != 0 {
+				out = append(out, pick)
+			}
+			window, pick, settled = w, 0, false
+		}
+		if s := commits[i+2].Time().Sub(t) >= Pause; s || !settled {
+			pick, settled = h, s
+		}
+	}
+	if pick != 0 && !window.Equal(windowOf(last, last)) {
+		out = append(out, pick) // (the last commit stands for its window)
+	}
+	return append(out, commits[len(commits)-1])
+}
+
+// windowOf is the start of the listing window t falls in, by its age
+// before the last commit.
+func windowOf(t, last time.Time) time.Time {
+	switch age := last.Sub(t); {
+	case age < fineAge:
+		return t.Truncate(fineWindow)
+	case age < midAge:
+		return t.Truncate(midWindow)
+	default:
+		return t.Truncate(oldWindow)
+	}
 }
