@@ -167,7 +167,8 @@ func TestPruneWithoutMount(t *testing.T) {
 			HistoryBytes    int64  `json:"history_bytes"`
 			PrunedTo        string `json:"pruned_to"`
 		} `json:"sessions"`
-		Files map[string]int64 `json:"files"`
+		Files  map[string]int64 `json:"files"`
+		OnDisk map[string]int64 `json:"files_on_disk"`
 	}
 	duOf := func() du {
 		var d du
@@ -188,6 +189,18 @@ func TestPruneWithoutMount(t *testing.T) {
 	}
 	if d := duOf(); d.Sessions[0].HistoryVersions != 0 || d.Sessions[0].PrunedTo != rows[0].Before {
 		t.Fatalf("du after the prune: %+v, want no history, pruned to %s", d, rows[0].Before)
+	}
+	// compact and du report padfs.db's size and the disk it takes,
+	// which a sparse file keeps below its size.
+	var c struct {
+		After       int64 `json:"after"`
+		AfterOnDisk int64 `json:"after_on_disk"`
+	}
+	if err := json.Unmarshal([]byte(mustPadfs(t, data, "compact", "--json")), &c); err != nil {
+		t.Fatal(err)
+	}
+	if d := duOf(); c.AfterOnDisk <= 0 || c.AfterOnDisk > c.After+4096 || d.OnDisk["padfs.db"] != c.AfterOnDisk || d.Files["padfs.db"] != c.After {
+		t.Errorf("compact --json %+v and du --json files %v on disk %v disagree", c, d.Files, d.OnDisk)
 	}
 	r := padfs(t, data, "prune", "--session", sid, "--before", "not-a-time")
 	if r.code != 2 || !strings.Contains(r.errout, "not-a-time") {

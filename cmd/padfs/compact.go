@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"syscall"
 
 	"github.com/spf13/cobra"
 )
@@ -19,23 +20,28 @@ padfs.db, so that pages freed by padfs prune (and any deletion) are given back
 to the filesystem and no freed page still holds deleted bytes. Without it,
 freed pages stay in the file and are reused by new writes.
 
-Every writer waits while the copy runs (about as long as reading the live
-data once); beside a running mount, the mount's writes block for that time.
-It needs free space for the copy: on a full disk, prune first (that frees
-pages inside the file), then compact once there is room for the live data.`,
+Reads go on while the copy runs (about as long as reading the live data
+once), and commits wait in the write-ahead log, durable, and fold into the
+new file after the swap; only the swap holds the store's lock. It needs free
+space for the copy: on a full disk, prune first (that frees pages inside the
+file), then compact once there is room for the live data. It prints the
+file's size and, since bbolt grows it ahead of its data (sparse), the disk
+space it takes.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			asJSON, _ := cmd.Flags().GetBool("json")
 			return withApp(cmd, func(a *App) error {
-				before := fileSize(filepath.Join(a.Dir, "padfs.db"))
+				db := filepath.Join(a.Dir, "padfs.db")
+				before, usedBefore := fileUsage(db)
 				if err := compactStore(a); err != nil {
 					return err
 				}
-				after := fileSize(filepath.Join(a.Dir, "padfs.db"))
+				after, usedAfter := fileUsage(db)
 				if asJSON {
-					return writeJSON(a.Out, map[string]int64{"before": before, "after": after})
+					return writeJSON(a.Out, map[string]int64{"before": before, "after": after,
+						"before_on_disk": usedBefore, "after_on_disk": usedAfter})
 				}
-				_, err := fmt.Fprintf(a.Out, "compacted %s: %d -> %d bytes\n", filepath.Join(a.Dir, "padfs.db"), before, after)
+				_, err := fmt.Fprintf(a.Out, "compacted %s: %d -> %d bytes (on disk %d -> %d)\n", db, before, after, usedBefore, usedAfter)
 				return err
 			})
 		},
@@ -59,10 +65,19 @@ func compactStore(a *App) error {
 	return nil
 }
 
-func fileSize(p string) int64 {
+// fileUsage returns a file's size and the disk space it takes (its
+// blocks: less than its size where it is sparse); 0, 0 if it is missing.
+func fileUsage(p string) (size, onDisk int64) {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return 0
+		return 0, 0
+	}
+	return fi.Size(), blocksOf(fi)
+}
+
+func blocksOf(fi os.FileInfo) int64 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Blocks * 512
 	}
 	return fi.Size()
 }

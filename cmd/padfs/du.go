@@ -41,7 +41,8 @@ it reads the session's records). T is now unless --before says otherwise; N
 is --keep-last, else the policy's keep_last (DATA/policy.json), else 0.
 Then the sizes of the files of the data directory:
 padfs.db (including pages freed by prunes and not yet reused; padfs compact
-gives them back), the write-ahead log and the search index. Without
+gives them back) with the disk space it takes (bbolt grows the file ahead of
+its data, sparse), the write-ahead log and the search index. Without
 --session or --all: the session of the mount you are in, else every session.`,
 		Args: cobra.NoArgs,
 		RunE: runDu,
@@ -99,13 +100,13 @@ func runDu(cmd *cobra.Command, args []string) error {
 			}
 			rows = append(rows, row)
 		}
-		files := map[string]int64{
-			"padfs.db": fileSize(filepath.Join(a.Dir, "padfs.db")),
-			"wal":      dirSize(filepath.Join(a.Dir, "wal")),
-			"index":    dirSize(filepath.Join(a.Dir, "index")),
+		files, onDisk := map[string]int64{}, map[string]int64{}
+		files["padfs.db"], onDisk["padfs.db"] = fileUsage(filepath.Join(a.Dir, "padfs.db"))
+		for _, d := range []string{"wal", "index"} {
+			files[d], onDisk[d] = dirUsage(filepath.Join(a.Dir, d))
 		}
 		if asJSON {
-			return writeJSON(a.Out, map[string]any{"sessions": rows, "files": files})
+			return writeJSON(a.Out, map[string]any{"sessions": rows, "files": files, "files_on_disk": onDisk})
 		}
 		tw := tabwriter.NewWriter(a.Out, 2, 8, 2, ' ', 0)
 		fmt.Fprintln(tw, "SESSION\tNAME\tFILES\tBYTES\tHISTORY BYTES\tHISTORY VERSIONS\tPRUNED TO")
@@ -121,8 +122,8 @@ func runDu(cmd *cobra.Command, args []string) error {
 				return err
 			}
 		}
-		_, err := fmt.Fprintf(a.Out, "padfs.db %d bytes, wal %d bytes, index %d bytes\n",
-			files["padfs.db"], files["wal"], files["index"])
+		_, err := fmt.Fprintf(a.Out, "padfs.db %d bytes (on disk %d), wal %d bytes, index %d bytes\n",
+			files["padfs.db"], onDisk["padfs.db"], files["wal"], files["index"])
 		return err
 	})
 }
@@ -160,13 +161,14 @@ func duSession(st *mvcc.Store, sid mvcc.SessionID, before string, keepLast int) 
 	return row, nil
 }
 
-func dirSize(dir string) int64 {
-	var n int64
+// dirUsage is fileUsage summed over a directory's regular files.
+func dirUsage(dir string) (size, onDisk int64) {
 	_ = filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
 		if err == nil && fi.Mode().IsRegular() {
-			n += fi.Size()
+			size += fi.Size()
+			onDisk += blocksOf(fi)
 		}
 		return nil
 	})
-	return n
+	return size, onDisk
 }
