@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -280,10 +281,24 @@ func runGNU(t *testing.T, gnu string, args []string, data []byte) (stdout, stder
 	cmd := exec.CommandContext(ctx, gnu, args...)
 	cmd.Args[0] = "grep" // GNU names itself by argv[0] in diagnostics
 	cmd.Env = []string{"LC_ALL=C.UTF-8"}
-	cmd.Stdin = bytes.NewReader(data)
+	// A regular file on standard input, as padfs greps files of known
+	// size: -T sizes its numbers by the file's size (a pipe's by the
+	// widest number).
+	in, err := os.CreateTemp(t.TempDir(), "in")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Close()
+	if _, err := in.Write(data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := in.Seek(0, 0); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdin = in
 	var gout, gerr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &gout, &gerr
-	err := cmd.Run()
+	err = cmd.Run()
 	if ctx.Err() != nil {
 		t.Skipf("GNU grep took over 10 s on %q", args)
 	}
