@@ -44,12 +44,12 @@ type Point struct {
 // HLC or a time; only the listing is thinned, so that a session of weeks
 // lists a few hundred points a person can browse, not one per commit.
 const (
-	// Pause is the quiet time after a commit that makes it a settled
-	// point: the end of an untar, a build, a git commit, an agent's turn.
+	// Pause is the quiet time after a commit that makes it settled: the
+	// end of an untar, a build, a git commit, an agent's turn.
 	Pause = time.Minute
-	// A settled point is listed only if it is the last of its window:
-	// windows of fineWindow for the day before the session's last
-	// commit, then of midWindow for the week before, then of a day.
+	// One point per window: windows of fineWindow for the fineAge
+	// before the session's last commit, then of midWindow until midAge,
+	// then of oldWindow.
 	fineWindow = 10 * time.Minute
 	fineAge    = 24 * time.Hour
 	midWindow  = time.Hour
@@ -106,10 +106,9 @@ func Points(st *mvcc.Store, sid mvcc.SessionID) ([]Point, error) {
 // (UTC) that holds a commit: windows of 10 minutes in the 24 hours before
 // the last commit, of an hour in the week before that, of a day before
 // that; the last commit stands for its own window. A window's point is
-// its last settled commit (one followed by at
-// least Pause without another commit: the end of an untar, a build, an
-// agent's turn), or its last commit when none settled in it (a session
-// written without a pause). A session busy for a month lists at most
+// its last settled commit (one followed by at least Pause without another
+// commit), or its last commit when none settled in it (a session written
+// without a pause). A session busy for a month lists at most
 // about 330 points; the listing of a session nobody writes to does not
 // change.
 func Listed(commits []mvcc.HLC) []mvcc.HLC {
