@@ -2,6 +2,7 @@ package grep
 
 import (
 	"bytes"
+	"context"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -223,8 +224,10 @@ func (p *printer) prline(s, e int, sep byte) {
 	line := p.data[s:e]
 	matching := (sep == ':') != p.m.opts.Invert
 	// With -x -w the match is the whole line and its end, even an empty
-	// line's (Matcher.eolInMatch).
-	eolIn := matching && p.m.eolInMatch
+	// line's (Matcher.eolInMatch). With -v a context line matches, but
+	// for the trailing context after -m's last line: that may be a line
+	// that would have been selected, which has no match.
+	eolIn := matching && p.m.eolInMatch && !(p.m.opts.Invert && p.selected(line))
 	var spans [][2]int
 	switch {
 	case eolIn:
@@ -279,6 +282,12 @@ func (p *printer) prline(s, e int, sep byte) {
 	p.buf.WriteByte(p.eol)
 	p.lastout = e + 1
 	p.lineDone()
+}
+
+// selected reports whether line alone is a selected line.
+func (p *printer) selected(line []byte) bool {
+	r, err := p.m.scan(context.Background(), line, ModeCount, BufSize, scanOptions{max: 1, keepBad: true, text: true})
+	return err == nil && r.Count > 0
 }
 
 // prpending prints pending trailing context up to lim.
