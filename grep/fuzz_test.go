@@ -237,6 +237,26 @@ func TestReadsNothingMatchesGNU(t *testing.T) {
 	}
 }
 
+// TestContextAfterMaxMatchesGNU: under -v, the trailing context after
+// -m's last line may hold lines with no match, where GNU's -o and --color
+// look for matches without -x's whole-line check (BRE, ERE), with -w's.
+func TestContextAfterMaxMatchesGNU(t *testing.T) {
+	gnu, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("GNU grep not installed")
+	}
+	for _, args := range [][]string{
+		{"-o", "-x", "-v", "-m1", "-A1", "X"}, {"-o", "-x", "-v", "-m1", "-A1", "-i", "x"},
+		{"--color=always", "-x", "-v", "-m1", "-A1", "X"}, {"-o", "-w", "-v", "-m1", "-A1", "X"},
+		{"-o", "-x", "-w", "-v", "-m1", "-A1", "X"}, {"-o", "-x", "-v", "-m1", "-A1", "-E", "X|0"},
+		{"-o", "-x", "-v", "-m1", "-A1", "-F", "X"}, {"-o", "-x", "-v", "-m1", "-A1", "-P", "X"},
+	} {
+		for _, data := range []string{"a\nX0\n", "a\nX 0\n", "a\nX 0 X\n", "a\nX\n"} {
+			outputMatchesGNU(t, gnu, args, []byte(data))
+		}
+	}
+}
+
 // outputMatchesGNU fails t unless padfs's grep with args prints on data
 // what GNU grep prints reading data on standard input.
 func outputMatchesGNU(t *testing.T, gnu string, args []string, data []byte) {

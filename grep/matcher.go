@@ -67,6 +67,10 @@ type Matcher struct {
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
+	// free is the matcher without -x, for -v -x (BRE/ERE): GNU finds
+	// the matches -o and --color print in a line without its -x check,
+	// which shows in a context line with no whole-line match (prline).
+	free *Matcher
 }
 
 // spanRes are the per-line regexps of one variant for Spans: search finds
@@ -86,6 +90,15 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		warn = func(string) {}
 	}
 	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && (o.Syntax == Basic || o.Syntax == Extended)}
+	if o.Line && !o.Word && o.Invert && (o.Syntax == Basic || o.Syntax == Extended) {
+		fo := o
+		fo.Line = false
+		free, err := Compile(patterns, fo, nil)
+		if err != nil {
+			return nil, err
+		}
+		m.free = free
+	}
 	for _, p := range patterns {
 		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil {

@@ -226,15 +226,19 @@ func (p *printer) prline(s, e int, sep byte) {
 	// With -x -w the match is the whole line and its end, even an empty
 	// line's (Matcher.eolInMatch). With -v a context line matches, but
 	// for the trailing context after -m's last line: that may be a line
-	// that would have been selected, which has no match.
+	// that would have been selected, which has no whole-line match.
 	eolIn := matching && p.m.eolInMatch && !(p.m.opts.Invert && p.selected(line))
 	var spans [][2]int
 	switch {
 	case eolIn:
 		spans = [][2]int{{0, len(line)}}
 	case matching && (p.req.OnlyMatching || p.req.Color):
+		sm := p.m
+		if sm.free != nil && sep == '-' && p.selected(line) {
+			sm = sm.free // -v -x: GNU skips -x's check here (Matcher.free)
+		}
 		var err error
-		if spans, err = p.m.Spans(line, p.invalid); err != nil && p.err == nil {
+		if spans, err = sm.Spans(line, p.invalid); err != nil && p.err == nil {
 			p.err = err
 		}
 	}
