@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"slices"
@@ -268,11 +269,12 @@ func outputMatchesGNU(t *testing.T, gnu string, args []string, data []byte) {
 		}
 		return
 	}
-	r, err := NewRun(&c.Options, nil)
+	var out, errw bytes.Buffer
+	// GNU's warnings come first, as padfs grep prints them (its prefix).
+	r, err := NewRun(&c.Options, func(msg string) { fmt.Fprintf(&errw, "grep: warning: %s\n", msg) })
 	if err != nil {
 		return // compile errors: FuzzGrepMatchesGNU
 	}
-	var out, errw bytes.Buffer
 	o := r.NewOutput(c.Filename > 0, &out, &errw) // one operand: names only with -H
 	buf := bytes.Clone(data)
 	if !r.ReadsNothing() {
