@@ -10,6 +10,7 @@ import (
 	"github.com/padfs/padfs/internal/pgtest"
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/mvcc/kv/postgres"
 )
 
 // fuseOps are the metadata operations whose cost in round trips
@@ -75,6 +76,24 @@ func mountPG(t *testing.T, st storeAndDir, mnt string) func() {
 	return stop
 }
 
+// newPGSession opens a store on a fresh database of the test server and
+// creates a session in it.
+func newPGSession(t *testing.T, name string) (storeAndDir, *postgres.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := storeopen.Open(dir, pgtest.DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pg, _ := storeopen.Postgres(st)
+	h, err := st.CreateSession(name, uint32(os.Getuid()), uint32(os.Getgid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storeAndDir{st, dir, h.ID}, pg
+}
+
 type storeAndDir struct {
 	st  *mvcc.Store
 	dir string
@@ -88,19 +107,7 @@ type storeAndDir struct {
 //
 //	go test ./internal/storeopen/ -run TestRoundTripsPerFUSEOp -v
 func TestRoundTripsPerFUSEOp(t *testing.T) {
-	url := pgtest.DB(t)
-	dir := t.TempDir()
-	st, err := storeopen.Open(dir, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	pg, _ := storeopen.Postgres(st)
-	h, err := st.CreateSession("trips", uint32(os.Getuid()), uint32(os.Getgid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := storeAndDir{st, dir, h.ID}
+	s, pg := newPGSession(t, "trips")
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	const n = 8
 	stop := mountPG(t, s, mnt)

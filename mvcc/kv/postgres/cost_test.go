@@ -3,12 +3,7 @@ package postgres_test
 import (
 	"context"
 	"encoding/binary"
-	"fmt"
-	"os"
-	"path/filepath"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/padfs/padfs/internal/pgtest"
@@ -57,8 +52,8 @@ func benchCommits(b *testing.B, deferUnlinks bool) {
 	}
 	commit(0)
 	b.ResetTimer()
-	self0 := selfCPU()
-	u0, s0 := treeCPU(srv.Pid())
+	self0 := pgtest.SelfCPU()
+	u0, s0 := pgtest.TreeCPU(srv.Pid())
 	for i := 1; i <= b.N; i++ {
 		commit(i)
 	}
@@ -66,8 +61,8 @@ func benchCommits(b *testing.B, deferUnlinks bool) {
 		b.Fatal(err)
 	}
 	b.StopTimer()
-	u1, s1 := treeCPU(srv.Pid())
-	b.ReportMetric((selfCPU()-self0)/float64(b.N)*1e6, "client-µs/op")
+	u1, s1 := pgtest.TreeCPU(srv.Pid())
+	b.ReportMetric((pgtest.SelfCPU()-self0)/float64(b.N)*1e6, "client-µs/op")
 	b.ReportMetric((u1+s1-u0-s0)/float64(b.N)*1e6, "server-µs/op")
 	b.ReportMetric((s1-s0)/float64(b.N)*1e6, "server-sys-µs/op")
 }
@@ -100,39 +95,4 @@ func smallFileTxn(tx kv.Txn, sid []byte, i int) error {
 		return tx.Delete(key('L', i-1))
 	}
 	return tx.Put(key('L', i), val(21))
-}
-
-// selfCPU is this process's CPU seconds (user+system).
-func selfCPU() float64 {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
-}
-
-// treeCPU is the CPU seconds (user, system) of pid, its reaped children
-// and its live children (a postmaster and its backends).
-func treeCPU(pid int) (user, sys float64) {
-	var ticks [2]int64
-	pids := []string{strconv.Itoa(pid)}
-	kids, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, f := range kids {
-		b, _ := os.ReadFile(f)
-		pids = append(pids, strings.Fields(string(b))...)
-	}
-	for i, p := range pids {
-		b, err := os.ReadFile("/proc/" + p + "/stat")
-		if err != nil {
-			continue
-		}
-		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
-		last := 12
-		if i == 0 {
-			last = 14
-		}
-		for j, s := range f[11 : last+1] {
-			v, _ := strconv.ParseInt(s, 10, 64)
-			ticks[j%2] += v // utime, stime, cutime, cstime
-		}
-	}
-	return float64(ticks[0]) / 100, float64(ticks[1]) / 100
 }
