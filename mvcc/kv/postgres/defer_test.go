@@ -1,7 +1,12 @@
 package postgres_test
 
 import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -105,5 +110,59 @@ func TestDeferredUpdates(t *testing.T) {
 	}
 	if d := c.Stats().Sub(st0); d.Deferred != 0 || d.Commits != 1 {
 		t.Fatalf("a deferrable Update outside a batch begun ahead: %v; want it committed before it returned", d)
+	}
+}
+
+// deferKillEnv names the database a child of TestDeferredKill9 writes to
+// before it kills itself.
+const deferKillEnv = "PADFS_DEFER_KILL_URL"
+
+// TestDeferredKill9: a process killed with SIGKILL loses only the deferred
+// Updates after the last Update that waited, never one before it (those
+// committed in its transaction), and never out of order. The child makes
+// deferred Updates b0..b9, an Update that waits (mid), deferred Updates
+// a0..a9 (its window is an hour: they are still in memory), and kills
+// itself; the parent reads what the database holds.
+func TestDeferredKill9(t *testing.T) {
+	if url := os.Getenv(deferKillEnv); url != "" {
+		s, err := postgres.Open(context.Background(), url, postgres.Options{AheadIdle: time.Hour, DeferFor: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		putKV(t, s, "Mwarm", "1")
+		for i := range 10 {
+			if err := putDeferred(s, fmt.Sprintf("Mb%d", i), "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		putKV(t, s, "Mmid", "v")
+		for i := range 10 {
+			if err := putDeferred(s, fmt.Sprintf("Ma%d", i), "v"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		syscall.Kill(os.Getpid(), syscall.SIGKILL)
+		select {}
+	}
+	url := pgtest.DB(t)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestDeferredKill9$", "-test.count=1")
+	cmd.Env = append(os.Environ(), deferKillEnv+"="+url)
+	out, err := cmd.CombinedOutput()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("child: %v, want killed by SIGKILL\n%s", err, out)
+	}
+	s := openOpts(t, url, postgres.Options{})
+	for i := range 10 {
+		if v := get(t, s, fmt.Sprintf("Mb%d", i)); v != "v" {
+			t.Errorf("Mb%d: %q after the kill; want v (deferred before an Update that returned)", i, v)
+		}
+	}
+	if v := get(t, s, "Mmid"); v != "v" {
+		t.Errorf("Mmid: %q; want v", v)
+	}
+	for i := range 10 {
+		if v := get(t, s, fmt.Sprintf("Ma%d", i)); v != "-" {
+			t.Errorf("Ma%d: %q after the kill; want it lost (deferred, never committed)", i, v)
+		}
 	}
 }
