@@ -39,7 +39,8 @@ import (
 // PADFS_BENCH_BIG_MB sets the size of the write+fsync file (512).
 // PADFS_BENCH_ONLY=name,... runs only those workloads (for iterating on
 // one path, e.g. 'write + fsync,read back,fresh 1 MB files');
-// PADFS_BENCH_CPUPROFILE=FILE mounts padfs with --cpuprofile FILE.
+// PADFS_BENCH_CPUPROFILE=FILE mounts padfs with --cpuprofile FILE (and
+// padfs-pg with FILE.pg).
 // PADFS_BENCH_MOUNT_ARGS="--flag ..." adds flags to padfs mount (to
 // compare a mount option in one build, e.g. --passthrough=off).
 // PADFS_BENCH_STORE=postgres adds a fourth target in the same run: padfs
@@ -203,7 +204,11 @@ func runBench(t *testing.T, c benchConfig) {
 			t.Fatal(err)
 		}
 		pgSid = mustPgPadfs(t, pgData, url, "session", "new", "--name", "bench")
-		pm := startMount(t, pgData, pgMnt, "--store", url, "--session", pgSid)
+		pargs := []string{"--store", url, "--session", pgSid}
+		if c.cpuProf != "" {
+			pargs = append(pargs, "--cpuprofile", c.cpuProf+".pg")
+		}
+		pm := startMount(t, pgData, pgMnt, pargs...)
 		targets = append(targets, benchTarget{"padfs-pg", pgMnt, pm.cmd.Process.Pid, pgData})
 	}
 

@@ -111,6 +111,9 @@ func (s *Store) commitThen(sid SessionID, kind commitKind, fn func(*WriteTx) err
 		ev, err := t.appendEventLocked()
 		if err == nil {
 			s.paths.setSeq(sid, ev.Seq)
+			if done == nil {
+				deferIfMetadata(tx, kind, ev.Op)
+			}
 		}
 		return err
 	})

@@ -29,6 +29,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -402,4 +403,39 @@ func (s *Server) DB(t testing.TB) string {
 		t.Fatalf("pgtest: %v", err)
 	}
 	return u
+}
+
+// SelfCPU is this process's CPU seconds (user+system).
+func SelfCPU() float64 {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return float64(ru.Utime.Nano()+ru.Stime.Nano()) / 1e9
+}
+
+// TreeCPU is the CPU seconds (user, system) of pid, its reaped children
+// and its live children (a postmaster and its backends).
+func TreeCPU(pid int) (user, sys float64) {
+	var ticks [2]int64
+	pids := []string{strconv.Itoa(pid)}
+	kids, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, f := range kids {
+		b, _ := os.ReadFile(f)
+		pids = append(pids, strings.Fields(string(b))...)
+	}
+	for i, p := range pids {
+		b, err := os.ReadFile("/proc/" + p + "/stat")
+		if err != nil {
+			continue
+		}
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		last := 12
+		if i == 0 {
+			last = 14
+		}
+		for j, s := range f[11 : last+1] {
+			v, _ := strconv.ParseInt(s, 10, 64)
+			ticks[j%2] += v // utime, stime, cutime, cstime
+		}
+	}
+	return float64(ticks[0]) / 100, float64(ticks[1]) / 100
 }

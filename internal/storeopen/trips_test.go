@@ -10,6 +10,7 @@ import (
 	"github.com/padfs/padfs/internal/pgtest"
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/mvcc/kv/postgres"
 )
 
 // fuseOps are the metadata operations whose cost in round trips
@@ -75,6 +76,24 @@ func mountPG(t *testing.T, st storeAndDir, mnt string) func() {
 	return stop
 }
 
+// newPGSession opens a store on a fresh database of the test server and
+// creates a session in it.
+func newPGSession(t *testing.T, name string) (storeAndDir, *postgres.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	st, err := storeopen.Open(dir, pgtest.DB(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	pg, _ := storeopen.Postgres(st)
+	h, err := st.CreateSession(name, uint32(os.Getuid()), uint32(os.Getgid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return storeAndDir{st, dir, h.ID}, pg
+}
+
 type storeAndDir struct {
 	st  *mvcc.Store
 	dir string
@@ -88,19 +107,7 @@ type storeAndDir struct {
 //
 //	go test ./internal/storeopen/ -run TestRoundTripsPerFUSEOp -v
 func TestRoundTripsPerFUSEOp(t *testing.T) {
-	url := pgtest.DB(t)
-	dir := t.TempDir()
-	st, err := storeopen.Open(dir, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	pg, _ := storeopen.Postgres(st)
-	h, err := st.CreateSession("trips", uint32(os.Getuid()), uint32(os.Getgid()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := storeAndDir{st, dir, h.ID}
+	s, pg := newPGSession(t, "trips")
 	mnt := filepath.Join(t.TempDir(), "mnt")
 	const n = 8
 	stop := mountPG(t, s, mnt)
@@ -128,12 +135,12 @@ func TestRoundTripsPerFUSEOp(t *testing.T) {
 		// A created file never written is committed at its RELEASE,
 		// which the kernel sends after close(2) returns: commit it now
 		// (or wait for that commit), so it is counted with its op.
-		if err := s.st.FlushHeld(); err != nil {
+		if err := s.st.Sync(); err != nil {
 			t.Fatal(err)
 		}
 		d := pg.Stats().Sub(before)
-		t.Logf("%-12s per op: %.1f trips (%.1f views, %.1f local, %.1f updates in %.1f batches; %.1f begins, %.1f gets, %.1f pages, %.1f commits; %.1f begun ahead, %.1f idle)",
-			o.name, per(d.Trips, n), per(d.Views, n), per(d.LocalViews, n), per(d.Updates, n), per(d.Batches, n),
+		t.Logf("%-12s per op: %.1f trips (%.1f views, %.1f local, %.1f through deferred, %.1f updates, %.1f deferred, in %.1f batches; %.1f begins, %.1f gets, %.1f pages, %.1f commits; %.1f begun ahead, %.1f idle)",
+			o.name, per(d.Trips, n), per(d.Views, n), per(d.LocalViews, n), per(d.DeferViews, n), per(d.Updates, n), per(d.Deferred, n), per(d.Batches, n),
 			per(d.Begins, n), per(d.Gets, n), per(d.Pages, n), per(d.Commits, n), per(d.Ahead, n), per(d.Idle, n))
 		// A stat reads only the leased session's keys, which this process
 		// has read before: lease-local, no round trip. A commit is one

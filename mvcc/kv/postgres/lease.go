@@ -337,6 +337,7 @@ func (l *Lease) renew() {
 // Release gives the lease up: it expires now (the row and its token stay,
 // so tokens keep growing) and commits stop checking it.
 func (l *Lease) Release() error {
+	l.s.flushDeferred() // they commit under this lease
 	var err error
 	l.once.Do(func() {
 		close(l.stop)

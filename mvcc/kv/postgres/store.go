@@ -80,6 +80,10 @@ type Options struct {
 	// holds the writer lock meanwhile: other processes' commits wait up to
 	// that long.
 	AheadIdle time.Duration
+	// DeferFor is how long after its first deferred Update (kv.Defer) a
+	// batch waits for more before it commits (default DefaultDeferFor;
+	// negative: no Update returns before its commit). defer.go.
+	DeferFor time.Duration
 }
 
 // DefaultAheadIdle is the default Options.AheadIdle: longer than the gap
@@ -104,6 +108,7 @@ type Store struct {
 	mu      sync.Mutex
 	waiting atomic.Int32 // Updates blocked on mu
 	batch   *batch
+	defers  deferState // deferred Updates (defer.go)
 
 	leaseMu sync.Mutex
 	leases  map[string]*Lease                 // held by this process, checked at every commit
@@ -137,11 +142,14 @@ type Stats struct {
 	Gets, Pages       int64 // round trips reading a key, a page of keys
 	Commits           int64 // round trips committing a batch
 	Ahead, Idle       int64 // batches begun in the previous commit's round trip; of them, rolled back unused
+	Deferred          int64 // Updates that returned before their commit (defer.go)
+	DeferViews        int64 // Views that read through a batch of deferred Updates
 	Trips             int64 // all round trips (RoundTrips)
 }
 
 type stats struct {
 	views, localViews, updates, batches, begins, gets, pages, commits, ahead, idle atomic.Int64
+	deferred, deferViews                                                           atomic.Int64
 }
 
 // Stats returns the counts so far.
@@ -149,19 +157,21 @@ func (s *Store) Stats() Stats {
 	return Stats{Views: s.stats.views.Load(), LocalViews: s.stats.localViews.Load(),
 		Updates: s.stats.updates.Load(), Batches: s.stats.batches.Load(),
 		Begins: s.stats.begins.Load(), Gets: s.stats.gets.Load(), Pages: s.stats.pages.Load(),
-		Commits: s.stats.commits.Load(), Ahead: s.stats.ahead.Load(), Idle: s.stats.idle.Load(), Trips: s.trips.Load()}
+		Commits: s.stats.commits.Load(), Ahead: s.stats.ahead.Load(), Idle: s.stats.idle.Load(),
+		Deferred: s.stats.deferred.Load(), DeferViews: s.stats.deferViews.Load(), Trips: s.trips.Load()}
 }
 
 // Sub returns the counts of st since earlier.
 func (st Stats) Sub(earlier Stats) Stats {
 	return Stats{st.Views - earlier.Views, st.LocalViews - earlier.LocalViews, st.Updates - earlier.Updates,
 		st.Batches - earlier.Batches, st.Begins - earlier.Begins, st.Gets - earlier.Gets, st.Pages - earlier.Pages,
-		st.Commits - earlier.Commits, st.Ahead - earlier.Ahead, st.Idle - earlier.Idle, st.Trips - earlier.Trips}
+		st.Commits - earlier.Commits, st.Ahead - earlier.Ahead, st.Idle - earlier.Idle,
+		st.Deferred - earlier.Deferred, st.DeferViews - earlier.DeferViews, st.Trips - earlier.Trips}
 }
 
 func (st Stats) String() string {
-	return fmt.Sprintf("%d trips: %d views (%d local), %d updates in %d batches; %d begins, %d gets, %d pages, %d commits; %d begun ahead, %d idle",
-		st.Trips, st.Views, st.LocalViews, st.Updates, st.Batches, st.Begins, st.Gets, st.Pages, st.Commits, st.Ahead, st.Idle)
+	return fmt.Sprintf("%d trips: %d views (%d local, %d through deferred), %d updates (%d deferred) in %d batches; %d begins, %d gets, %d pages, %d commits; %d begun ahead, %d idle",
+		st.Trips, st.Views, st.LocalViews, st.DeferViews, st.Updates, st.Deferred, st.Batches, st.Begins, st.Gets, st.Pages, st.Commits, st.Ahead, st.Idle)
 }
 
 var _ kv.Store = (*Store)(nil)
@@ -189,6 +199,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	}
 	if opts.AheadIdle == 0 {
 		opts.AheadIdle = DefaultAheadIdle
+	}
+	if opts.DeferFor == 0 {
+		opts.DeferFor = DefaultDeferFor
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -378,6 +391,13 @@ func (s *Store) View(fn func(kv.Reader) error) error {
 		return kv.ErrClosed
 	}
 	s.stats.views.Add(1)
+	if b := s.defers.pending.Load(); b != nil {
+		// A View sees every Update that returned: while some wait in
+		// an open batch, it reads through that batch (defer.go).
+		if ok, err := s.viewDeferred(b, fn); ok {
+			return err
+		}
+	}
 	// A process holding a session's lease begins lazily: the View may be
 	// served by the cache alone (localread.go).
 	r := &reader{s: s, lazy: s.cache != nil && s.anyLocal()}
@@ -927,16 +947,17 @@ func (p *pager) fetch() error {
 // batch is one PostgreSQL transaction shared by the Updates of a group
 // commit.
 type batch struct {
-	conn  *pgxpool.Conn
-	r     *reader
-	ov    *btree.BTreeG[entry] // buffered writes, newest per key
-	bytes int
-	n     int           // Updates that succeeded in it
-	done  chan struct{} // closed after COMMIT (or its failure)
-	err   error         // the COMMIT's outcome
-	nonce int64         // of its generation (b.r.gen+1)
-	used  bool          // an Update ran in it (a batch begun ahead may wait for one)
-	ahead time.Time     // when it was begun ahead (zero: by an Update)
+	conn     *pgxpool.Conn
+	r        *reader
+	ov       *btree.BTreeG[entry] // buffered writes, newest per key
+	bytes    int
+	n        int           // Updates that succeeded in it
+	done     chan struct{} // closed after COMMIT (or its failure)
+	err      error         // the COMMIT's outcome
+	nonce    int64         // of its generation (b.r.gen+1)
+	used     bool          // an Update ran in it (a batch begun ahead may wait for one)
+	ahead    time.Time     // when it was begun ahead (zero: by an Update)
+	deferred bool          // it holds deferred Updates, which returned already (defer.go)
 }
 
 // entry is a buffered write: a value, or a deletion.
@@ -992,8 +1013,10 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 	} else {
 		b.n++
 	}
-	// Commit when nobody else is about to join, or the batch is full.
-	if s.waiting.Load() == 0 || b.n >= s.opts.MaxBatch || b.bytes >= s.opts.MaxBatchBytes || b.r.err != nil {
+	deferred := ferr == nil && t.deferOK && s.deferLocked(b)
+	// Commit when nobody else is about to join (unless this Update may
+	// return before its commit), or the batch is full.
+	if !deferred && s.waiting.Load() == 0 || b.n >= s.opts.MaxBatch || b.bytes >= s.opts.MaxBatchBytes || b.r.err != nil {
 		s.batch = nil
 		s.finishLocked(b)
 	}
@@ -1001,7 +1024,7 @@ func (s *Store) Update(fn func(kv.Txn) error) error {
 	if panicked != nil {
 		panic(panicked) // after its writes were undone and the lock released, as bbolt does
 	}
-	if ferr != nil {
+	if ferr != nil || deferred {
 		return ferr
 	}
 	<-b.done
@@ -1107,6 +1130,9 @@ const changesKept = 10000
 // generation: its change row names the partitions it touched.
 func (s *Store) finishLocked(b *batch) {
 	defer close(b.done)
+	if b.deferred {
+		defer s.deferEnded(b)
+	}
 	ctx := context.Background()
 	if b.n == 0 || b.r.err != nil {
 		b.err = b.r.err
@@ -1244,9 +1270,10 @@ type undo struct {
 
 // txn is one Update's view of its batch.
 type txn struct {
-	b     *batch
-	undo  map[string]undo // keys this Update wrote: their state before it
-	ended bool
+	b       *batch
+	undo    map[string]undo // keys this Update wrote: their state before it
+	ended   bool
+	deferOK bool // Defer was called: the Update may return before its commit
 }
 
 func (t *txn) check() error {
@@ -1389,12 +1416,15 @@ func (t *txn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error 
 	}
 }
 
-// Sync returns at once: a committed Update is in PostgreSQL's log.
+// Sync commits the deferred Updates (defer.go) and reports the failure of
+// any deferred commit since the last Sync; an Update that returned without
+// deferral is in PostgreSQL's log already.
 func (s *Store) Sync() error {
 	if s.closed.Load() {
 		return kv.ErrClosed
 	}
-	return nil
+	s.flushDeferred()
+	return s.takeDeferErr()
 }
 
 // Close waits for the running Updates, releases the leases this process
