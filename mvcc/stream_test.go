@@ -1,0 +1,127 @@
+package mvcc
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/padfs/padfs/mvcc/kv"
+)
+
+// streamData is n pseudo-random bytes with a run of zeros in the middle
+// (a hole) so that the stream's hole handling is compared too.
+func streamData(n int, seed uint64) []byte {
+	r := rand.New(rand.NewPCG(seed, 1))
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = byte(r.Uint32())
+	}
+	if n > 8*chunkMax {
+		clear(data[n/3 : n/3+3*chunkMax])
+	}
+	return data
+}
+
+// A stream fed in writes of any size stores exactly the content
+// PutContent stores for the same bytes: the same chunks, holes and hash.
+func TestStreamMatchesPutContent(t *testing.T) {
+	st, _, _ := openTest(t)
+	for _, size := range []int{InlineMax + 1, chunkMax - 1, chunkMax + 1, 3*streamBuf + 12345, 20 << 20} {
+		data := streamData(size, uint64(size))
+		want, err := st.PutContent(t.Context(), bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := rand.New(rand.NewPCG(uint64(size), 2))
+		s := st.NewStream()
+		for p := data; len(p) > 0; {
+			n := min(len(p), 1+r.IntN(2<<20))
+			s.Write(p[:n])
+			p = p[n:]
+		}
+		got, err := s.finish()
+		s.release()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Size != want.Size || !bytes.Equal(got.Hash, want.Hash) || !slices.EqualFunc(got.Extents, want.Extents, func(a, b Extent) bool {
+			return a.Len == b.Len && bytes.Equal(a.Chunk, b.Chunk)
+		}) {
+			t.Fatalf("size %d: the stream's content differs from PutContent's (%d extents vs %d)", size, len(got.Extents), len(want.Extents))
+		}
+	}
+}
+
+// The chunks a stream stored are not swept as orphans before the commit
+// names them; after a cancel they are.
+func TestStreamPinsChunksUntilCommit(t *testing.T) {
+	st, sid, root := openTest(t)
+	f, err := st.Create(sid, root, "streamed", Attr{Mode: sIFREG | 0o644}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := streamData(12<<20, 7)
+	s := st.NewStream()
+	s.Write(data[:10<<20])
+	s.WaitBacklog(t.Context(), 0) // the first 10 MiB are cut
+	chunks := countPrefix(t, st, pChunk)
+	if chunks < 10 {
+		t.Fatalf("%d chunks stored while streaming, want them stored before the commit", chunks)
+	}
+	if n, err := st.sweepOrphanChunks(); err != nil || n != 0 {
+		t.Fatalf("sweep deleted %d streamed chunks (err %v), want none", n, err)
+	}
+	s.Write(data[10<<20:])
+	sp := Sparse{R: bytes.NewReader(data), Size: int64(len(data)), Data: []Range{{0, int64(len(data))}}}
+	if _, err := st.WriteStreamAttr(t.Context(), sid, f.Ino, s, sp, 1, SetAttr{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, st, sid, "streamed", Latest); got != string(data) {
+		t.Fatalf("streamed file reads back %d bytes, not what was written", len(got))
+	}
+	if n, err := st.sweepOrphanChunks(); err != nil || n != 0 {
+		t.Fatalf("sweep after the commit deleted %d chunks (err %v)", n, err)
+	}
+	if len(st.pins.m) != 0 {
+		t.Fatalf("%d chunks still pinned after the commit", len(st.pins.m))
+	}
+
+	// Cancelled: its chunks become orphans that the sweep frees.
+	other := streamData(8<<20, 8)
+	s = st.NewStream()
+	s.Write(other)
+	s.WaitBacklog(t.Context(), 0)
+	s.Cancel()
+	s.release()
+	if n, err := st.sweepOrphanChunks(); err != nil || n == 0 {
+		t.Fatalf("sweep after a cancel deleted %d chunks (err %v), want the stream's", n, err)
+	}
+}
+
+// A chunk deleted before the commit despite the pin (another process's
+// sweep) makes the commit store the content again from sp.
+func TestStreamCommitRestoresDeletedChunk(t *testing.T) {
+	st, sid, root := openTest(t)
+	f, err := st.Create(sid, root, "f", Attr{Mode: sIFREG | 0o644}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := streamData(6<<20, 9)
+	s := st.NewStream()
+	s.Write(data)
+	c, err := s.finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.kv.Update(func(tx kv.Txn) error { return tx.Delete(chunkKey(Hash(c.Extents[0].Chunk))) }); err != nil {
+		t.Fatal(err)
+	}
+	sp := Sparse{R: bytes.NewReader(data), Size: int64(len(data)), Data: []Range{{0, int64(len(data))}}}
+	if _, err := st.WriteStreamAttr(t.Context(), sid, f.Ino, s, sp, 1, SetAttr{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := readFile(t, st, sid, "f", Latest); got != string(data) {
+		t.Fatalf("file reads back %d bytes, not what was written", len(got))
+	}
+}
