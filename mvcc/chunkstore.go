@@ -69,7 +69,7 @@ func getBatch() *chunkBatch { return chunkBatches.Get().(*chunkBatch) }
 
 func putBatch(b *chunkBatch) {
 	b.buf, b.items = b.buf[:0], b.items[:0]
-	if cap(b.buf) <= 2*chunkBatchBytes+2*chunkMax {
+	if cap(b.buf) <= streamBatch+2*chunkMax { // a stream's (stream.go) at most
 		chunkBatches.Put(b)
 	}
 }

@@ -28,6 +28,11 @@ const (
 	// chunkMax of room in front for the previous buffer's uncut tail,
 	// so the cutter reads a buffer in place.
 	streamBuf = 1 << 20
+	// streamBatch is a stream's chunk bytes per batch (kv Update): four
+	// times PutContent's, since each large batch is a base commit of its
+	// own with two fsyncs (kv/wal/bulk.go) and a stream's storer is
+	// bound by them: 512 MB in 32 commits instead of 128.
+	streamBatch = 4 * chunkBatchBytes
 )
 
 var streamBufs = sync.Pool{New: func() any { b := make([]byte, chunkMax, chunkMax+streamBuf); return &b }}
@@ -255,10 +260,13 @@ func (cs *chunkStorer) add(b *chunkBatch, data []byte) (*chunkBatch, error) {
 		b.items = append(b.items, batchItem{off: -1, n: uint64(len(data))})
 		return b, nil
 	}
+	if len(b.buf) == 0 && cap(b.buf) < streamBatch+4+chunkMax {
+		b.buf = make([]byte, 0, streamBatch+4+chunkMax) // grown once, not by appends
+	}
 	off := len(b.buf)
 	b.buf = append(append(b.buf, 0, 0, 0, 0), data...)
 	b.items = append(b.items, batchItem{off: off, n: uint64(len(data))})
-	if len(b.buf) >= chunkBatchBytes {
+	if len(b.buf) >= streamBatch {
 		return cs.hand(b)
 	}
 	return b, nil
