@@ -1,7 +1,12 @@
 package e2e
 
 import (
+	"bufio"
+	"bytes"
+	"crypto/rand"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -107,4 +112,65 @@ cp -a last `+copyDir+`/last`)
 	requireSameTree(t, "after kill -9 and remount", copyDir, mnt)
 	sh(t, data, mnt, "echo after > after.txt && grep -q after after.txt")
 	mustPadfs(t, data, "now") // through the new mount's socket
+}
+
+// TestKill9KeepsStreamedFsync: a large file written in order from offset
+// 0 is chunked and stored while it is written (fs/stream.go); its fsync
+// returns only once its version is committed, so after a kill -9 the
+// bytes the fsync covered are there (the writes after it may be lost).
+func TestKill9KeepsStreamedFsync(t *testing.T) {
+	needFUSE(t)
+	data, mnt := dirs(t)
+	sid := newSession(t, data)
+	m := startMount(t, data, mnt, "--session", sid)
+	want := make([]byte, 48<<20)
+	rand.Read(want)
+	src := filepath.Join(t.TempDir(), "want")
+	if err := os.WriteFile(src, want, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The writer fsyncs, writes on, says so and keeps the file open.
+	py := exec.Command("python3", "-c", `
+import os, sys
+src = open(sys.argv[1], "rb").read()
+fd = os.open(sys.argv[2], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+for i in range(0, len(src), 1 << 20):
+    os.write(fd, src[i:i + (1 << 20)])
+os.fsync(fd)
+os.write(fd, b"after the fsync, lost or not\n" * 1000)
+print("synced", flush=True)
+sys.stdin.read()
+`, src, filepath.Join(mnt, "streamed.bin"))
+	startSynced(t, py)
+	m.kill()
+	py.Process.Kill()
+	py.Wait()
+	startMount(t, data, mnt, "--session", sid)
+	got, err := os.ReadFile(filepath.Join(mnt, "streamed.bin"))
+	if err != nil || len(got) < len(want) || !bytes.Equal(got[:len(want)], want) {
+		t.Fatalf("streamed.bin after kill -9: %d bytes (%v), want the %d fsync'd first", len(got), err, len(want))
+	}
+}
+
+// startSynced starts py, a writer that prints "synced" once its fsync
+// returned and then reads its stdin until it is closed, and waits for
+// that line; the writer is killed at the end of the test.
+func startSynced(t *testing.T, py *exec.Cmd) io.WriteCloser {
+	t.Helper()
+	stdin, err := py.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := py.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := py.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { stdin.Close(); py.Process.Kill(); py.Wait() })
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "synced\n" {
+		t.Fatalf("writer: %q, %v", line, err)
+	}
+	return stdin
 }

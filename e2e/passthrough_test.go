@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"os"
 	"os/exec"
@@ -48,21 +47,7 @@ os.write(fd, b"after the fsync, lost or not\n")
 print("synced", flush=True)
 sys.stdin.read()
 `, filepath.Join(mnt, "synced.txt"))
-	stdin, err := py.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout, err := py.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := py.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { stdin.Close(); py.Process.Kill(); py.Wait() })
-	if line, err := bufio.NewReader(stdout).ReadString('\n'); line != "synced\n" {
-		t.Fatalf("writer: %q, %v", line, err)
-	}
+	stdin := startSynced(t, py)
 	if ents, _ := os.ReadDir(filepath.Join(data, "stage")); len(ents) == 0 {
 		t.Error("no mount directory under <data>/stage while passthrough is on")
 	}

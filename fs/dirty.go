@@ -86,6 +86,7 @@ type fileState struct {
 	// ptOpens counts the handles the kernel serves from stage: while
 	// there are any, the stage cannot go.
 	ptOpens int
+	strm    streamState // the writes streamed into the store (stream.go)
 }
 
 // acquire returns the fileState of n's inode, creating it, and counts one
@@ -257,7 +258,7 @@ func (f *fileState) commitLocked(ctx context.Context) error {
 		return nil
 	}
 	sp := mvcc.Sparse{R: lockedReader{f}, Size: f.size, Data: f.dataRangesLocked()}
-	n, err := f.m.st.WriteSparseAttr(ctx, f.key.sid, f.key.ino, sp, f.mtime, f.pending)
+	n, err := f.writeContentLocked(ctx, sp) // stream.go
 	if err != nil && ctx.Err() != nil {
 		return fmt.Errorf("commit inode %d (%s) of session %s: %w", f.key.ino, cur.Name, f.key.sid, ctx.Err())
 	}
@@ -367,6 +368,7 @@ func (f *fileState) resetLocked(n *mvcc.Inode) {
 	f.base = n
 	f.size = int64(n.Size)
 	f.baseLimit = f.size
+	f.streamResetLocked(n)
 	f.mtime = n.Mtime
 	f.pending = mvcc.SetAttr{}
 	f.dirty = false
@@ -383,6 +385,7 @@ func (f *fileState) linked() {
 }
 
 func (f *fileState) dropPagesLocked() {
+	f.streamCancelLocked()
 	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
 	f.mem = nil
 	if f.spill != nil {
@@ -576,10 +579,14 @@ func (f *fileState) writeAt(ctx context.Context, p []byte, off int64, kill bool)
 	if !f.lockFor(ctx, false) {
 		return false, errKilled
 	}
+	var st *mvcc.Stream
+	defer func() { streamWait(ctx, st) }() // after the unlock below
 	defer f.mu.Unlock()
 	if err := f.writeAtLocked(p, off); err != nil {
+		f.streamCancelLocked()
 		return false, err
 	}
+	st = f.streamWroteLocked(p, off)
 	f.touchLocked(time.Now().UnixNano())
 	if kill {
 		return f.killPrivLocked(ctx)
@@ -751,6 +758,7 @@ func (f *fileState) truncateLocked(size int64) error {
 	if f.stage != nil {
 		return f.stageTruncateLocked(size)
 	}
+	f.streamTruncatedLocked(size)
 	if size < f.size {
 		cut := func(pg int64) bool { return pg*pageSize >= size }
 		for pg := range f.mem {
@@ -794,6 +802,7 @@ func (f *fileState) punchHole(off, n int64) error {
 	if off >= end {
 		return nil
 	}
+	f.streamCancelLocked()
 	if f.stage != nil {
 		if err := f.stagePunchLocked(off, end-off); err != nil {
 			return err

@@ -52,13 +52,24 @@ type batchItem struct {
 	h   Hash   // set by the storer
 }
 
+// hashes lists the keys of b's chunks (set by the storer).
+func (b *chunkBatch) hashes() []Hash {
+	hs := make([]Hash, 0, len(b.items))
+	for _, it := range b.items {
+		if it.off >= 0 {
+			hs = append(hs, it.h)
+		}
+	}
+	return hs
+}
+
 var chunkBatches = sync.Pool{New: func() any { return new(chunkBatch) }}
 
 func getBatch() *chunkBatch { return chunkBatches.Get().(*chunkBatch) }
 
 func putBatch(b *chunkBatch) {
 	b.buf, b.items = b.buf[:0], b.items[:0]
-	if cap(b.buf) <= 2*chunkBatchBytes+2*chunkMax {
+	if cap(b.buf) <= streamBatch+2*chunkMax { // a stream's (stream.go) at most
 		chunkBatches.Put(b)
 	}
 }
@@ -76,6 +87,9 @@ type chunkStorer struct {
 	exited  chan struct{}    // closed when the storer goroutine returns
 	err     error            // the storer's first error
 	made    int              // batches allocated (caller only)
+	// pin, when set (stream.go), is told each batch's chunks before
+	// they are looked up and stored.
+	pin func([]Hash)
 }
 
 // putChunks stores the chunks of the file whose bytes are head followed by
@@ -276,6 +290,9 @@ func (cs *chunkStorer) store(b *chunkBatch) error {
 	}
 	if hashes == nil {
 		return nil // only holes
+	}
+	if cs.pin != nil {
+		cs.pin(b.hashes())
 	}
 	// Bulk: a full batch's chunks need not go through the WAL's log
 	// (kv.BulkUpdater); b's frames stay unchanged until it returns.

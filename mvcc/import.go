@@ -332,7 +332,7 @@ func (s *Store) dropChunks(hs []Hash, cause error) error {
 			}); err != nil {
 				return err
 			}
-			if !used {
+			if !used && !s.pins.pinned(h) {
 				if err := tx.Delete(chunkKey(h)); err != nil {
 					return err
 				}

@@ -75,7 +75,7 @@ func (s *Store) sweepOrphanChunks() (int, error) {
 		t0 := time.Now()
 		if err := s.kv.Update(func(tx kv.Txn) error {
 			for _, h := range cand {
-				gone, err := deleteChunkIfUnused(tx, h) // again: a commit may have taken it up
+				gone, err := deleteChunkIfUnused(&s.pins, tx, h) // again: a commit may have taken it up
 				if err != nil {
 					return err
 				}

@@ -210,7 +210,7 @@ func (s *Store) Prune(sid SessionID, opt PruneOptions) (*PruneReceipt, error) {
 	opt.UnlinkedBefore = min(opt.UnlinkedBefore, opt.Before)
 	r := &PruneReceipt{Session: sid, Before: opt.Before, DryRun: opt.DryRun}
 	pr := &pruner{sid: sid, r: r, unlinkedBefore: opt.UnlinkedBefore, unknown: map[Hash]bool{},
-		keepLast: opt.KeepLast, lastKept: map[string][]byte{}}
+		keepLast: opt.KeepLast, lastKept: map[string][]byte{}, pins: &s.pins}
 	if opt.DryRun {
 		if err := s.pruneDry(pr, opt, progress); err != nil {
 			return nil, err
@@ -383,6 +383,7 @@ type pruner struct {
 	// lastKept caches per inode chain the oldest version KeepLast keeps
 	// (nil: none). Versions written meanwhile only make it keep more.
 	lastKept map[string][]byte
+	pins     *chunkPins // not freed (stream.go)
 }
 
 // inLast says whether the inode version vk is among the keepLast newest of
@@ -643,6 +644,9 @@ func (p *pruner) unref(h Hash) error {
 
 // freeChunk deletes chunk h if no session references it.
 func (p *pruner) freeChunk(h Hash) error {
+	if p.pins.pinned(h) {
+		return nil // a stream's, not committed yet (stream.go)
+	}
 	rp := key(pChunkRef, h[:])
 	used := false
 	if err := p.io.scan(rp, kv.PrefixEnd(rp), func([]byte) bool { used = true; return false }); err != nil || used {

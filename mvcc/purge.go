@@ -243,7 +243,7 @@ func (s *Store) runPurge(ctx context.Context, sid SessionID, progress Progress) 
 		r = j.Purge
 		switch j.Phase {
 		case purgeInodes:
-			return true, purgeInodeBatch(tx, sid, j)
+			return true, purgeInodeBatch(&s.pins, tx, sid, j)
 		case purgeKeys:
 			return true, purgeKeyBatch(tx, sid, j)
 		}
@@ -265,7 +265,7 @@ func (s *Store) runPurge(ctx context.Context, sid SessionID, progress Progress) 
 // else references; a version naming more chunks than a batch takes is
 // done over several (j.Pos). At the end of the versions it moves j on to
 // purgeKeys.
-func purgeInodeBatch(tx kv.Txn, sid SessionID, j *jobState) error {
+func purgeInodeBatch(pins *chunkPins, tx kv.Txn, sid SessionID, j *jobState) error {
 	prefix := key(pInode, sid[:])
 	start := prefix
 	if j.Cursor != nil {
@@ -297,7 +297,7 @@ func purgeInodeBatch(tx kv.Txn, sid SessionID, j *jobState) error {
 	for _, v := range vs {
 		hs := chunkSet(&v.n)
 		for ; j.Pos < len(hs) && budget > 0 && (budget == jobBatch || !j.late()); j.Pos++ {
-			n, err := dropChunkRef(tx, hs[j.Pos], sid)
+			n, err := dropChunkRef(pins, tx, hs[j.Pos], sid)
 			if err != nil {
 				return err
 			}
@@ -325,7 +325,7 @@ func purgeInodeBatch(tx kv.Txn, sid SessionID, j *jobState) error {
 
 // dropChunkRef deletes sid's reference to chunk h and then the chunk if no
 // session references it any more; it returns the keys it deleted.
-func dropChunkRef(tx kv.Txn, h Hash, sid SessionID) (int, error) {
+func dropChunkRef(pins *chunkPins, tx kv.Txn, h Hash, sid SessionID) (int, error) {
 	n := 0
 	rk := chunkRefKey(h, sid)
 	if v, err := tx.Get(rk); err != nil {
@@ -336,7 +336,7 @@ func dropChunkRef(tx kv.Txn, h Hash, sid SessionID) (int, error) {
 		}
 		n++
 	}
-	gone, err := deleteChunkIfUnused(tx, h)
+	gone, err := deleteChunkIfUnused(pins, tx, h)
 	if gone {
 		n++
 	}
@@ -345,7 +345,10 @@ func dropChunkRef(tx kv.Txn, h Hash, sid SessionID) (int, error) {
 
 // deleteChunkIfUnused deletes chunk h if no session references it, and
 // says whether it did.
-func deleteChunkIfUnused(tx kv.Txn, h Hash) (bool, error) {
+func deleteChunkIfUnused(pins *chunkPins, tx kv.Txn, h Hash) (bool, error) {
+	if pins.pinned(h) {
+		return false, nil // a stream's, not committed yet (stream.go)
+	}
 	rp := key(pChunkRef, h[:])
 	used := false
 	if err := tx.Scan(rp, kv.PrefixEnd(rp), func(_, _ []byte) (bool, error) {

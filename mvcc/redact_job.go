@@ -479,7 +479,7 @@ func (rd *redactor) chunkBatch(t *WriteTx, j *jobState) error {
 		}
 		var h Hash
 		copy(h[:], k[len(prefix):])
-		if _, err := deleteChunkIfUnused(t.w, h); err != nil {
+		if _, err := deleteChunkIfUnused(&rd.s.pins, t.w, h); err != nil {
 			return err
 		}
 		return t.w.Delete(k)

@@ -45,6 +45,8 @@ type Store struct {
 
 	held heldState // a create not committed yet (held.go)
 
+	pins chunkPins // chunks of streams not committed yet (stream.go)
+
 	// batchHook, if set (tests), is called after each batch of a job.
 	batchHook func(stage string, batches int64, took time.Duration)
 	// jobHook, if set (tests), is called at each pause of a job's plan
