@@ -290,7 +290,8 @@ func (p *printer) prline(s, e int, sep byte) {
 
 // selected reports whether line alone is a selected line.
 func (p *printer) selected(line []byte) bool {
-	r, err := p.m.scan(context.Background(), line, ModeCount, BufSize, scanOptions{max: 1, keepBad: true, text: true})
+	one := append(line[:len(line):len(line)], '\n') // an empty line is a line too
+	r, err := p.m.scan(context.Background(), one, ModeCount, BufSize, scanOptions{max: 1, keepBad: true, text: true})
 	return err == nil && r.Count > 0
 }
 
