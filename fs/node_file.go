@@ -280,14 +280,15 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 			return n.m.toErrno(opSetattr, err)
 		}
 	}
-	cur, err := n.inode()
+	// Not given up for a killed caller: the kernel takes the reply's
+	// size whoever asked (see liveInode).
+	cur, err := n.attrNow(context.Background(), &out.Attr)
 	if err != nil {
 		return n.m.toErrno(opSetattr, err)
 	}
 	if sa.Size != nil {
 		n.kcache.Store(uint64(cur.ContentHLC))
 	}
-	n.fillAttr(&out.Attr, cur)
 	out.SetTimeout(n.timeout())
 	return 0
 }
