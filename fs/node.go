@@ -26,6 +26,8 @@ type Node struct {
 	// For a live directory it is the version (HLC) whose listing the
 	// kernel may cache.
 	kcache atomic.Uint64
+	// fill: copies of pages written in pieces (pagefill.go).
+	fill pageFill
 }
 
 // view is one .asof/<name>/ tree.
