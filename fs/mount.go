@@ -230,6 +230,8 @@ type Server struct {
 	// no dirty buffer (see Node.Lookup).
 	drops    atomic.Uint64
 	memBytes atomic.Int64 // RAM held by dirty pages of all buffers
+	// fillBytes: RAM held by the nodes' page copies (pagefill.go).
+	fillBytes atomic.Int64
 	// pt: open files may be served by passthrough from staging files
 	// in stageDir (stage.go); set once at mount.
 	pt       bool
@@ -557,6 +559,7 @@ func (m *Server) invalidate(sid mvcc.SessionID) {
 		seen[in] = true
 		if n, ok := in.Operations().(*Node); ok {
 			n.kcache.Store(0)
+			n.fill.clear(m)
 		}
 		if in.IsDir() {
 			for name, ch := range in.Children() {

@@ -26,6 +26,8 @@ type Node struct {
 	// For a live directory it is the version (HLC) whose listing the
 	// kernel may cache.
 	kcache atomic.Uint64
+	// fill: copies of pages written in pieces (pagefill.go).
+	fill pageFill
 }
 
 // view is one .asof/<name>/ tree.
@@ -197,23 +199,31 @@ func (n *Node) register(ctx context.Context, parent *gofs.Inode, in *mvcc.Inode,
 
 // Getattr reports the inode's attributes (a dirty buffer's size and mtime).
 func (n *Node) Getattr(ctx context.Context, fh gofs.FileHandle, out *fuse.AttrOut) unix.Errno {
+	if _, err := n.attrNow(ctx, &out.Attr); err != nil {
+		return n.m.toErrno(opGetattr, err)
+	}
+	out.SetTimeout(n.timeout())
+	return 0
+}
+
+// attrNow fills a with n's attributes of now and returns the inode it
+// read: for a live regular file one store read, in step with its buffer
+// (see liveInode), where n.inode and fillAttr would read twice.
+func (n *Node) attrNow(ctx context.Context, a *fuse.Attr) (*mvcc.Inode, error) {
 	if n.view == nil && n.StableAttr().Mode == unix.S_IFREG {
-		// One read, in step with the buffer (see liveInode).
 		in, o, dirty, err := n.m.liveInode(ctx, n.s.id, n.ino)
 		if err != nil {
-			return n.m.toErrno(opGetattr, err)
+			return nil, err
 		}
-		n.fillAttrOver(&out.Attr, in, o, dirty)
-		out.SetTimeout(n.timeout())
-		return 0
+		n.fillAttrOver(a, in, o, dirty)
+		return in, nil
 	}
 	in, err := n.inode()
 	if err != nil {
-		return n.m.toErrno(opGetattr, err)
+		return nil, err
 	}
-	n.fillAttr(&out.Attr, in)
-	out.SetTimeout(n.timeout())
-	return 0
+	n.fillAttr(a, in)
+	return in, nil
 }
 
 // Statfs reports the numbers of the file system holding the data.

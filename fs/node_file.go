@@ -43,6 +43,7 @@ func (n *Node) open(ctx context.Context, flags uint32, existed bool) (gofs.FileH
 		return nil, 0, n.m.toErrno(opOpen, err)
 	}
 	if flags&unix.O_TRUNC != 0 {
+		n.fill.clear(n.m)
 		// Atomic O_TRUNC (Linux truncates even with O_RDONLY): the
 		// truncation joins the writes that follow in one version
 		// (nothing at all for an empty clean file).
@@ -147,6 +148,9 @@ func (n *Node) Write(ctx context.Context, fh gofs.FileHandle, data []byte, off i
 	if killed {
 		n.NotifyContent(-1, 0) // the WRITE reply carries no mode
 	}
+	if h.pt == nil {
+		n.fill.wrote(n.m, data, off)
+	}
 	return uint32(len(data)), 0
 }
 
@@ -172,6 +176,8 @@ func (n *Node) Release(ctx context.Context, fh gofs.FileHandle) unix.Errno {
 			f.ptClosed()
 			n.m.dropIfIdle(f)
 		})
+	} else {
+		n.storeFilled(h.f)
 	}
 	return n.m.toErrno(opRelease, n.m.release(h.f))
 }
@@ -256,6 +262,7 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 		changed = changed || killed
 	}
 	if size, ok := in.GetSize(); ok {
+		n.fill.clear(n.m)
 		if size > mvcc.MaxFileSize {
 			return unix.EFBIG
 		}
@@ -280,14 +287,15 @@ func (n *Node) Setattr(ctx context.Context, fh gofs.FileHandle, in *fuse.SetAttr
 			return n.m.toErrno(opSetattr, err)
 		}
 	}
-	cur, err := n.inode()
+	// Not given up for a killed caller: the kernel takes the reply's
+	// size whoever asked (see liveInode).
+	cur, err := n.attrNow(context.Background(), &out.Attr)
 	if err != nil {
 		return n.m.toErrno(opSetattr, err)
 	}
 	if sa.Size != nil {
 		n.kcache.Store(uint64(cur.ContentHLC))
 	}
-	n.fillAttr(&out.Attr, cur)
 	out.SetTimeout(n.timeout())
 	return 0
 }
@@ -381,6 +389,7 @@ func (n *Node) Allocate(ctx context.Context, fh gofs.FileHandle, off uint64, siz
 	if off > mvcc.MaxFileSize || size > mvcc.MaxFileSize-off {
 		return unix.EFBIG
 	}
+	n.fill.clear(n.m)
 	switch mode {
 	case 0:
 		// Nothing to reserve: a hole grows the file, storing nothing.

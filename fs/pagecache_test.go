@@ -375,3 +375,136 @@ func TestSymlinkCache(t *testing.T) {
 	}
 	readlink("target-two")
 }
+
+// writeChunks writes b to a new file p in writes of n bytes.
+func writeChunks(t *testing.T, p string, b []byte, n int) {
+	t.Helper()
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for off := 0; off < len(b); off += n {
+		if _, err := f.Write(b[off:min(off+n, len(b))]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Pages filled by writes not aligned to pages (tar's 10 KiB records, a
+// small file's only page) read back from the kernel's cache too: the
+// kernel marks such a page up to date only when padfs hands it over at
+// the last release (pagefill.go); before, each cost a FUSE READ.
+func TestPageCacheUnalignedWrites(t *testing.T) {
+	mnt, st, m, c := mountCounting(t)
+	sid := sessionOf(t, m)
+	cases := []struct {
+		name        string
+		size, chunk int
+	}{
+		{"small", 14, 14},
+		{"tar", 100000, 10240},
+		{"odd", 3*4096 + 1, 1000},
+		{"bytes", 5000, 1},
+	}
+	for i, tc := range cases {
+		p := filepath.Join(mnt, tc.name)
+		want := pattern(tc.size, byte(20+i))
+		writeChunks(t, p, want, tc.chunk)
+		waitReleased(t, m, p)
+		got, reads := readCounting(t, c, p)
+		if !bytes.Equal(got, want) {
+			t.Fatalf("%s: read back %d bytes, not what was written", tc.name, len(got))
+		}
+		if reads != 0 {
+			t.Errorf("%s: reading back %d bytes written in %d-byte writes: %d FUSE READs, want 0", tc.name, tc.size, tc.chunk, reads)
+		}
+		in, err := st.Walk(sid, tc.name, mvcc.Latest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored := make([]byte, tc.size)
+		if n, _ := st.ReadAt(in, stored, 0); n != tc.size || !bytes.Equal(stored, want) {
+			t.Fatalf("%s: the store holds other bytes", tc.name)
+		}
+	}
+}
+
+// The pages handed over never hold bytes other than the file's: writes
+// through two descriptors, overwrites, truncates and O_TRUNC between the
+// writes, a second mount's write, a change outside FUSE.
+func TestPageCacheUnalignedWritesStay(t *testing.T) {
+	mnt, st, m, _ := mountCounting(t)
+	sid := sessionOf(t, m)
+	p := filepath.Join(mnt, "f")
+	check := func(what string, want []byte) {
+		t.Helper()
+		if got, err := os.ReadFile(p); err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("%s: read %d bytes (%v), want %d: wrong", what, len(got), err, len(want))
+		}
+	}
+	// Two descriptors, the second overwriting part of the first's pages
+	// and closing last.
+	a, err := os.OpenFile(p, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := pattern(10000, 1)
+	a.WriteAt(want[:3000], 0)
+	b, err := os.OpenFile(p, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.WriteAt(want[3000:], 3000)
+	copy(want[100:], "overwritten by b")
+	b.WriteAt([]byte("overwritten by b"), 100)
+	a.Close()
+	b.Close()
+	check("two descriptors", want)
+	// Truncated down and written again past the old end, in pieces.
+	a, _ = os.OpenFile(p, os.O_RDWR, 0)
+	a.WriteAt([]byte("head"), 0)
+	copy(want, "head")
+	if err := a.Truncate(5000); err != nil {
+		t.Fatal(err)
+	}
+	want = want[:5000]
+	tail := pattern(3000, 2)
+	a.WriteAt(tail, 6000)
+	want = append(append(want, make([]byte, 1000)...), tail...)
+	a.Close()
+	check("truncate and write past the end", want)
+	// O_TRUNC through a second descriptor while the first is open.
+	a, _ = os.OpenFile(p, os.O_RDWR, 0)
+	a.WriteAt([]byte("first"), 9000)
+	b, _ = os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	b.Write([]byte("after O_TRUNC"))
+	b.Close()
+	a.Close()
+	check("O_TRUNC between", []byte("after O_TRUNC"))
+	// A second mount rewrites it (same size) after this one wrote it.
+	mntB := filepath.Join(t.TempDir(), "b")
+	mountAt(t, st, mntB, Options{Session: &sid, SpillDir: t.TempDir()})
+	writeChunks(t, p, pattern(7000, 3), 1000)
+	// This mount's buffer of f lives until its RELEASE, which the
+	// kernel sends after close(2): until then a commit of another
+	// mount is not seen here.
+	waitReleased(t, m, p)
+	now := pattern(7000, 4)
+	writeChunks(t, filepath.Join(mntB, "f"), now, 1500)
+	check("after a second mount's write", now)
+	// Outside FUSE, announced.
+	writeChunks(t, p, pattern(7000, 5), 700)
+	in, err := st.Walk(sid, "f", mvcc.Latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	third := pattern(7000, 6)
+	if _, err := st.WriteContent(context.Background(), sid, in.Ino, bytes.NewReader(third), in.Mtime); err != nil {
+		t.Fatal(err)
+	}
+	m.InvalidateSessionWait(sid)
+	check("after a write outside FUSE", third)
+}
