@@ -112,7 +112,9 @@ func TestToolsGit(t *testing.T) {
 	mnt, _, _ := mountTest(t)
 	src := filepath.Join(t.TempDir(), "src")
 	makeTree(t, src)
-	git := "git -c user.name=t -c user.email=t@example.com -c init.defaultBranch=main "
+	// gc.autoDetach=false: a commit's automatic gc must not run on in the
+	// background, in the mount, while the test unmounts (EBUSY).
+	git := "git -c user.name=t -c user.email=t@example.com -c init.defaultBranch=main -c gc.autoDetach=false "
 	sh(t, mnt, "cp -a "+src+" repo && cd repo && "+git+"init -q && "+git+"add -A && "+git+"commit -qm first")
 	sh(t, mnt, "cd repo && echo more >> pkg0/file00.go && "+git+"commit -qam second && "+git+"gc -q")
 	out := sh(t, mnt, "cd repo && "+git+"status --porcelain && "+git+"log --oneline | wc -l && "+git+"fsck --full --strict 2>&1")
