@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"slices"
+	"time"
 )
 
 // Merging keeps the segment count bounded, LSM style: above MaxSegments,
@@ -92,14 +93,31 @@ func (s *Set) mergeOnce() (bool, error) {
 	}
 	s.segs = slices.Replace(s.segs, k, k+len(run), seg)
 	s.snap = nil
+	// The inputs' files stay open a while for queries on older snapshots
+	// (one still reading then fails, not with ErrCorrupt, and grep reads
+	// every file instead); Close closes them at once.
+	for _, g := range run {
+		s.retired[g] = true
+	}
 	s.mu.Unlock()
-	// The inputs' files stay open for queries on older snapshots; they
-	// are closed once unreachable.
 	for _, g := range run {
 		os.Remove(g.name)
 	}
+	time.AfterFunc(retireAfter, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		for _, g := range run {
+			if s.retired[g] {
+				delete(s.retired, g)
+				g.Close()
+			}
+		}
+	})
 	return true, nil
 }
+
+// retireAfter is how long a merged segment's file stays open.
+const retireAfter = time.Minute
 
 // merge writes the segment that replaces run (oldest: it starts the set,
 // so its tombstones hide nothing and go).

@@ -101,7 +101,8 @@ type Set struct {
 	mu       sync.Mutex
 	segs     []*Segment // by Lo; ranges disjoint
 	next     uint64
-	pending  map[uint64]bool // batch numbers being written
+	pending  map[uint64]bool   // batch numbers being written
+	retired  map[*Segment]bool // merged away, file still open
 	snap     *snapshot
 	closed   bool
 	merging  bool
@@ -158,7 +159,7 @@ func Open(dir string, create bool, onMergeErr func(error)) (*Set, error) {
 		}
 		return cmpU(b.hi, a.hi)
 	})
-	s := &Set{dir: dir, pending: map[uint64]bool{}, stop: make(chan struct{}), mergeErr: onMergeErr, MaxSegments: 8}
+	s := &Set{dir: dir, pending: map[uint64]bool{}, retired: map[*Segment]bool{}, stop: make(chan struct{}), mergeErr: onMergeErr, MaxSegments: 8}
 	for _, f := range files {
 		p := filepath.Join(dir, f.name)
 		if n := len(s.segs); n > 0 && f.lo <= s.segs[n-1].Hi {
@@ -198,8 +199,9 @@ func (s *Set) Segments() int {
 }
 
 // Close stops a merge under way, waits for it and closes the segment
-// files (a dropped index's space is freed at once); a query still under
-// way on them fails with an error that is not ErrCorrupt.
+// files, merged ones too (a dropped or redacted index's bytes are freed
+// at once); a query still under way on them fails with an error that is
+// not ErrCorrupt.
 func (s *Set) Close() {
 	s.mu.Lock()
 	if !s.closed {
@@ -212,6 +214,10 @@ func (s *Set) Close() {
 	defer s.mu.Unlock()
 	for _, g := range s.segs {
 		g.Close()
+	}
+	for g := range s.retired {
+		g.Close()
+		delete(s.retired, g)
 	}
 }
 
@@ -240,6 +246,10 @@ func (s *Set) Add(b *Builder) error {
 	delete(s.pending, n)
 	if err != nil {
 		return err
+	}
+	if s.closed {
+		seg.Close()
+		return errClosed
 	}
 	i, _ := slices.BinarySearchFunc(s.segs, n, func(g *Segment, n uint64) int { return cmpU(g.Lo, n) })
 	s.segs = slices.Insert(s.segs, i, seg)
@@ -287,6 +297,13 @@ func (s *Set) write(lo, hi uint64, fill func(*writer) error, paths []string, kin
 	}
 	if err := wr.finish(); err != nil {
 		return nil, err
+	}
+	// Once Close returned nothing lands in the directory: its index may
+	// be removed, and another made at the same path.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
 	}
 	p := filepath.Join(s.dir, segName(lo, hi))
 	if err := os.Rename(f.Name(), p); err != nil {

@@ -3,6 +3,7 @@ package triseg
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"hash/crc32"
 	"math/rand/v2"
@@ -310,6 +311,7 @@ func TestPostingsAcrossBlocks(t *testing.T) {
 		}
 	}
 	check("written")
+	old := slices.Clone(s.segs)
 	s.mu.Lock()
 	s.MaxSegments = 1
 	s.maybeMergeLocked()
@@ -319,4 +321,12 @@ func TestPostingsAcrossBlocks(t *testing.T) {
 		t.Fatalf("%d segments after merging, want 1", n)
 	}
 	check("merged")
+	// Close closes the merged-away files too (a dropped index's bytes go
+	// at once, not when the collector finds them).
+	s.Close()
+	for _, g := range old {
+		if _, err := g.f.ReadAt(make([]byte, 1), 0); !errors.Is(err, os.ErrClosed) {
+			t.Errorf("%s: read after Close: %v", g.name, err)
+		}
+	}
 }
