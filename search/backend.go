@@ -20,6 +20,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search/query"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/search/trigram"
+	"github.com/padfs/padfs/search/triseg"
 	"golang.org/x/sys/unix"
 )
 
@@ -110,8 +111,6 @@ var errIndexChanged = errors.New("search index replaced during the query")
 
 func (q idQuery) bleve() query.Query {
 	switch {
-	case q.Tri != nil:
-		return query.NewDisjunctionQuery([]query.Query{bleveQuery(q.Tri), bucketQuery(q.Tri), termQ("unindexed", "y")})
 	case q.Field == "":
 		return query.NewMatchAllQuery()
 	case q.Prefix:
@@ -242,7 +241,23 @@ type sessionIndex struct {
 	sid mvcc.SessionID
 	dir string
 	bl  bleve.Index
+	tri *triseg.Set // dir/triseg: grep's trigrams
 	gen uint64
+}
+
+// close closes si's trigram segments, then its bleve index.
+func (si *sessionIndex) close() error {
+	si.tri.Close()
+	return si.bl.Close()
+}
+
+// openTri opens the trigram segments of the bleve index in dir; a
+// failed background merge is logged (a damaged input is found again, and
+// the index dropped, by the next query).
+func (lb *localBackend) openTri(sid mvcc.SessionID, dir string, create bool) (*triseg.Set, error) {
+	return triseg.Open(filepath.Join(dir, "triseg"), create, func(err error) {
+		lb.log.Warn("search: merging trigram segments failed", "session", sid.String(), "err", err)
+	})
 }
 
 func newLocalBackend(dir string, log *slog.Logger) *localBackend {
@@ -287,7 +302,7 @@ func (lb *localBackend) discard(sid mvcc.SessionID) {
 	if si != nil {
 		func() {
 			defer func() { _ = recover() }()
-			si.bl.Close()
+			si.close()
 		}()
 	}
 	if err := os.RemoveAll(filepath.Join(lb.dir, sid.String())); err != nil {
@@ -331,10 +346,18 @@ func (lb *localBackend) sessionLocked(sid mvcc.SessionID, create bool) (*session
 	if err != nil {
 		bl = nil // bleve returns a typed nil
 	}
+	var tri *triseg.Set
 	switch {
 	case err == nil:
 		if v, _ := bl.GetInternal(keyVersion); string(v) != formatVersion {
 			lb.log.Info("search: index format changed; rebuilding", "session", sid.String())
+			bl.Close()
+			if err := os.RemoveAll(dir); err != nil {
+				return nil, err
+			}
+			bl = nil
+		} else if tri, err = lb.openTri(sid, dir, false); err != nil {
+			lb.log.Warn("search: trigram segments damaged; rebuilding the index", "session", sid.String(), "err", err)
 			bl.Close()
 			if err := os.RemoveAll(dir); err != nil {
 				return nil, err
@@ -362,12 +385,20 @@ func (lb *localBackend) sessionLocked(sid mvcc.SessionID, create bool) (*session
 			_ = os.RemoveAll(dir) // a half-made index only holds space
 			return nil, fmt.Errorf("create index %s: %w", dir, err)
 		}
+		// The trigram directory before the version: an index with the
+		// version and without it is damaged, not empty.
+		if tri, err = lb.openTri(sid, dir, true); err != nil {
+			bl.Close()
+			_ = os.RemoveAll(dir)
+			return nil, fmt.Errorf("create index %s: %w", dir, err)
+		}
 		if err := bl.SetInternal(keyVersion, []byte(formatVersion)); err != nil {
+			tri.Close()
 			bl.Close()
 			return nil, err
 		}
 	}
-	si := &sessionIndex{sid: sid, dir: dir, bl: bl, gen: lb.gens.Add(1)}
+	si := &sessionIndex{sid: sid, dir: dir, bl: bl, tri: tri, gen: lb.gens.Add(1)}
 	lb.sessions[sid] = si
 	return si, nil
 }
@@ -411,10 +442,35 @@ func (lb *localBackend) ids(sid mvcc.SessionID, q idQuery) (ids []string, err er
 		return nil, errIndexChanged
 	}
 	err = lb.guard(sid, "query", func() error {
-		ids, err = searchIDs(si.bl, q.bleve())
+		switch {
+		case q.Tri != nil:
+			ids, err = si.tri.Candidates(q.Tri)
+		case q.Field == "unindexed":
+			ids, err = si.tri.Unindexed()
+		case q.Field == "tri" && len(q.Term) == 3:
+			ids, err = si.tri.WithKey(triseg.TriKey(q.Term))
+		case q.Field == "btri" && len(q.Term) == 2:
+			ids, err = si.tri.WithKey(triseg.BucketKey(uint32(q.Term[0])<<8 | uint32(q.Term[1])))
+		default:
+			ids, err = searchIDs(si.bl, q.bleve())
+		}
 		return err
 	})
+	if errors.Is(err, triseg.ErrCorrupt) {
+		lb.log.Error("search: index damaged; dropping it for a rebuild", "session", sid.String(), "err", err)
+		lb.discardGen(sid, si.gen)
+	}
 	return ids, err
+}
+
+// discardGen discards sid's index if it is still generation gen.
+func (lb *localBackend) discardGen(sid mvcc.SessionID, gen uint64) {
+	lb.mu.Lock()
+	cur := lb.sessions[sid]
+	lb.mu.Unlock()
+	if cur != nil && cur.gen == gen {
+		lb.discard(sid)
+	}
 }
 
 func (lb *localBackend) search(ctx context.Context, sid mvcc.SessionID, q rankQuery) (hits []scored, err error) {
@@ -559,7 +615,7 @@ func (lb *localBackend) begin(sid mvcc.SessionID, parallel int, maxBytes int64, 
 		return 0, err
 	}
 	return si.gen, lb.guard(sid, "new batch", func() error {
-		bt := newBatcher(si.bl, parallel, maxBytes, maxDocs)
+		bt := newBatcher(si.bl, si.tri, parallel, maxBytes, maxDocs)
 		bt.room = lb.room
 		bt.committed = func(n int) { lb.indexed.Add(uint64(n)) }
 		lb.mu.Lock()
@@ -597,7 +653,10 @@ func (lb *localBackend) doc(sid mvcc.SessionID, path string, ino mvcc.Ino, data 
 		return err
 	}
 	size := int64(len(data))
-	return lb.guard(sid, "index "+path, func() error { return bt.index(fileDoc(path, ino, data), size) })
+	return lb.guard(sid, "index "+path, func() error {
+		doc, td := fileDoc(path, ino, data)
+		return bt.index(doc, td, size)
+	})
 }
 
 func (lb *localBackend) flush(sid mvcc.SessionID) error {
@@ -665,7 +724,7 @@ func (lb *localBackend) drop(sid mvcc.SessionID) error {
 		_ = lb.guard(sid, "batch", bt.wait)
 	}
 	if si != nil {
-		if err := lb.guard(sid, "close", si.bl.Close); err != nil {
+		if err := lb.guard(sid, "close", si.close); err != nil {
 			lb.log.Warn("search: close dropped index", "session", sid.String(), "err", err)
 		}
 	}
@@ -696,7 +755,7 @@ func (lb *localBackend) close() error {
 	}
 	var errs []error
 	for sid, si := range sessions {
-		if err := lb.guard(sid, "close", si.bl.Close); err != nil {
+		if err := lb.guard(sid, "close", si.close); err != nil {
 			errs = append(errs, fmt.Errorf("close index of session %s: %w", sid, err))
 		}
 	}

@@ -2,12 +2,14 @@ package search
 
 import (
 	"errors"
+	"fmt"
 	"hash/fnv"
 	"sync"
 
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/triseg"
 )
 
 // errStopped ends a catch-up or build cut short by Close; what it did not
@@ -27,6 +29,8 @@ var errStopped = errors.New("search index: stopped")
 // it leaves the old number, and the work since is redone.
 type batcher struct {
 	bl bleve.Index
+	// tri takes each batch's trigram half, before bleve its other half.
+	tri *triseg.Set
 	// maxBytes and maxDocs bound one batch.
 	maxBytes int64
 	maxDocs  int
@@ -44,6 +48,7 @@ type batcher struct {
 // stream is one sequence of batches.
 type stream struct {
 	b     *bleve.Batch
+	tb    *triseg.Builder
 	bytes int64
 	docs  int // operations in b: documents and deletions
 	added int // documents in b
@@ -51,10 +56,10 @@ type stream struct {
 	busy chan struct{}
 }
 
-func newBatcher(bl bleve.Index, parallel int, maxBytes int64, maxDocs int) *batcher {
-	bt := &batcher{bl: bl, maxBytes: maxBytes, maxDocs: maxDocs, streams: make([]*stream, max(parallel, 1))}
+func newBatcher(bl bleve.Index, tri *triseg.Set, parallel int, maxBytes int64, maxDocs int) *batcher {
+	bt := &batcher{bl: bl, tri: tri, maxBytes: maxBytes, maxDocs: maxDocs, streams: make([]*stream, max(parallel, 1))}
 	for i := range bt.streams {
-		bt.streams[i] = &stream{b: bl.NewBatch(), busy: make(chan struct{}, 1)}
+		bt.streams[i] = &stream{b: bl.NewBatch(), tb: triseg.NewBuilder(), busy: make(chan struct{}, 1)}
 	}
 	return bt
 }
@@ -69,13 +74,14 @@ func (bt *batcher) stream(id string) *stream {
 	return bt.streams[h.Sum32()%uint32(len(bt.streams))]
 }
 
-// index adds doc (size bytes of content) and commits its stream's batch
-// when full.
-func (bt *batcher) index(doc *document.Document, size int64) error {
+// index adds doc and its trigram entry td (size bytes of content) and
+// commits its stream's batch when full.
+func (bt *batcher) index(doc *document.Document, td triDoc, size int64) error {
 	s := bt.stream(doc.ID())
 	if err := s.b.IndexAdvanced(doc); err != nil {
 		return err
 	}
+	s.tb.Add(doc.ID(), td.kind, td.keys)
 	s.bytes += size
 	s.docs++
 	s.added++
@@ -89,6 +95,7 @@ func (bt *batcher) index(doc *document.Document, size int64) error {
 func (bt *batcher) delete(id string) error {
 	s := bt.stream(id)
 	s.b.Delete(id)
+	s.tb.Delete(id)
 	s.docs++
 	return nil
 }
@@ -109,8 +116,8 @@ func (bt *batcher) flush() error {
 
 // flushStream commits s's current batch once its previous one is in.
 func (bt *batcher) flushStream(s *stream) error {
-	b, added := s.b, s.added
-	s.b, s.bytes, s.docs, s.added = bt.bl.NewBatch(), 0, 0, 0
+	b, tb, added := s.b, s.tb, s.added
+	s.b, s.tb, s.bytes, s.docs, s.added = bt.bl.NewBatch(), triseg.NewBuilder(), 0, 0, 0
 	s.busy <- struct{}{}
 	if err := bt.failed(); err != nil {
 		<-s.busy
@@ -124,13 +131,13 @@ func (bt *batcher) flushStream(s *stream) error {
 	}
 	if len(bt.streams) == 1 {
 		defer func() { <-s.busy }()
-		return bt.commit(b, added)
+		return bt.commit(b, tb, added)
 	}
 	bt.wg.Add(1)
 	go func() {
 		defer bt.wg.Done()
 		defer func() { <-s.busy }()
-		if err := bt.commit(b, added); err != nil {
+		if err := bt.commit(b, tb, added); err != nil {
 			bt.mu.Lock()
 			bt.err = errors.Join(bt.err, err)
 			bt.mu.Unlock()
@@ -155,10 +162,10 @@ func (bt *batcher) wait() error {
 // other batch is in: with several streams their last batches at once,
 // then the position in a batch of its own.
 func (bt *batcher) finish(seq uint64, at mvcc.HLC) error {
-	b, added := bt.bl.NewBatch(), 0
+	b, tb, added := bt.bl.NewBatch(), triseg.NewBuilder(), 0
 	if s := bt.streams[0]; len(bt.streams) == 1 {
-		b, added = s.b, s.added
-		s.b, s.bytes, s.docs, s.added = bt.bl.NewBatch(), 0, 0, 0
+		b, tb, added = s.b, s.tb, s.added
+		s.b, s.tb, s.bytes, s.docs, s.added = bt.bl.NewBatch(), triseg.NewBuilder(), 0, 0, 0
 	} else if err := bt.flush(); err != nil {
 		return err
 	}
@@ -172,11 +179,19 @@ func (bt *batcher) finish(seq uint64, at mvcc.HLC) error {
 	}
 	b.SetInternal(keySeq, u64(seq))
 	b.SetInternal(keyHLC, u64(uint64(at)))
-	return bt.commit(b, added)
+	return bt.commit(b, tb, added)
 }
 
-// commit hands b (holding added documents) to bleve.
-func (bt *batcher) commit(b *bleve.Batch, added int) error {
+// commit writes tb to the trigram segments, then hands b (holding added
+// documents) to bleve: once bleve has a batch, and the covered sequence
+// number with the last one, the trigrams of its documents are on disk. (A
+// crash in between leaves trigram entries newer than the covered number:
+// only of files the log's tail names, which grep reads anyway, and which
+// the catch-up redone writes again.)
+func (bt *batcher) commit(b *bleve.Batch, tb *triseg.Builder, added int) error {
+	if err := bt.tri.Add(tb); err != nil {
+		return fmt.Errorf("trigram segment: %w", err)
+	}
 	err := safeBatch(bt.bl, b)
 	if err == nil && bt.committed != nil && added > 0 {
 		bt.committed(added)

@@ -77,6 +77,19 @@ func indexFiles(t *testing.T, data string, sid mvcc.SessionID) (string, []string
 	}
 }
 
+// loggedOpener returns a function that opens the index of data with a
+// worker, and the log it writes to.
+func loggedOpener(t *testing.T, data string, st *mvcc.Store) (func() *Index, *syncBuffer) {
+	logs := &syncBuffer{}
+	return func() *Index {
+		ix, err := OpenWith(data, st, Options{Background: true, Logger: slog.New(slog.NewTextHandler(logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ix
+	}, logs
+}
+
 func damageCorpus() (map[string][]byte, string) {
 	files := map[string][]byte{}
 	want := ""
@@ -115,14 +128,7 @@ func TestDamagedIndexRebuilt(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			st, data := openStore(t)
 			sid := loadSession(t, st, files)
-			var logs syncBuffer
-			open := func() *Index {
-				ix, err := OpenWith(data, st, Options{Background: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-				if err != nil {
-					t.Fatal(err)
-				}
-				return ix
-			}
+			open, logs := loggedOpener(t, data, st)
 			ix := open()
 			waitCovered(t, ix, st, sid)
 			if !c.mounted {

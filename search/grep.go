@@ -227,27 +227,6 @@ func termQ(field, term string) query.Query {
 	return q
 }
 
-// bleveQuery turns a (folded) trigram query into a bleve query.
-func bleveQuery(q *trigram.Query) query.Query {
-	switch q.Op {
-	case trigram.All:
-		return query.NewMatchAllQuery()
-	case trigram.None:
-		return query.NewMatchNoneQuery()
-	}
-	var subs []query.Query
-	for _, t := range q.Trigram {
-		subs = append(subs, termQ("tri", t))
-	}
-	for _, s := range q.Sub {
-		subs = append(subs, bleveQuery(s))
-	}
-	if q.Op == trigram.And {
-		return query.NewConjunctionQuery(subs)
-	}
-	return query.NewDisjunctionQuery(subs)
-}
-
 // targets emits the files to report on, in GNU grep's order: operands as
 // given, each walked in readdir (name) order, until emit returns false.
 func (ix *Index) targets(req GrepRequest, at mvcc.HLC, cand map[string]bool, all bool, emit func(target) bool) {

@@ -8,9 +8,6 @@
 // directory, so no byte of it survives in another session's segments.
 //
 //	field      content                                   used by
-//	tri        distinct trigrams of the folded content   grep (and grep -i)
-//	btri       the same, of a binary file, hashed to     grep
-//	           16-bit buckets (see bucketBits)
 //	text       code analyzer: identifiers split, stemmed padfs search (BM25 body ranker)
 //	decl       declared names (codetok.Decls), whole     padfs search (declaration ranker)
 //	           and split
@@ -19,9 +16,17 @@
 //	kind       the file's extension, lowercased (".s"),  padfs search (the kind ranker's filter)
 //	           and "readme" for a prose name (fileKinds)
 //	path, ino  the document's path and inode (keyword)   catch-up (renames, hard links)
-//	unindexed  "y" for files over 16 MiB, with more than  grep (always a candidate)
-//	           maxDocTrigrams distinct trigrams, or git
-//	           loose objects (isGitLooseObject)
+//
+// Grep's trigrams are not in bleve but in DATA/index/<session id>/triseg/
+// (package triseg): per file the distinct trigrams of its folded content,
+// or for a binary file their 16-bit buckets, or nothing for an
+// "unindexed" file (over 16 MiB, with more than maxDocTrigrams distinct
+// trigrams, or a git loose object: grep always reads it). Each bleve
+// batch's files go to a trigram segment written and synced before bleve
+// applies the batch, so the covered sequence number bleve records holds
+// for both. (The trigrams in bleve were 71% of its postings and most of
+// the worker's CPU: scorch builds and merges a dictionary and postings
+// per term with frequencies and norms grep never reads.)
 //
 // Binary files (a NUL in the first 8 KiB) get trigram buckets and no
 // text; files over 1 MiB get trigrams but no text.
@@ -53,6 +58,7 @@ import (
 	"github.com/blevesearch/bleve/v2/mapping"
 	index "github.com/blevesearch/bleve_index_api"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/triseg"
 )
 
 const (
@@ -67,7 +73,7 @@ const (
 	binarySniff = 8 << 10
 	// formatVersion changes when the document layout changes; an index of
 	// another version is rebuilt.
-	formatVersion = "padfs-search-13"
+	formatVersion = "padfs-search-14"
 	// batchBytes and batchDocs bound one bleve batch of a full build
 	// (large batches, fewer segments to merge); catch-up batches are
 	// smaller so that closing never waits long for the one in flight.
@@ -484,12 +490,17 @@ func isBinary(data []byte) bool {
 
 const (
 	keywordOpts = index.IndexField | index.SkipFreqNorm
-	trigramOpts = index.IndexField | index.SkipFreqNorm
 	textOpts    = index.IndexField
 )
 
-// fileDoc builds the document of one file.
-func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
+// triDoc is a file's entry in the trigram segments: its kind and keys.
+type triDoc struct {
+	kind byte
+	keys []uint32
+}
+
+// fileDoc builds the bleve document of one file and its trigram entry.
+func fileDoc(path string, ino mvcc.Ino, data []byte) (*document.Document, triDoc) {
 	doc := document.NewDocument(path)
 	doc.AddField(document.NewTextFieldCustom("path", nil, []byte(path), keywordOpts, nil))
 	doc.AddField(document.NewTextFieldCustom("ino", nil, []byte(strconv.FormatUint(uint64(ino), 10)), keywordOpts, nil))
@@ -498,19 +509,16 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 	for _, k := range fileKinds(path) {
 		doc.AddField(document.NewTextFieldCustom("kind", nil, []byte(k), keywordOpts, nil))
 	}
+	td := triDoc{kind: triseg.KindUnindexed}
 	if data == nil {
-		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
-		return doc
+		return doc, td
 	}
 	binary := isBinary(data)
-	if tri, ok := contentTrigrams(data, binary); ok {
+	if keys, ok := contentTrigrams(data, binary); ok {
+		td = triDoc{kind: triseg.KindText, keys: keys}
 		if binary {
-			doc.AddField(newTermsField("btri", tri, 2))
-		} else {
-			doc.AddField(newTermsField("tri", tri, 3))
+			td.kind = triseg.KindBinary
 		}
-	} else {
-		doc.AddField(document.NewTextFieldCustom("unindexed", nil, []byte("y"), keywordOpts, nil))
 	}
 	// Binary files get trigrams (grep must still find their matches, and
 	// the trigram argument holds for any bytes) but no words to rank.
@@ -519,7 +527,7 @@ func fileDoc(path string, ino mvcc.Ino, data []byte) *document.Document {
 			doc.AddField(f)
 		}
 	}
-	return doc
+	return doc, td
 }
 
 func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }

@@ -12,6 +12,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis"
 	"github.com/blevesearch/bleve/v2/document"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/search/triseg"
 )
 
 // TestIndexSurvivesReopen: the covered sequence number and the documents
@@ -366,4 +367,10 @@ func TestRebuildCancelled(t *testing.T) {
 	if out, code, _ := padGrep(t, ix, sid, []string{"-r", "t"}); out != "b:two\nc:three\n" || code != 0 {
 		t.Errorf("grep after the catch-up: %q exit %d", out, code)
 	}
+}
+
+// bucketTerm is the btri term (a bucket, 2 bytes) of trigram t.
+func bucketTerm(t string) string {
+	b := triseg.Bucket(triseg.TriKey(t))
+	return string([]byte{byte(b >> 8), byte(b)})
 }

@@ -37,7 +37,8 @@ func TestOnlyDocsScoresAsFilter(t *testing.T) {
 	b := bl.NewBatch()
 	ino := mvcc.Ino(1)
 	for p, data := range corpus(t) {
-		if err := b.IndexAdvanced(fileDoc(p, ino, data)); err != nil {
+		doc, _ := fileDoc(p, ino, data)
+		if err := b.IndexAdvanced(doc); err != nil {
 			t.Fatal(err)
 		}
 		ino++
