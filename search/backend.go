@@ -88,8 +88,11 @@ type BackendStats struct {
 // trigram query: its matches and every unindexed document.
 type idQuery struct {
 	Field, Term string
-	Prefix      bool
-	Tri         *trigram.Query
+	// Terms are more terms of Field, ORed with Term (one query for many
+	// inodes: a tail of thousands of events).
+	Terms  []string
+	Prefix bool
+	Tri    *trigram.Query
 	// Gen, if not 0, is the index generation (position.Gen) the caller
 	// read the covered sequence number from: a query must not mix one
 	// index's position with another's documents (a rebuild in between).
@@ -117,6 +120,13 @@ func (q idQuery) bleve() query.Query {
 		p := query.NewPrefixQuery(q.Term)
 		p.SetField(q.Field)
 		return p
+	}
+	if len(q.Terms) > 0 {
+		qs := make([]query.Query, 0, len(q.Terms)+1)
+		for _, t := range append([]string{q.Term}, q.Terms...) {
+			qs = append(qs, termQ(q.Field, t))
+		}
+		return query.NewDisjunctionQuery(qs)
 	}
 	return termQ(q.Field, q.Term)
 }

@@ -200,17 +200,27 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *grep.Matcher, lastSeq uint64,
 	for p := range ch.paths {
 		cand[p] = true
 	}
+	// The paths the index holds for the inodes the tail touched (a file
+	// renamed or written through another link), in queries of up to
+	// inoBatch inodes: one query per inode cost a round trip to the
+	// worker each, 11 s for an untar's 17,000 events.
+	var inos []string
 	for ino, p := range ch.inos {
 		if p != "" {
 			cand[p] = true
 		}
-		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: strconv.FormatUint(uint64(ino), 10), Gen: pos.Gen})
+		inos = append(inos, strconv.FormatUint(uint64(ino), 10))
+	}
+	for len(inos) > 0 {
+		n := min(len(inos), inoBatch)
+		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: inos[0], Terms: inos[1:n], Gen: pos.Gen})
 		if err != nil {
 			return nil, true, err
 		}
 		for _, id := range ids {
 			cand[id] = true
 		}
+		inos = inos[n:]
 	}
 	for p := range ch.subtrees {
 		err := ix.walk(sid, p, at, func(f fileRef) { cand[f.path] = true })
@@ -220,6 +230,9 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *grep.Matcher, lastSeq uint64,
 	}
 	return cand, n > 0, nil
 }
+
+// inoBatch is the most inodes candidates asks the index for at once.
+const inoBatch = 1024
 
 func termQ(field, term string) query.Query {
 	q := query.NewTermQuery(term)

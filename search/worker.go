@@ -267,7 +267,7 @@ func (sv *server) handle(m *msg, reply func(*msg)) {
 		pos, err = lb.position(m.Sid)
 		out.Seq, out.HLC, out.N = pos.Seq, uint64(pos.HLC), pos.Gen
 	case opIDs:
-		out.Strs, err = lb.ids(m.Sid, idQuery{Field: m.Field, Term: m.Path, Prefix: m.N != 0, Tri: m.Q, Gen: m.N2})
+		out.Strs, err = lb.ids(m.Sid, idQuery{Field: m.Field, Term: m.Path, Terms: m.Strs, Prefix: m.N != 0, Tri: m.Q, Gen: m.N2})
 	case opSearch:
 		var hits []scored
 		hits, err = lb.search(context.Background(), m.Sid, rankQuery{Text: m.Text, Prefix: m.Path, Size: int(m.N)})
@@ -807,7 +807,7 @@ func (rb *remoteBackend) position(sid mvcc.SessionID) (position, error) {
 }
 
 func (rb *remoteBackend) ids(sid mvcc.SessionID, q idQuery) ([]string, error) {
-	m := &msg{Op: opIDs, Sid: sid, Field: q.Field, Path: q.Term, Q: q.Tri, N2: q.Gen}
+	m := &msg{Op: opIDs, Sid: sid, Field: q.Field, Path: q.Term, Strs: q.Terms, Q: q.Tri, N2: q.Gen}
 	if q.Prefix {
 		m.N = 1
 	}
