@@ -67,10 +67,27 @@ type Matcher struct {
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
-	// free is the matcher without -x, for -v -x (BRE/ERE): GNU finds
+	// freePats are the patterns of a -v -x (BRE/ERE) matcher: GNU finds
 	// the matches -o and --color print in a line without its -x check,
 	// which shows in a context line with no whole-line match (prline).
-	free *Matcher
+	// freeMatcher compiles them without -x when such a line is met.
+	freePats []string
+	freeOnce sync.Once
+	free     *Matcher
+}
+
+// freeMatcher returns the matcher without -x of a -v -x (BRE/ERE)
+// matcher, compiled at the first call, or nil for any other matcher.
+func (m *Matcher) freeMatcher() *Matcher {
+	if m.freePats == nil {
+		return nil
+	}
+	m.freeOnce.Do(func() {
+		fo := m.opts
+		fo.Line = false
+		m.free, _ = Compile(m.freePats, fo, nil) // compiles, as it did with -x
+	})
+	return m.free
 }
 
 // spanRes are the per-line regexps of one variant for Spans: search finds
@@ -91,13 +108,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	}
 	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && (o.Syntax == Basic || o.Syntax == Extended)}
 	if o.Line && !o.Word && o.Invert && (o.Syntax == Basic || o.Syntax == Extended) {
-		fo := o
-		fo.Line = false
-		free, err := Compile(patterns, fo, nil)
-		if err != nil {
-			return nil, err
-		}
-		m.free = free
+		m.freePats = slices.Clone(patterns)
 	}
 	for _, p := range patterns {
 		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)

@@ -234,8 +234,8 @@ func (p *printer) prline(s, e int, sep byte) {
 		spans = [][2]int{{0, len(line)}}
 	case matching && (p.req.OnlyMatching || p.req.Color):
 		sm := p.m
-		if sm.free != nil && sep == '-' && p.selected(line) {
-			sm = sm.free // -v -x: GNU skips -x's check here (Matcher.free)
+		if free := sm.freeMatcher(); free != nil && sep == '-' && p.selected(line) {
+			sm = free // -v -x: GNU skips -x's check here (Matcher.freePats)
 		}
 		var err error
 		if spans, err = sm.Spans(line, p.invalid); err != nil && p.err == nil {
