@@ -45,6 +45,9 @@ type GrepStats struct {
 	Scanned    bool // every file was read (no usable trigram query, --asof, -v)
 	Candidates int  // files read
 	Files      int  // files considered
+	// IndexQueries counts the queries asked of the index (of its worker
+	// process, when it runs in one) to narrow the candidates.
+	IndexQueries int
 }
 
 // ExitCode returns GNU grep's exit status for a run.
@@ -128,7 +131,7 @@ func (ix *Index) narrow(ctx context.Context, req *GrepRequest, m *grep.Matcher, 
 	var cand map[string]bool
 	if req.AsOf == 0 && m.IndexQuery.Op != trigram.All && !req.Dereference {
 		var err error
-		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at)
+		cand, stats.Degraded, err = ix.candidates(req.Session, m, lastSeq, at, &stats.IndexQueries)
 		if err != nil {
 			// The index is derived data (and may be mid-rebuild: closed
 			// under this reader; its worker may be restarting, which was
@@ -163,8 +166,9 @@ func (ix *Index) withName(req *GrepRequest, at mvcc.HLC) bool {
 }
 
 // candidates returns the paths that may match (nil: search everything)
-// and whether the index lagged behind the log.
-func (ix *Index) candidates(sid mvcc.SessionID, m *grep.Matcher, lastSeq uint64, at mvcc.HLC) (map[string]bool, bool, error) {
+// and whether the index lagged behind the log; it counts the index
+// queries it asks in *queries.
+func (ix *Index) candidates(sid mvcc.SessionID, m *grep.Matcher, lastSeq uint64, at mvcc.HLC, queries *int) (map[string]bool, bool, error) {
 	pos, err := ix.be.position(sid)
 	seq := pos.Seq
 	if err != nil || seq == 0 || seq > lastSeq {
@@ -189,6 +193,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *grep.Matcher, lastSeq uint64,
 		return nil, true, nil // too far behind: read everything
 	}
 	ids, err := ix.be.ids(sid, idQuery{Tri: m.IndexQuery, Gen: pos.Gen})
+	*queries++
 	if err != nil {
 		return nil, true, err
 	}
@@ -214,6 +219,7 @@ func (ix *Index) candidates(sid mvcc.SessionID, m *grep.Matcher, lastSeq uint64,
 	for len(inos) > 0 {
 		n := min(len(inos), inoBatch)
 		ids, err := ix.be.ids(sid, idQuery{Field: "ino", Term: inos[0], Terms: inos[1:n], Gen: pos.Gen})
+		*queries++
 		if err != nil {
 			return nil, true, err
 		}
