@@ -45,7 +45,8 @@ import (
 // compare a mount option in one build, e.g. --passthrough=off).
 // PADFS_BENCH_STORE=postgres adds a fourth target in the same run: padfs
 // on a PostgreSQL store (--store, a throwaway pgtest server on this
-// machine), with its ratio to padfs on its own bbolt store:
+// machine), with its ratio to padfs on its own bbolt store and the
+// server's CPU seconds per workload:
 //
 //	PADFS_BENCH_E2E=1 PADFS_BENCH_STORE=postgres PADFS_BENCH_TREE=go,text go test ./e2e -run 'TestBenchE2E$' -v -timeout 120m
 //
