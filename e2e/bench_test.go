@@ -45,7 +45,8 @@ import (
 // compare a mount option in one build, e.g. --passthrough=off).
 // PADFS_BENCH_STORE=postgres adds a fourth target in the same run: padfs
 // on a PostgreSQL store (--store, a throwaway pgtest server on this
-// machine), with its ratio to padfs on its own bbolt store:
+// machine), with its ratio to padfs on its own bbolt store and the
+// server's CPU seconds per workload:
 //
 //	PADFS_BENCH_E2E=1 PADFS_BENCH_STORE=postgres PADFS_BENCH_TREE=go,text go test ./e2e -run 'TestBenchE2E$' -v -timeout 120m
 //
@@ -174,6 +175,7 @@ func TestBenchE2ESmoke(t *testing.T) {
 // benchSample is one workload on one target in one round.
 type benchSample struct {
 	secs, cpu float64 // wall time; the FUSE server's CPU seconds
+	srv       float64 // the PostgreSQL server's CPU seconds (padfs-pg only)
 }
 
 func runBench(t *testing.T, c benchConfig) {
@@ -197,8 +199,11 @@ func runBench(t *testing.T, c benchConfig) {
 	m := startMount(t, data, mnt, margs...)
 	targets := []benchTarget{{"plain", plain, 0, data}, {"loopback", lbMnt, lbPid, data}, {"padfs", mnt, m.cmd.Process.Pid, data}}
 	var pgSid string
+	pgSrv := 0 // the PostgreSQL server's pid
 	if c.pg {
-		url := pgtest.StartT(t).DB(t)
+		srv := pgtest.StartT(t)
+		url := srv.DB(t)
+		pgSrv = srv.Pid()
 		pgData, pgMnt := filepath.Join(base, "pg-data"), filepath.Join(base, "padfs-pg-mnt")
 		if err := os.Mkdir(pgMnt, 0o755); err != nil {
 			t.Fatal(err)
@@ -254,11 +259,18 @@ func runBench(t *testing.T, c benchConfig) {
 				if w.prep != "" {
 					benchSh(t, tg.data, tg.dir, vars, w.prep)
 				}
-				cpu0 := procCPU(tg.pid)
+				srvCPU := func() float64 {
+					if tg.name != "padfs-pg" {
+						return 0
+					}
+					u, s := pgtest.TreeCPU(pgSrv)
+					return u + s
+				}
+				cpu0, srv0 := procCPU(tg.pid), srvCPU()
 				start := time.Now()
 				out := benchSh(t, tg.data, tg.dir, vars, w.run)
 				secs := time.Since(start).Seconds()
-				s := benchSample{secs: secs, cpu: procCPU(tg.pid) - cpu0}
+				s := benchSample{secs: secs, cpu: procCPU(tg.pid) - cpu0, srv: srvCPU() - srv0}
 				samples[w.name][tg.name] = append(samples[w.name][tg.name], s)
 				if w.name == "untar" {
 					if tg.name == "plain" {
@@ -327,8 +339,8 @@ func runBench(t *testing.T, c benchConfig) {
 	fmt.Fprintf(&b, "machine: %s\nload average (1, 5, 15 min): %s at the start, %s at the end\n\n", machine(base), loadStart, loadAvg())
 	fmt.Fprintf(&b, "tree: %s of %s (%.1f MB, %d rounds, medians)\n\n", strings.Join(c.tree, ","), goRootSrc, float64(content)/1e6, c.rounds)
 	if c.pg {
-		fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s | padfs-pg s | pg/bbolt | padfs-pg CPU s |")
-		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s | padfs-pg s | pg/bbolt | padfs-pg CPU s | server CPU s |")
+		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 	} else {
 		fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s |")
 		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|")
@@ -351,7 +363,8 @@ func runBench(t *testing.T, c benchConfig) {
 			med(w.name, "padfs", cpu), med(w.name, "loopback", cpu))
 		if c.pg {
 			g := med(w.name, "padfs-pg", secs)
-			fmt.Fprintf(&b, " %.3f | %.2f | %.2f |", g, g/x, med(w.name, "padfs-pg", cpu))
+			fmt.Fprintf(&b, " %.3f | %.2f | %.2f | %.2f |", g, g/x, med(w.name, "padfs-pg", cpu),
+				med(w.name, "padfs-pg", func(s benchSample) float64 { return s.srv }))
 		}
 		fmt.Fprintln(&b)
 	}

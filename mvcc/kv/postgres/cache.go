@@ -51,6 +51,11 @@ type cache struct {
 	bytes   int
 	max     int
 	pending map[int64]*batch // our commits sent but not yet applied: gen -> batch
+	// Snapshots still reading trees the cache shares with them: the
+	// cache copies its trees for them (copy on write) only when it is
+	// about to change them (detachLocked), so that a View that ends
+	// before the next commit, as most do, costs the commit no copy.
+	live map[*snapshot]struct{}
 }
 
 // trees are the cache's rows and spans; a snapshot (cache.snapshot) is a
@@ -60,8 +65,11 @@ type trees struct {
 	spans *btree.BTreeG[span] // disjoint, never adjacent
 }
 
-// snapshot is the cache as of one generation, for a lease-local View.
+// snapshot is the cache as of one generation, for a lease-local View. Its
+// trees are the cache's until the cache changes (then a copy of them as
+// they were): read them with the cache's lock held (lookup, seek).
 type snapshot struct {
+	c *cache
 	trees
 	gen, nonce int64
 }
@@ -80,12 +88,28 @@ func rowLess(a, b row) bool   { return string(a.k) < string(b.k) }
 const maxCachedValue = 16 << 10
 
 func newCache(max int) *cache {
-	c := &cache{max: max, pending: map[int64]*batch{}}
+	c := &cache{max: max, pending: map[int64]*batch{}, live: map[*snapshot]struct{}{}}
 	c.reset()
 	return c
 }
 
+// detachLocked gives the live snapshots a copy of the trees, which the
+// cache is about to change.
+func (c *cache) detachLocked() {
+	if len(c.live) == 0 {
+		return
+	}
+	cp := trees{ents: c.ents.Copy(), spans: c.spans.Copy()}
+	for sn := range c.live {
+		sn.trees = cp
+	}
+	clear(c.live)
+}
+
 func (c *cache) reset() {
+	// New trees: the old ones, which live snapshots may share, are left
+	// alone.
+	clear(c.live)
 	c.ents = btree.NewBTreeGOptions(rowLess, btree.Options{NoLocks: true})
 	c.spans = btree.NewBTreeGOptions(spanLess, btree.Options{NoLocks: true})
 	c.bytes = 0
@@ -225,6 +249,7 @@ func (c *cache) dropLocked(p []byte) {
 // uncoverLocked removes [lo, hi) (inf: to the end) from the spans and its
 // rows from the cache.
 func (c *cache) uncoverLocked(lo, hi string, inf bool) {
+	c.detachLocked()
 	var hit []span
 	if s, ok := c.spanBefore(lo); ok && (s.inf || s.hi > lo) {
 		hit = append(hit, s)
@@ -289,6 +314,7 @@ func (c *cache) coverLocked(lo, hi string, inf bool) {
 	if ok && (s.inf || !inf && s.hi >= hi) {
 		return // covered already: a commit's key in a range read before
 	}
+	c.detachLocked()
 	if ok && (s.inf || s.hi >= lo) {
 		c.spans.Delete(s)
 		lo = s.lo
@@ -314,6 +340,7 @@ func (c *cache) coverLocked(lo, hi string, inf bool) {
 }
 
 func (c *cache) setLocked(k string, v []byte) {
+	c.detachLocked()
 	if old, ok := c.ents.Set(row{k: []byte(k), v: v}); ok {
 		c.bytes -= len(old.k) + len(old.v)
 	}
@@ -321,6 +348,7 @@ func (c *cache) setLocked(k string, v []byte) {
 }
 
 func (c *cache) deleteLocked(k string) {
+	c.detachLocked()
 	if old, ok := c.ents.Delete(row{k: []byte(k)}); ok {
 		c.bytes -= len(old.k) + len(old.v)
 	}
@@ -407,16 +435,40 @@ func (c *cache) fill(g int64, lo, hi string, inf bool, rows []row) bool {
 	return true
 }
 
-// snapshot returns a copy of the cache as it is now (its generation and
-// rows), which the cache's later changes leave alone (copy on write).
-// It returns nil if the cache is older than generation min.
+// snapshot returns the cache as it is now (its generation and rows),
+// which the cache's later changes leave alone (copy on write, from the
+// first change on) until release. It returns nil if the cache is older
+// than generation min.
 func (c *cache) snapshot(min int64) *snapshot {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.gen < min {
 		return nil
 	}
-	return &snapshot{trees: trees{ents: c.ents.Copy(), spans: c.spans.Copy()}, gen: c.gen, nonce: c.nonce}
+	sn := &snapshot{c: c, trees: c.trees, gen: c.gen, nonce: c.nonce}
+	c.live[sn] = struct{}{}
+	return sn
+}
+
+// release ends sn's use: the cache need not copy its trees for it.
+func (sn *snapshot) release() {
+	sn.c.mu.Lock()
+	delete(sn.c.live, sn)
+	sn.c.mu.Unlock()
+}
+
+// lookup is trees.lookup in the snapshot.
+func (sn *snapshot) lookup(k []byte) (v []byte, found, covered bool) {
+	sn.c.mu.Lock()
+	defer sn.c.mu.Unlock()
+	return sn.trees.lookup(k)
+}
+
+// seek is trees.seek in the snapshot.
+func (sn *snapshot) seek(pos *string, end []byte) (k, v []byte, found, known bool) {
+	sn.c.mu.Lock()
+	defer sn.c.mu.Unlock()
+	return sn.trees.seek(pos, end)
 }
 
 // begin registers batch b, about to commit as generation g, so that a

@@ -140,6 +140,8 @@ type batchReader struct{ t *txn }
 
 func (r batchReader) Get(key []byte) ([]byte, error) { return r.t.Get(key) }
 
+func (r batchReader) First(start, end []byte) (k, v []byte, err error) { return r.t.First(start, end) }
+
 func (r batchReader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
 	return r.t.Scan(start, end, fn)
 }
