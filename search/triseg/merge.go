@@ -122,15 +122,26 @@ const retireAfter = time.Minute
 // merge writes the segment that replaces run (oldest: it starts the set,
 // so its tombstones hide nothing and go).
 func (s *Set) merge(run []*Segment, oldest bool) (*Segment, error) {
-	// Newest entry of each path wins; new numbers in the inputs' order,
-	// so that a posting list's remapped documents stay increasing.
-	keep := make([][]int32, len(run))
+	keep, paths, kinds, err := mergedDocs(run, oldest)
+	if err != nil {
+		return nil, err
+	}
+	fill := func(wr *writer) error { return s.mergePostings(wr, run, keep) }
+	return s.write(run[0].Lo, run[len(run)-1].Hi, fill, paths, kinds)
+}
+
+// mergedDocs numbers the documents of the merged segment: the newest
+// entry of each path wins, numbered in the inputs' order so that a
+// posting list's remapped documents stay increasing. keep[r][d] is input
+// r's document d's new number, or -1 if it goes.
+func mergedDocs(run []*Segment, oldest bool) (keep [][]int32, paths []string, kinds []byte, err error) {
+	keep = make([][]int32, len(run))
 	seen := map[string]bool{}
 	var total int
 	for r := len(run) - 1; r >= 0; r-- {
 		paths, kinds, err := run[r].Paths()
 		if err != nil {
-			return nil, err
+			return nil, nil, nil, err
 		}
 		keep[r] = make([]int32, len(paths))
 		for d, p := range paths {
@@ -142,10 +153,10 @@ func (s *Set) merge(run []*Segment, oldest bool) (*Segment, error) {
 			seen[p] = true
 		}
 	}
-	paths := make([]string, 0, total)
-	kinds := make([]byte, 0, total)
+	paths = make([]string, 0, total)
+	kinds = make([]byte, 0, total)
 	for r, g := range run {
-		ps, ks, _ := g.Paths()
+		ps, ks, _ := g.Paths() // read above
 		for d := range ps {
 			if keep[r][d] == 0 {
 				keep[r][d] = int32(len(paths))
@@ -154,54 +165,58 @@ func (s *Set) merge(run []*Segment, oldest bool) (*Segment, error) {
 			}
 		}
 	}
-	fill := func(wr *writer) error {
-		its := make([]*keyIter, len(run))
-		live := make([]bool, len(run))
-		for r, g := range run {
-			its[r] = &keyIter{s: g}
-			live[r] = its[r].next()
+	return keep, paths, kinds, nil
+}
+
+// mergePostings writes the union of run's posting lists, key by key in
+// order, with the documents renumbered by keep; it stops when the set
+// closes.
+func (s *Set) mergePostings(wr *writer, run []*Segment, keep [][]int32) error {
+	its := make([]*keyIter, len(run))
+	live := make([]bool, len(run))
+	for r, g := range run {
+		its[r] = &keyIter{s: g}
+		live[r] = its[r].next()
+	}
+	var out []uint32
+	for n := 0; ; n++ {
+		if n%1024 == 0 {
+			select {
+			case <-s.stop:
+				return errClosed
+			default:
+			}
 		}
-		var out []uint32
-		for n := 0; ; n++ {
-			if n%1024 == 0 {
-				select {
-				case <-s.stop:
-					return errClosed
-				default:
+		var key uint32
+		found := false
+		for r, it := range its {
+			if live[r] && (!found || it.key < key) {
+				key, found = it.key, true
+			}
+		}
+		if !found {
+			return nil
+		}
+		out = out[:0]
+		for r, it := range its {
+			if !live[r] || it.key != key {
+				continue
+			}
+			docs, err := it.docs()
+			if err != nil {
+				return err
+			}
+			for _, d := range docs {
+				if nd := keep[r][d]; nd >= 0 {
+					out = append(out, uint32(nd))
 				}
 			}
-			var key uint32
-			found := false
-			for r, it := range its {
-				if live[r] && (!found || it.key < key) {
-					key, found = it.key, true
-				}
-			}
-			if !found {
-				return nil
-			}
-			out = out[:0]
-			for r, it := range its {
-				if !live[r] || it.key != key {
-					continue
-				}
-				docs, err := it.docs()
-				if err != nil {
-					return err
-				}
-				for _, d := range docs {
-					if nd := keep[r][d]; nd >= 0 {
-						out = append(out, uint32(nd))
-					}
-				}
-				live[r] = it.next()
-			}
-			if len(out) > 0 {
-				if err := wr.add(key, out); err != nil {
-					return err
-				}
+			live[r] = it.next()
+		}
+		if len(out) > 0 {
+			if err := wr.add(key, out); err != nil {
+				return err
 			}
 		}
 	}
-	return s.write(run[0].Lo, run[len(run)-1].Hi, fill, paths, kinds)
 }
