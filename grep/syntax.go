@@ -268,9 +268,12 @@ func (p *parser) sequence() ([]*node, error) {
 	return seq, nil
 }
 
-// onlyAnchor: seq is only ^ so far (a BRE * after it is literal).
-func onlyAnchor(seq []*node) bool {
-	return len(seq) == 1 && seq[0].kind == nAssert && seq[0].text == "^"
+// lastAnchor is the anchor (^, $, \<, ...) seq ends with, or "".
+func lastAnchor(seq []*node) string {
+	if len(seq) == 0 || seq[len(seq)-1].kind != nAssert {
+		return ""
+	}
+	return seq[len(seq)-1].text
 }
 
 // extendedOp parses the ERE operator r at p (groups, repetitions,
@@ -305,9 +308,18 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
 		return seq, true, nil
 	case '{':
+		a := lastAnchor(seq)
+		if a == `\b` || a == `\B` {
+			// After \< \> \b \B GNU grep's two engines read a brace
+			// each their own way (\b{1}x and \b{x select lines neither
+			// a literal brace, a repetition nor a skipped brace explains).
+			return nil, false, &UnsupportedError{"brace", "a { right after a word anchor (\\b \\B \\< \\>)"}
+		}
 		min, max, n, ok, err := p.interval(p.pos+1, false)
-		if err == errBadInterval && (len(seq) == 0 || onlyAnchor(seq)) {
-			ok, err = false, nil // glibc: with nothing to repeat, a bad interval is literal
+		if err == errBadInterval && (len(seq) == 0 || a == "^" || a == "$") {
+			// glibc: with nothing to repeat (an anchor repeats nothing),
+			// a bad interval is literal.
+			ok, err = false, nil
 		}
 		if err != nil {
 			return nil, false, err
@@ -337,12 +349,13 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 }
 
 // basicOp is extendedOp for a BRE: \( \) \{ \+ \? and the context rules
-// of * ^ $.
+// of * ^ $. As in glibc, a repetition right after an anchor (^ \< \b ...)
+// repeats nothing and is a literal.
 func (p *parser) basicOp(seq []*node, r rune) (_ []*node, handled bool, err error) {
 	switch r {
 	case '*':
 		p.pos++
-		if len(seq) == 0 || onlyAnchor(seq) {
+		if len(seq) == 0 || lastAnchor(seq) != "" {
 			seq = append(seq, p.lit('*'))
 			return seq, true, nil
 		}
@@ -387,7 +400,7 @@ func (p *parser) basicOp(seq []*node, r rune) (_ []*node, handled bool, err erro
 		case ')': // depth 0 (atBranchEnd handles depth > 0)
 			return nil, false, &SyntaxError{"Unmatched ) or \\)"}
 		case '{':
-			if len(seq) == 0 || onlyAnchor(seq) {
+			if len(seq) == 0 || lastAnchor(seq) != "" {
 				p.pos += 2
 				seq = append(seq, p.lit('{'))
 				return seq, true, nil
@@ -404,7 +417,7 @@ func (p *parser) basicOp(seq []*node, r rune) (_ []*node, handled bool, err erro
 			return seq, true, nil
 		case '+', '?':
 			p.pos += 2
-			if len(seq) == 0 || onlyAnchor(seq) {
+			if len(seq) == 0 || lastAnchor(seq) != "" {
 				seq = append(seq, p.lit(n))
 				return seq, true, nil
 			}
