@@ -21,7 +21,8 @@ import (
 //
 //	caller: read r -> chunker -> chunk bytes cut straight into their frame in a batch
 //	storer: SHA-256 of each chunk, CRC-32C of each frame,
-//	        then one kv Update that puts the batch's chunks not yet stored
+//	        then (in a goroutine of its own, while the next batch is
+//	        hashed) one kv Update that puts the batch's chunks not yet stored
 //
 // Each byte is hashed once, for its chunk's key. A content of one chunk
 // and no hole has that chunk's hash as its whole-file SHA-256 (the same
@@ -225,19 +226,39 @@ func (cs *chunkStorer) hand(b *chunkBatch) (*chunkBatch, error) {
 }
 
 // run stores the batches in todo until it is closed; after an error it
-// only recycles them.
+// only recycles them. It hashes each batch and hands it to a committer
+// goroutine, so that the next batch's SHA-256 overlaps this one's kv
+// Update (a large batch's base commit and fsyncs): for a 512 MiB stream
+// the two were one serial chain of about 0.8 CPU s and 0.3 s of fsyncs.
 func (cs *chunkStorer) run() {
 	defer close(cs.exited)
-	for b := range cs.todo {
-		if cs.err == nil {
-			if err := cs.store(b); err != nil {
-				cs.err = err
-				close(cs.failed)
+	hashed := make(chan *chunkBatch, 1)
+	committed := make(chan struct{})
+	go func() {
+		defer close(committed)
+		// Only this goroutine sets cs.err (the caller reads it once
+		// failed or exited is closed).
+		for b := range hashed {
+			if cs.err == nil {
+				if err := cs.put(b); err != nil {
+					cs.err = err
+					close(cs.failed)
+				}
 			}
+			b.buf, b.items = b.buf[:0], b.items[:0]
+			cs.free <- b // cap batchesInFlight: never blocks
 		}
-		b.buf, b.items = b.buf[:0], b.items[:0]
-		cs.free <- b // cap batchesInFlight: never blocks
+	}()
+	for b := range cs.todo {
+		if cs.hash(b) {
+			hashed <- b
+			continue
+		}
+		b.buf, b.items = b.buf[:0], b.items[:0] // only holes: nothing to put
+		cs.free <- b
 	}
+	close(hashed)
+	<-committed
 }
 
 // finish waits for the storer and returns its error.
@@ -269,6 +290,15 @@ func (cs *chunkStorer) abort(b *chunkBatch, err error) error {
 // store hashes and frames the chunks of b, adds them to the content, and
 // puts those not stored yet in one kv Update.
 func (cs *chunkStorer) store(b *chunkBatch) error {
+	if !cs.hash(b) {
+		return nil // only holes
+	}
+	return cs.put(b)
+}
+
+// hash hashes and frames the chunks of b, adds them to the content and
+// pins them; it reports whether b holds any chunk.
+func (cs *chunkStorer) hash(b *chunkBatch) bool {
 	var hashes []byte // one allocation for the batch's extent hashes
 	for i := range b.items {
 		it := &b.items[i]
@@ -289,11 +319,16 @@ func (cs *chunkStorer) store(b *chunkBatch) error {
 		cs.c.Extents = append(cs.c.Extents, Extent{Chunk: hashes[l-len(Hash{}) : l : l], Len: it.n})
 	}
 	if hashes == nil {
-		return nil // only holes
+		return false
 	}
 	if cs.pin != nil {
 		cs.pin(b.hashes())
 	}
+	return true
+}
+
+// put stores b's hashed chunks that are not stored yet in one kv Update.
+func (cs *chunkStorer) put(b *chunkBatch) error {
 	// Bulk: a full batch's chunks need not go through the WAL's log
 	// (kv.BulkUpdater); b's frames stay unchanged until it returns.
 	return kv.UpdateBulk(cs.s.kv, func(tx kv.Txn) error {
