@@ -140,11 +140,13 @@ func (s *Store) fold(fr *memtable) error {
 			next = nil
 			var size int64
 			var err error
+			var y kv.Yielder // a part is 100 ms or more of CPU
 			put := func(e *entry) bool {
 				if size >= foldBatch {
 					next = e
 					return false
 				}
+				y.Tick()
 				if e.del {
 					err = tx.Delete(e.key)
 				} else {
