@@ -270,16 +270,19 @@ func (s *Store) admitLocked() ([]*tree, error) {
 }
 
 // fullLocked reports whether Updates must wait for the fold of the frozen
-// memtable: the active one has grown to MemtableSize, or to the frozen
-// one's size if that is larger. A compaction lets the active memtable grow
-// past MemtableSize (every commit during its copy), and its fold, at a
-// fraction of a second per foldBatch, then took longer than writers took
-// to fill MemtableSize again: after a 1 GiB redaction a writer of another
-// session waited 1.5-4.7 s for the end of that fold. Writers now wait only
-// if they outpace the fold, and the memtables hold at most twice what the
-// compaction left.
+// memtable: the active one has grown to MemtableSize, or to half the
+// frozen one's size if that is larger. A compaction lets the active
+// memtable grow past MemtableSize (every commit during its copy), and its
+// fold, at a fraction of a second per foldBatch, then took longer than
+// writers took to fill MemtableSize again: after a 1 GiB redaction a
+// writer of another session waited 1.3-1.5 s for the end of that fold.
+// Writers now wait only if they fill at half the fold's speed or more; the
+// memtables hold at most 1.5 times what the compaction left, and the
+// allowance halves with each fold. (Up to the frozen size it did not
+// shrink while writers kept pace: memtables of hundreds of MiB slowed
+// every lookup and collection.)
 func (s *Store) fullLocked() bool {
-	return s.frozen != nil && s.active.size >= max(s.opts.MemtableSize, s.frozen.size)
+	return s.frozen != nil && s.active.size >= max(s.opts.MemtableSize, s.frozen.size/2)
 }
 
 // writerLayersLocked returns the memtables for the Update holding writeMu,
