@@ -99,6 +99,7 @@ type Store struct {
 	active   *memtable  // (w) takes new writes
 	snap     *tree      // copy of active.tree shared by readers; nil when stale
 	frozen   *memtable  // being moved to the base; nil otherwise
+	folded   int64      // of frozen's size, what is in the base already
 	flushErr error      // why the last flush failed; nil after a success
 	broken   error      // sticky: the WAL can take no more records
 	closed   bool
@@ -270,19 +271,17 @@ func (s *Store) admitLocked() ([]*tree, error) {
 }
 
 // fullLocked reports whether Updates must wait for the fold of the frozen
-// memtable: the active one has grown to MemtableSize, or to half the
-// frozen one's size if that is larger. A compaction lets the active
+// memtable: the active one has grown to MemtableSize, or, if more is left
+// to fold of the frozen one, to that. A compaction lets the active
 // memtable grow past MemtableSize (every commit during its copy), and its
 // fold, at a fraction of a second per foldBatch, then took longer than
 // writers took to fill MemtableSize again: after a 1 GiB redaction a
-// writer of another session waited 1.3-1.5 s for the end of that fold.
-// Writers now wait only if they fill at half the fold's speed or more; the
-// memtables hold at most 1.5 times what the compaction left, and the
-// allowance halves with each fold. (Up to the frozen size it did not
-// shrink while writers kept pace: memtables of hundreds of MiB slowed
-// every lookup and collection.)
+// writer of another session waited 1.1-1.5 s for the end of that fold.
+// Now a writer that outpaces the fold waits for its next part, and each
+// fold leaves less to the next: the writes that came during it are at most
+// half of it plus MemtableSize.
 func (s *Store) fullLocked() bool {
-	return s.frozen != nil && s.active.size >= max(s.opts.MemtableSize, s.frozen.size/2)
+	return s.frozen != nil && s.active.size >= max(s.opts.MemtableSize, s.frozen.size-s.folded)
 }
 
 // writerLayersLocked returns the memtables for the Update holding writeMu,
