@@ -276,7 +276,7 @@ func (s *Store) admitLocked() ([]*tree, error) {
 // memtable grow past MemtableSize (every commit during its copy), and its
 // fold, at a fraction of a second per foldBatch, then took longer than
 // writers took to fill MemtableSize again: after a 1 GiB redaction a
-// writer of another session waited 1.1-1.5 s for the end of that fold.
+// writer of another session waited 1.3-2.8 s for the end of that fold.
 // Now a writer that outpaces the fold waits for its next part, and each
 // fold leaves less to the next: the writes that came during it are at most
 // half of it plus MemtableSize.
