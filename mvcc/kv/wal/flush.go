@@ -140,13 +140,11 @@ func (s *Store) fold(fr *memtable) error {
 		err := s.base.Update(func(tx kv.Txn) error {
 			next, partSize = nil, 0
 			var err error
-			var y kv.Yielder // a part is 100 ms or more of CPU
 			put := func(e *entry) bool {
 				if partSize >= foldBatch {
 					next = e
 					return false
 				}
-				y.Tick()
 				if e.del {
 					err = tx.Delete(e.key)
 				} else {
