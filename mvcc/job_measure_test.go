@@ -29,6 +29,10 @@ import (
 // first SECONDS of PHASE (batches or compact) of each job to FILE.kind
 // (each commit that waited over 5 ms is logged in it as "longwait"), for
 // go tool trace; a trace of the whole run is too big to read.
+//
+// PADFS_MEASURE_FLIGHT=DIR keeps a flight recorder running instead and
+// writes its last 2 s to DIR/kind-N-stage-MS.trace after each of the first
+// 12 commits that waited over 10 ms (go tool trace -d=parsed reads them).
 func TestMeasureJobStall(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_JOB_MB"))
 	if mb <= 0 {
@@ -144,8 +148,10 @@ func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionI
 	done := make(chan error, 1)
 	stopTrace := traceWindow(t, kind, e.st)
 	defer stopTrace()
+	longWait, stopFlight := flightRecorder(t, kind)
+	defer stopFlight()
 	go func() { done <- run() }()
-	samples, took := writeDuring(t, e, done, nBatch.Load, commit)
+	samples, took := writeDuring(t, e, done, nBatch.Load, commit, longWait)
 	e.st.jobHook, e.st.batchHook = nil, nil
 	for _, st := range jobStages {
 		logStage(t, fmt.Sprintf("%s %d MiB, %s (%v, %d GCs)", kind, mb, st, samples.span(st), samples.gcs(st)), samples.of[st])
@@ -177,7 +183,7 @@ func (s *stageSamples) gcs(st string) uint64 { return s.gc[st][1] - s.gc[st][0] 
 // writeDuring commits to the other session until 3 s after the job
 // (done) has ended, and returns the commits by stage and the job's time.
 func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
-	commit func(string) (time.Duration, threadStat)) (*stageSamples, time.Duration) {
+	commit func(string) (time.Duration, threadStat), longWait func(time.Duration, string)) (*stageSamples, time.Duration) {
 	ss := &stageSamples{of: map[string][]jobSample{}, first: map[string]time.Time{},
 		last: map[string]time.Time{}, gc: map[string][2]uint64{}}
 	gcSample := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
@@ -211,6 +217,9 @@ func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
 			// Find it in a runtime trace: it ended at this event and
 			// began d before.
 			trace.Log(t.Context(), "longwait", fmt.Sprintf("%d %s", d.Nanoseconds(), st))
+		}
+		if d > 10*time.Millisecond {
+			longWait(d, st)
 		}
 		ss.of[st] = append(ss.of[st], jobSample{d, b0, st, th})
 		if ss.first[st].IsZero() {
@@ -287,4 +296,57 @@ func traceWindow(t *testing.T, kind string, st *Store) (stop func()) {
 		<-ended
 		f.Close()
 	}
+}
+
+// flightRecorder starts the flight recorder PADFS_MEASURE_FLIGHT asks for,
+// if any, and returns what to call after a long wait (it saves the trace
+// from another goroutine) and its stop.
+func flightRecorder(t *testing.T, kind string) (longWait func(time.Duration, string), stop func()) {
+	dir := os.Getenv("PADFS_MEASURE_FLIGHT")
+	if dir == "" {
+		return func(time.Duration, string) {}, func() {}
+	}
+	fr := trace.NewFlightRecorder(trace.FlightRecorderConfig{MinAge: 2 * time.Second, MaxBytes: 64 << 20})
+	if err := fr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	type wait struct {
+		d  time.Duration
+		st string
+	}
+	waits := make(chan wait, 1)
+	ended := make(chan struct{})
+	go func() {
+		defer close(ended)
+		n := 0
+		for w := range waits {
+			n++
+			time.Sleep(50 * time.Millisecond) // the wait's holder has let go
+			name := fmt.Sprintf("%s/%s-%02d-%s-%dms.trace", dir, kind, n, w.st, w.d.Milliseconds())
+			f, err := os.Create(name)
+			if err != nil {
+				t.Error(err)
+				continue
+			}
+			if _, err := fr.WriteTo(f); err != nil {
+				t.Error(err)
+			}
+			f.Close()
+		}
+	}()
+	saved := 0
+	return func(d time.Duration, st string) {
+			if saved >= 12 {
+				return
+			}
+			select {
+			case waits <- wait{d, st}:
+				saved++
+			default: // one is being written
+			}
+		}, func() {
+			close(waits)
+			<-ended
+			fr.Stop()
+		}
 }

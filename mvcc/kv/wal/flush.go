@@ -102,14 +102,14 @@ func (s *Store) flush() error {
 	if err != nil {
 		err = fmt.Errorf("kv/wal %s: flush: %w", s.dir, err)
 		s.mu.Lock()
-		s.flushErr = err
+		s.flushErr, s.folded = err, 0 // a retry folds it all again
 		s.flushed.Broadcast()
 		s.mu.Unlock()
 		return err
 	}
 	s.viewMu.Lock()
 	s.mu.Lock()
-	s.frozen, s.flushErr = nil, nil
+	s.frozen, s.flushErr, s.folded = nil, nil, 0
 	s.flushed.Broadcast()
 	s.mu.Unlock()
 	s.viewMu.Unlock()
@@ -136,12 +136,12 @@ func (s *Store) fold(fr *memtable) error {
 	for {
 		t0 := time.Now()
 		var next *entry
+		var partSize int64
 		err := s.base.Update(func(tx kv.Txn) error {
-			next = nil
-			var size int64
+			next, partSize = nil, 0
 			var err error
 			put := func(e *entry) bool {
-				if size >= foldBatch {
+				if partSize >= foldBatch {
 					next = e
 					return false
 				}
@@ -151,7 +151,7 @@ func (s *Store) fold(fr *memtable) error {
 					// Entries never change and fr outlives the transaction.
 					err = kv.PutStable(tx, e.key, e.val)
 				}
-				size += e.size()
+				partSize += e.size()
 				return err == nil
 			}
 			if from == nil {
@@ -168,6 +168,8 @@ func (s *Store) fold(fr *memtable) error {
 		// No pause when writers may soon need the memtable room this
 		// fold frees (a stream of writes): then it goes at full speed.
 		s.mu.Lock()
+		s.folded += partSize
+		s.flushed.Broadcast() // writers waiting for room (fullLocked)
 		room := s.active.size < s.opts.MemtableSize/2
 		s.mu.Unlock()
 		if room {

@@ -3,11 +3,13 @@ package wal
 import (
 	"bytes"
 	"fmt"
+	"path/filepath"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
+	"github.com/padfs/padfs/mvcc/kv/bolt"
 )
 
 // TestFoldInBoundedSteps: a memtable of several foldBatch (what collects
@@ -81,4 +83,67 @@ func TestFoldInBoundedSteps(t *testing.T) {
 	if got, err := count(); err != nil || got != n {
 		t.Fatalf("after reopen %d of %d keys: %v", got, n, err)
 	}
+}
+
+// gatedBase holds every base Update at its gate while closed is set.
+type gatedBase struct {
+	kv.Store
+	closed  atomic.Bool
+	reached chan struct{} // an Update waits at the gate
+	open    chan struct{}
+}
+
+func (g *gatedBase) Update(fn func(kv.Txn) error) error {
+	if g.closed.Load() {
+		g.reached <- struct{}{}
+		<-g.open
+	}
+	return g.Store.Update(fn)
+}
+
+// TestWritesGoOnWhileALargeMemtableFolds: the memtable a compaction's
+// copy let grow past MemtableSize folds while Updates go on into the
+// active one, up to what is left to fold, instead of waiting for the
+// whole fold once they have put MemtableSize. (If they waited, the
+// Updates below would never return and the test would time out.)
+func TestWritesGoOnWhileALargeMemtableFolds(t *testing.T) {
+	dir := t.TempDir()
+	b, err := bolt.Open(filepath.Join(dir, "padfs.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := &gatedBase{Store: b, reached: make(chan struct{}), open: make(chan struct{})}
+	s, err := Open(filepath.Join(dir, "wal"), g, Options{FlushInterval: time.Hour, MemtableSize: 4 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	// What collects while a compaction holds flushMu: 16 memtables' worth.
+	s.flushMu.Lock()
+	putN(t, s, 0, 400)
+	g.closed.Store(true)
+	s.flushMu.Unlock()
+	select {
+	case s.kick <- struct{}{}:
+	default: // the puts kicked it already
+	}
+	<-g.reached // the fold of the 400 puts waits at the gate
+	s.mu.Lock()
+	frozen := s.frozen.size
+	s.mu.Unlock()
+	// Half as much again: far past MemtableSize, under the frozen size
+	// (nothing of it is folded yet).
+	putN(t, s, 400, 600)
+	s.mu.Lock()
+	active := s.active.size
+	s.mu.Unlock()
+	if active <= s.opts.MemtableSize || active >= frozen {
+		t.Fatalf("active memtable %d bytes, frozen %d: the test should put more than MemtableSize and less than the frozen", active, frozen)
+	}
+	g.closed.Store(false)
+	close(g.open)
+	if err := s.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	checkN(t, s, 600)
 }

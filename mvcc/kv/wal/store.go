@@ -99,6 +99,7 @@ type Store struct {
 	active   *memtable  // (w) takes new writes
 	snap     *tree      // copy of active.tree shared by readers; nil when stale
 	frozen   *memtable  // being moved to the base; nil otherwise
+	folded   int64      // of frozen's size, what is in the base already
 	flushErr error      // why the last flush failed; nil after a success
 	broken   error      // sticky: the WAL can take no more records
 	closed   bool
@@ -255,8 +256,7 @@ func (s *Store) logLocked(writes *tree) error {
 func (s *Store) admitLocked() ([]*tree, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for !s.closed && s.broken == nil && s.flushErr == nil &&
-		s.frozen != nil && s.active.size >= s.opts.MemtableSize {
+	for !s.closed && s.broken == nil && s.flushErr == nil && s.fullLocked() {
 		s.flushed.Wait()
 	}
 	switch {
@@ -268,6 +268,20 @@ func (s *Store) admitLocked() ([]*tree, error) {
 		return nil, fmt.Errorf("kv/wal %s: write buffer full and the base refuses the flush: %w", s.dir, s.flushErr)
 	}
 	return s.writerLayersLocked(), nil
+}
+
+// fullLocked reports whether Updates must wait for the fold of the frozen
+// memtable: the active one has grown to MemtableSize, or, if more is left
+// to fold of the frozen one, to that. A compaction lets the active
+// memtable grow past MemtableSize (every commit during its copy), and its
+// fold, at a fraction of a second per foldBatch, then took longer than
+// writers took to fill MemtableSize again: after a 1 GiB redaction a
+// writer of another session waited 1.3-2.8 s for the end of that fold.
+// Now a writer that outpaces the fold waits for its next part, and each
+// fold leaves less to the next: the writes that came during it are at most
+// half of it plus MemtableSize.
+func (s *Store) fullLocked() bool {
+	return s.frozen != nil && s.active.size >= max(s.opts.MemtableSize, s.frozen.size-s.folded)
 }
 
 // writerLayersLocked returns the memtables for the Update holding writeMu,
