@@ -69,13 +69,16 @@ const (
 )
 
 type node struct {
-	kind     nodeKind
-	set      runeSet // nSet
-	literal  bool    // nSet came from a literal character (keeps U+FFFD)
-	text     string  // nAssert
-	alts     [][]*node
-	sub      *node
-	min, max int
+	kind    nodeKind
+	set     runeSet // nSet
+	literal bool    // nSet came from a literal character (keeps U+FFFD)
+	// startBrace: an ERE '{' at an expression's start that opens no
+	// interval; glibc skips it there, so what follows is at the start too.
+	startBrace bool
+	text       string // nAssert
+	alts       [][]*node
+	sub        *node
+	min, max   int
 }
 
 // parser reads one pattern (one line of a grep pattern list).
@@ -268,6 +271,27 @@ func (p *parser) sequence() ([]*node, error) {
 	return seq, nil
 }
 
+// atStart: seq holds nothing, or only anchors and the braces glibc skips
+// at an ERE's start ({{} and ^{{} are literals).
+func atStart(seq []*node) bool {
+	for _, n := range seq {
+		if !n.startBrace && n.kind != nAssert {
+			return false
+		}
+	}
+	return true
+}
+
+// onlyAnchors: seq holds nothing but anchors (or nothing).
+func onlyAnchors(seq []*node) bool {
+	for _, n := range seq {
+		if n.kind != nAssert {
+			return false
+		}
+	}
+	return true
+}
+
 // lastAnchor is the anchor (^, $, \<, ...) seq ends with, or "".
 func lastAnchor(seq []*node) string {
 	if len(seq) == 0 || seq[len(seq)-1].kind != nAssert {
@@ -301,8 +325,12 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 	case '*', '+', '?':
 		p.pos++
 		min, max := repeatOp(r)
-		if len(seq) == 0 {
+		if onlyAnchors(seq) { // anchors leave the expression at its start
 			p.warn(fmt.Sprintf("%c at start of expression", r))
+		}
+		if a := lastAnchor(seq); len(seq) == 0 || a == `\b` || a == `\B` {
+			// Nothing to repeat; GNU drops a repetition of \< \> \b \B
+			// (a\b* is a\b) but repeats ^ and $ (^*a finds any a).
 			return seq, true, nil
 		}
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
@@ -316,7 +344,8 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			return nil, false, &UnsupportedError{"brace", "a { right after a word anchor (\\b \\B \\< \\>)"}
 		}
 		min, max, n, ok, err := p.interval(p.pos+1, false)
-		if err == errBadInterval && (len(seq) == 0 || a == "^" || a == "$") {
+		start := atStart(seq)
+		if err == errBadInterval && (start || a == "^" || a == "$") {
 			// glibc: with nothing to repeat (an anchor repeats nothing),
 			// a bad interval is literal.
 			ok, err = false, nil
@@ -326,11 +355,13 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		}
 		if !ok {
 			p.pos++
-			seq = append(seq, p.lit('{'))
+			n := p.lit('{')
+			n.startBrace = start
+			seq = append(seq, n)
 			return seq, true, nil
 		}
 		p.pos = n
-		if len(seq) == 0 {
+		if onlyAnchors(seq) {
 			p.warn("{...} at start of expression")
 			return seq, true, nil
 		}
@@ -615,6 +646,11 @@ func (p *parser) bracket() (runeSet, error) {
 			} else {
 				i++
 			}
+			if p.fold {
+				// glibc's -i translates the pattern's ASCII letters to
+				// upper case first: [a-A] is [A-A], [_-A] refused.
+				lo, hi = asciiUpper(lo), asciiUpper(hi)
+			}
 			if hi < lo || rangeFollows(p.src, i) {
 				// GNU refuses a range that starts where one ends: [a-c-e].
 				return nil, &SyntaxError{"Invalid range end"}
@@ -641,6 +677,13 @@ func (p *parser) bracket() (runeSet, error) {
 		return zset(set), nil
 	}
 	return set.remove('\n'), nil
+}
+
+func asciiUpper(r rune) rune {
+	if r >= 'a' && r <= 'z' {
+		return r - 'a' + 'A'
+	}
+	return r
 }
 
 // bracketName reads the [:class:] (its set), [.c.] or [=c=] (its
@@ -774,15 +817,26 @@ func bracketEnd(src []rune, from int, kind rune) int {
 func perlToGo(pat string) (string, error) {
 	var b strings.Builder
 	inClass, quant := false, false
+	// In a class: whether an item came yet, whether the last one was a
+	// set (\d, [:alpha:], ...), and whether a '-' after an item waits for
+	// a range's end. PCRE2 refuses a range from or to a set ([\d-z],
+	// [a-\d]).
+	var item, lastSet, inRange bool
+	rangeFromSet := &SyntaxError{"invalid range in character class"}
 	for i := 0; i < len(pat); i++ {
 		c := pat[i]
 		wasQuant := quant
 		quant = false
 		if c == '\\' && i+1 < len(pat) {
+			set := inClass && strings.IndexByte("dDwWsShHvVpP", pat[i+1]) >= 0
+			if set && inRange {
+				return "", rangeFromSet
+			}
 			var err error
 			if i, err = perlEscape(&b, pat, i, inClass); err != nil {
 				return "", err
 			}
+			item, lastSet, inRange = true, set, false
 			continue
 		}
 		if inClass {
@@ -793,13 +847,25 @@ func perlToGo(pat string) (string, error) {
 					return "", &SyntaxError{"POSIX collating elements are not supported"}
 				}
 				if ok {
+					if inRange {
+						return "", rangeFromSet
+					}
 					b.WriteString(pat[i : end+2]) // [:name:], which Go knows too
 					i = end + 1
+					item, lastSet = true, true
 					continue
 				}
 			case c == ']':
 				inClass = false
+			case c == '-' && item && !inRange && i+1 < len(pat) && pat[i+1] != ']':
+				if lastSet {
+					return "", rangeFromSet
+				}
+				inRange = true
+				b.WriteByte(c)
+				continue
 			}
+			item, lastSet, inRange = true, false, false
 			b.WriteByte(c)
 			continue
 		}
@@ -812,7 +878,7 @@ func perlToGo(pat string) (string, error) {
 					return "", &SyntaxError{"POSIX collating elements are not supported"}
 				}
 			}
-			inClass = true
+			inClass, item, lastSet, inRange = true, false, false, false
 			b.WriteByte(c)
 			if i+1 < len(pat) && pat[i+1] == '^' {
 				b.WriteByte('^')
@@ -821,6 +887,7 @@ func perlToGo(pat string) (string, error) {
 			if i+1 < len(pat) && pat[i+1] == ']' {
 				b.WriteString(`\]`) // a leading ] is literal
 				i++
+				item = true
 			}
 			continue
 		case '*', '?', '}':
