@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
-	"github.com/padfs/padfs/mvcc/kv/bolt"
 	"golang.org/x/sys/unix"
 )
 
@@ -45,10 +44,7 @@ func freeBytes(t *testing.T, dir string) int64 {
 // the base.
 func TestFoldNetOfDeletes(t *testing.T) {
 	dir := smallDisk(t, 8<<20)
-	b, err := bolt.Open(filepath.Join(dir, "padfs.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openBase(t, dir)
 	s, err := Open(filepath.Join(dir, "wal"), b, Options{FlushInterval: time.Hour})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc/kv"
-	"github.com/padfs/padfs/mvcc/kv/bolt"
 )
 
 // TestFoldInBoundedSteps: a memtable of several foldBatch (what collects
@@ -108,10 +107,7 @@ func (g *gatedBase) Update(fn func(kv.Txn) error) error {
 // Updates below would never return and the test would time out.)
 func TestWritesGoOnWhileALargeMemtableFolds(t *testing.T) {
 	dir := t.TempDir()
-	b, err := bolt.Open(filepath.Join(dir, "padfs.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openBase(t, dir)
 	g := &gatedBase{Store: b, reached: make(chan struct{}), open: make(chan struct{})}
 	s, err := Open(filepath.Join(dir, "wal"), g, Options{FlushInterval: time.Hour, MemtableSize: 4 << 10})
 	if err != nil {

@@ -53,6 +53,17 @@ func openDir(dir string, opts Options) (*Store, error) {
 	return s, nil
 }
 
+// openBase opens dir/padfs.db, for a test that wraps the base of the
+// WAL it opens over it.
+func openBase(t testing.TB, dir string) kv.Store {
+	t.Helper()
+	b, err := bolt.Open(filepath.Join(dir, "padfs.db"), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
 func mustOpen(t testing.TB, dir string, opts Options) (*Store, *testLog) {
 	t.Helper()
 	log := &testLog{t: t}
@@ -253,10 +264,7 @@ func TestCorruptOlderSegment(t *testing.T) {
 	}
 	t.Log(err)
 	// Nothing of the replay reached the base.
-	b, err := bolt.Open(filepath.Join(dir, "padfs.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openBase(t, dir)
 	defer b.Close()
 	checkN(t, b, 0)
 }
@@ -466,10 +474,7 @@ func (f *flakyBase) Update(fn func(kv.Txn) error) error {
 
 func TestBaseFailure(t *testing.T) {
 	dir := t.TempDir()
-	b, err := bolt.Open(filepath.Join(dir, "padfs.db"), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := openBase(t, dir)
 	base := &flakyBase{Store: b}
 	log := &testLog{t: t}
 	s, err := Open(filepath.Join(dir, "wal"), base, Options{
