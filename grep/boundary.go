@@ -2,6 +2,7 @@ package grep
 
 import (
 	"regexp/syntax"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -33,9 +34,12 @@ func (b *backtracker) isWord(i int) bool {
 	for s > 0 && i-s < utf8.UTFMax && !utf8.RuneStart(b.line[s]) {
 		s--
 	}
-	r, _ := utf8.DecodeRune(b.line[s:])
-	if r == utf8.RuneError {
-		return false
+	r, w := utf8.DecodeRune(b.line[s:])
+	if r == utf8.RuneError && w == 1 || s+w <= i {
+		// An encoding error: glibc's regex reads its byte as the code
+		// point of the same value (\xc3 is Ã, a word character; \x80
+		// a control, none), while -w sees no word character in it.
+		return b.word.has(rune(b.line[i]))
 	}
 	return b.word.has(r)
 }
@@ -60,7 +64,7 @@ func (b *backtracker) m(re *syntax.Regexp, i int, k func(int) bool) bool {
 				return false
 			}
 			c, w := utf8.DecodeRune(b.line[i:])
-			if c != r {
+			if c != r && (re.Flags&syntax.FoldCase == 0 || !sameFold(c, r)) {
 				return false
 			}
 			i += w
@@ -93,6 +97,12 @@ func (b *backtracker) m(re *syntax.Regexp, i int, k func(int) bool) bool {
 	case syntax.OpNoWordBoundary:
 		return b.prevWord(i) == b.nextWord(i) && k(i)
 	case syntax.OpCapture:
+		switch re.Name { // word edges (edges.go)
+		case wordStartCapture:
+			return !b.prevWord(i) && b.nextWord(i) && k(i)
+		case wordEndCapture:
+			return b.prevWord(i) && !b.nextWord(i) && k(i)
+		}
 		return b.m(re.Sub[0], i, k)
 	case syntax.OpConcat:
 		return b.concat(re.Sub, i, k)
@@ -140,6 +150,18 @@ func (b *backtracker) rep(sub *syntax.Regexp, min, max, i int, k func(int) bool)
 		}
 	}
 	return min <= 0 && k(i)
+}
+
+// sameFold reports whether c is in r's case-folding orbit: Go's parser
+// turns a class that is exactly such an orbit ([Aa], as -i writes it)
+// into a FoldCase literal.
+func sameFold(c, r rune) bool {
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f == c {
+			return true
+		}
+	}
+	return false
 }
 
 // matchLine reports whether re matches somewhere in line, with GNU's word

@@ -51,9 +51,24 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		{"[a-c-e]", 3}, {`[^-\d]`, 3}, {"[]-a]", 3}, {`[\x41-\d]`, 3}, {`[\]-a]`, 3}, {`[a\-\d]`, 3},
 		{`\B*2+`, 1}, {`\<*a`, 1}, {"^*a", 1}, {"$*", 1}, {"a^*", 1}, {`a\b*`, 1}, {"^+x", 1}, {`^\B?a`, 1}, {"x|$*", 1}, {"(^*x)", 1},
 		{"{{}", 1}, {"{{1}", 1}, {"a{{}", 1}, {"{{", 1}, {"({{})", 1}, {"{}{}", 1}, {"{a{}", 1}, {"^{{}", 1}, {"{{{}", 1},
+		{"$*", 3}, {`\b+`, 3}, {"^{2}", 3}, {"^{,2}", 3}, {"(?:$)*", 3}, {`\B{2}`, 3}, {"${", 3}, {`\A?`, 3}, {"a$??", 3},
 		{"[[:^alpha:] ]", 3}, {"[[:a]", 3}, {"[.a]", 3}, {"[a.]", 3}, {`[[:a\]:]]`, 3}, {"[[:foo:]]", 3}, {"[^:a:]", 3},
 	} {
 		f.Add(s.pat, s.flags, text)
+	}
+	// Word edges where \b alone is not exact: \< before, or \> after,
+	// something other than word characters (edges.go).
+	edgeText := "foo bar\n foo\n-x y\nfoo- \nab\n_a_\né a\nxé\n(x)\n a-b \nx\n\n-\n"
+	for _, pat := range []string{`\< `, ` \>`, `\<-`, `-\>`, `\<.`, `.\>`, `\<\(x\|-\)`, `\(\<\|-\)a`,
+		`a\>`, `\>a`, `a\<`, `\<`, `\>`, `\<\>`, `x\>-`, `\(a\|\)\>`, `\<[a-]`, `[-a]\>`, `\<a*`, `a*\>`,
+		`\<\<a`, `a\>\>`, `\<\(-\)*`, `\(\<\)*x`, `\<\(a\|b\)`, `\(a\|-\)\>`, `\<é`, `é\>`, `\<[[:alpha:]]`, `a\b`} {
+		for _, flags := range []uint8{0, 4, 8, 16, 32} {
+			f.Add(pat, flags, edgeText)
+		}
+	}
+	for _, pat := range []string{`(\<)?-`, `\<(a|-)`, `(-|\<)x`, `(\<|\>) `, `\< +`, ` +\>`, `\<x?`, `(\>)+`} {
+		f.Add(pat, uint8(1), edgeText)
+		f.Add(pat, uint8(1|8), edgeText)
 	}
 	gnu, _ := exec.LookPath("grep")
 	f.Fuzz(func(t *testing.T, pat string, flags uint8, data string) {
@@ -194,11 +209,22 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 		{"", 1<<1 | 1<<6 | 1<<7 | 1}, {"foo", 1<<6 | 1<<7 | 1<<18 | 1}, {"", 1<<6 | 1<<7 | 1<<18},
 		{"", 1<<1 | 1<<6 | 1<<7 | 1<<8 | 1<<9 | 1<<12 | 1<<15 | 1<<16 | 1<<18},
 		{"foo", 1<<23 | 1<<24}, {"foo", 1<<24 | 1<<25}, {"f.o", 1<<18 | 2}, {"é", 1<<19 | 1}, {"o+", 1<<23 | 2}, {"(?i)FOO", 1 << 25}, {"", 1}, {"x", 1 << 20},
+		{`\< `, 1 << 1}, {` \>`, 1<<1 | 1<<5}, {`\<.`, 1<<1 | 1<<18}, {`.\>`, 1<<1 | 1<<6}, {`\(\<\|-\)a`, 1 << 18}, {`\<..`, 1<<1 | 1<<6 | 1<<5},
 	} {
 		f.Add(s.pat, s.opts, text)
 		f.Add(s.pat, s.opts, bin)
 		f.Add(s.pat, s.opts, invalid)
 	}
+	// Boundaries next to an encoding error: glibc reads the byte as the
+	// code point of its value (\xc3 a word character, \x80 none).
+	for _, pat := range []string{`\b0`, `\ba`, `x\B`, `\bé`, `\<0`, `a\>`} {
+		f.Add(pat, uint32(1<<0), []byte("\xc30 1\n\xe9\x80a\nx\xc3\n\xffé\na\xc3\n"))
+		f.Add(pat, uint32(1<<6|1<<2), []byte("\xc30 1\n\xe9\x80a\nx\xc3\n\xffé\na\xc3\n"))
+	}
+	// -w with a boundary on a line with non-ASCII text: a match that is
+	// no whole word is not printed.
+	f.Add(`\bfoo`, uint32(1<<1|1<<6), []byte("é foo_bar foo\n"))
+	f.Add(`foo\b`, uint32(1<<1|1<<6|1<<18), []byte("é xfoo foo\n"))
 	// Trailing context after a line GNU cannot print (an encoding error)
 	// starts at its buffer's start: the file's first line, or the last
 	// line's own buffer when no newline ends the file.

@@ -61,9 +61,13 @@ type Matcher struct {
 	lineErrs  [2]error
 	lineOnce  [2]sync.Once
 	// spans finds the matches -o and --color print (see Spans).
-	spans     [2]spanRes
-	spanOnce  [2]sync.Once
-	hasAssert bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
+	spans    [2]spanRes
+	spanOnce [2]sync.Once
+	edges    bool // a \< or \> that \b does not render exactly (edges.go)
+	// anchorRepeat: an ERE repetition of ^ or $; -o and --color refuse
+	// it (see parser.anchorRepeat).
+	anchorRepeat bool
+	hasAssert    bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
@@ -111,11 +115,19 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		m.freePats = slices.Clone(patterns)
 	}
 	for _, p := range patterns {
-		n, boundary, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
+		n, flags, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil {
 			return nil, err
 		}
-		m.Boundary = m.Boundary || boundary
+		if flags.anchorRepeat && o.Word {
+			return nil, errAnchorRepeat // -w checks words in glibc's reading
+		}
+		m.anchorRepeat = m.anchorRepeat || flags.anchorRepeat
+		m.Boundary = m.Boundary || flags.boundary
+		if flags.boundary {
+			word, _ := classSet("word")
+			m.edges = resolveEdges(n, word) || m.edges
+		}
 		if o.Syntax == Perl {
 			t, err := syntax.Parse(n.alts[0][0].text, syntax.Perl)
 			m.hasAssert = m.hasAssert || err != nil || goHasAssert(t)
@@ -160,6 +172,11 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	}
 	return m, nil
 }
+
+// errAnchorRepeat: GNU grep selects the lines of an ERE that repeats ^ or
+// $ by one reading of it and finds the matches in them by another.
+var errAnchorRepeat = &UnsupportedError{"repetition of an anchor",
+	"GNU grep reads * + ? or {n} right after ^ or $ one way to select lines (as padfs does) and another for -w, -o and --color (write \\^ or \\$ for the character, or drop the operator)"}
 
 func translateGoError(err error) error {
 	var se *syntax.Error
@@ -465,13 +482,18 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 			v, line = 1, invalidToNewline(nil, line)
 		}
 	}
+	if m.anchorRepeat {
+		return nil, errAnchorRepeat
+	}
 	sr := m.spanRe(v)
 	if sr.err != nil {
 		return nil, sr.err
 	}
-	if m.Boundary && !isASCII(line) {
-		// Go's \b sees ASCII words only: the backtracker finds the
-		// leftmost-longest matches with GNU's word characters.
+	// Go's \b sees ASCII words only, and no edge (edges.go): the
+	// backtracker finds the leftmost-longest matches with GNU's word
+	// characters.
+	backtrack := m.Boundary && (m.edges || !isASCII(line))
+	if backtrack && sr.anchored == nil {
 		return spansUnicode(sr.tree, line)
 	}
 	var out [][2]int
@@ -487,7 +509,7 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 	if m.opts.Syntax == Perl {
 		word = runeSet{'0', '9', 'A', 'Z', '_', '_', 'a', 'z'}
 	}
-	if m.hasAssert {
+	if m.hasAssert || backtrack {
 		// Searching from an offset must see the text before it (^, \b):
 		// the backtracker runs GNU's loop over the whole line.
 		return spansWord(sr.tree, word, line)
@@ -875,7 +897,7 @@ func (m *Matcher) scan(ctx context.Context, data []byte, mode Mode, bufSize int,
 func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (lineMatch func([]byte) bool, lineErr *error, err error) {
 	lineErr = new(error)
 	switch {
-	case m.Boundary && !isASCII(data):
+	case m.Boundary && (m.edges || !isASCII(data)):
 		tree, err := m.tree(variant)
 		if err != nil {
 			return nil, nil, err
@@ -883,7 +905,11 @@ func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (line
 		word, _ := classSet("word")
 		lineMatch = func(line []byte) bool {
 			if isASCII(line) {
-				return re.Match(line)
+				// Go's \b is GNU's on ASCII text, and a superset of an
+				// edge's lines (edges.go): only its lines need checking.
+				if ok := re.Match(line); !ok || !m.edges {
+					return ok
+				}
 			}
 			ok, err := matchLineUnicode(tree, word, line)
 			if err != nil {

@@ -186,3 +186,17 @@ func caseCounterparts(c rune, out []rune) []rune {
 	}
 	return out
 }
+
+// subsetOf reports whether every rune of s is in t (both normalized).
+func (s runeSet) subsetOf(t runeSet) bool {
+	j := 0
+	for i := 0; i+1 < len(s); i += 2 {
+		for j+1 < len(t) && t[j+1] < s[i] {
+			j += 2
+		}
+		if j+1 >= len(t) || t[j] > s[i] || t[j+1] < s[i+1] {
+			return false
+		}
+	}
+	return true
+}

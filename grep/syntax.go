@@ -76,9 +76,12 @@ type node struct {
 	// interval; glibc skips it there, so what follows is at the start too.
 	startBrace bool
 	text       string // nAssert
-	alts       [][]*node
-	sub        *node
-	min, max   int
+	// edge: an nAssert from \< or \> ('<' or '>'), rendered as \b where
+	// its neighbour in the sequence makes that exact (see resolveEdges).
+	edge     rune
+	alts     [][]*node
+	sub      *node
+	min, max int
 }
 
 // parser reads one pattern (one line of a grep pattern list).
@@ -90,7 +93,12 @@ type parser struct {
 	warn     func(string)
 	depth    int
 	boundary bool // uses \b \B \< \>
-	nullData bool // grep -z: see zset
+	// anchorRepeat: an ERE repetition right after ^ or $ (^*a, a$?,
+	// ^{2}a). GNU's dfa repeats the anchor, which decides which lines
+	// match; glibc's regex, which finds the matches -o prints and checks
+	// -w, drops the repetition or reads the brace as a literal.
+	anchorRepeat bool
+	nullData     bool // grep -z: see zset
 }
 
 // zset is set as grep -z reads swapped data (NUL bytes are line ends,
@@ -132,15 +140,21 @@ func (p *parser) peekAt(i int) (rune, bool) {
 // With nullData (grep -z) the matcher reads data with NUL and newline
 // bytes swapped, and every set holds NUL where GNU's holds a newline (see
 // zset).
-func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, bool, error) {
+// patternFlags are what parsePattern saw that the matcher needs.
+type patternFlags struct {
+	boundary     bool // \b \B \< \>
+	anchorRepeat bool // see parser.anchorRepeat
+}
+
+func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, patternFlags, error) {
 	if !utf8.ValidString(pat) {
-		return nil, false, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
+		return nil, patternFlags{}, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
 	}
 	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn, nullData: nullData}
 	if syn == Perl {
 		src, err := perlToGo(pat)
 		if err != nil {
-			return nil, false, err
+			return nil, patternFlags{}, err
 		}
 		if nullData {
 			src = zsyntax(src)
@@ -152,24 +166,24 @@ func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)
 		}
 		// The pattern is Go syntax already: one raw node. Its \b and \w
 		// are ASCII, as PCRE's are without UCP (GNU grep 3.8).
-		return &node{kind: nGroup, alts: [][]*node{{{kind: nAssert, text: src}}}}, false, nil
+		return &node{kind: nGroup, alts: [][]*node{{{kind: nAssert, text: src}}}}, patternFlags{}, nil
 	}
 	if syn == Fixed {
 		var seq []*node
 		for _, r := range p.src {
 			seq = append(seq, p.lit(r))
 		}
-		return &node{kind: nGroup, alts: [][]*node{seq}}, false, nil
+		return &node{kind: nGroup, alts: [][]*node{seq}}, patternFlags{}, nil
 	}
 	g, err := p.alternation()
 	if err != nil {
-		return nil, false, err
+		return nil, patternFlags{}, err
 	}
 	if !p.eof() {
 		// Only an unmatched close can stop the top level.
-		return nil, false, &SyntaxError{"Unmatched ) or \\)"}
+		return nil, patternFlags{}, &SyntaxError{"Unmatched ) or \\)"}
 	}
-	return g, p.boundary, nil
+	return g, patternFlags{boundary: p.boundary, anchorRepeat: p.anchorRepeat}, nil
 }
 
 // lit is a literal character (with -i: it and its case counterparts).
@@ -328,11 +342,13 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		if onlyAnchors(seq) { // anchors leave the expression at its start
 			p.warn(fmt.Sprintf("%c at start of expression", r))
 		}
-		if a := lastAnchor(seq); len(seq) == 0 || a == `\b` || a == `\B` {
+		a := lastAnchor(seq)
+		if len(seq) == 0 || a == `\b` || a == `\B` {
 			// Nothing to repeat; GNU drops a repetition of \< \> \b \B
 			// (a\b* is a\b) but repeats ^ and $ (^*a finds any a).
 			return seq, true, nil
 		}
+		p.anchorRepeat = p.anchorRepeat || a == "^" || a == "$"
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
 		return seq, true, nil
 	case '{':
@@ -361,6 +377,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			return seq, true, nil
 		}
 		p.pos = n
+		p.anchorRepeat = p.anchorRepeat || a == "^" || a == "$"
 		if onlyAnchors(seq) {
 			p.warn("{...} at start of expression")
 			return seq, true, nil
@@ -555,7 +572,10 @@ func (p *parser) escape() (*node, error) {
 	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
 		return nil, &UnsupportedError{"back-reference \\" + string(n),
 			"back-references are not regular; Go's regexp engine (RE2) cannot evaluate them (use GNU grep)"}
-	case '<', '>', 'b', 'B':
+	case '<', '>':
+		p.boundary = true
+		return &node{kind: nAssert, text: `\b`, edge: n}, nil
+	case 'b', 'B':
 		p.boundary = true
 		if n == 'B' {
 			return &node{kind: nAssert, text: `\B`}, nil
@@ -823,21 +843,29 @@ func perlToGo(pat string) (string, error) {
 	// [a-\d]).
 	var item, lastSet, inRange bool
 	rangeFromSet := &SyntaxError{"invalid range in character class"}
+	// PCRE2 refuses to repeat an assertion (^* \b+ $?), where Go's
+	// engine repeats the empty match.
+	notRepeatable := &SyntaxError{"quantifier does not follow a repeatable item"}
+	assertion := false
 	for i := 0; i < len(pat); i++ {
 		c := pat[i]
-		wasQuant := quant
-		quant = false
+		wasQuant, wasAssertion := quant, assertion
+		quant, assertion = false, false
 		if c == '\\' && i+1 < len(pat) {
 			set := inClass && strings.IndexByte("dDwWsShHvVpP", pat[i+1]) >= 0
 			if set && inRange {
 				return "", rangeFromSet
 			}
+			assertion = !inClass && strings.IndexByte("bBAzZ", pat[i+1]) >= 0
 			var err error
 			if i, err = perlEscape(&b, pat, i, inClass); err != nil {
 				return "", err
 			}
 			item, lastSet, inRange = true, set, false
 			continue
+		}
+		if wasAssertion && !inClass && (c == '*' || c == '+' || c == '?' || c == '{' && pcreQuantifier(pat[i:])) {
+			return "", notRepeatable
 		}
 		if inClass {
 			switch {
@@ -890,6 +918,8 @@ func perlToGo(pat string) (string, error) {
 				item = true
 			}
 			continue
+		case '^', '$':
+			assertion = true
 		case '*', '?', '}':
 			if c == '?' && wasQuant {
 				break // non-greedy
@@ -912,6 +942,23 @@ func perlToGo(pat string) (string, error) {
 		return "", &SyntaxError{err.Error()}
 	}
 	return src, nil
+}
+
+// pcreQuantifier reports whether s starts with a counted quantifier as
+// PCRE2 10.42 reads one: {n}, {n,} or {n,m} (anything else is literal).
+func pcreQuantifier(s string) bool {
+	i, digits := 1, 0
+	for ; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		digits++
+	}
+	if digits == 0 || i >= len(s) {
+		return false
+	}
+	if s[i] == ',' {
+		for i++; i < len(s) && s[i] >= '0' && s[i] <= '9'; i++ {
+		}
+	}
+	return i < len(s) && s[i] == '}'
 }
 
 // PCRE's \s, \v and \h, as Go class contents.
