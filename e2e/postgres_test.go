@@ -61,6 +61,63 @@ func TestPostgres(t *testing.T) {
 	t.Run("Fsck", func(t *testing.T) { testFsck(t, srv.DB(t)) })
 	t.Run("OneWriter", func(t *testing.T) { testOneWriter(t, srv.DB(t)) })
 	t.Run("CheckpointAnyHost", func(t *testing.T) { testCheckpointAnyHost(t, srv.DB(t)) })
+	t.Run("HardForget", func(t *testing.T) { testHardForget(t, srv.DB(t)) })
+}
+
+// testHardForget: a hard forget run from another host deletes every row
+// holding the session's bytes (no row of padfs_kv holds its text after
+// it), and its receipts, before and after, say what PostgreSQL still
+// keeps (its WAL, replicas, backups) and that the table is vacuumed.
+func testHardForget(t *testing.T, url string) {
+	a, b := newHost(t, "a"), newHost(t, "b")
+	s := mustPgPadfs(t, a.data, url, "session", "new")
+	keep := mustPgPadfs(t, a.data, url, "session", "new")
+	const secret = "pg-hard-forget-secret-5d1c"
+	ma := startMount(t, a.data, a.mnt, "--store", url, "--session", s)
+	sh(t, a.data, a.mnt, "printf '%s\\n' "+secret+" > small; mkdir d; for i in $(seq 2000); do printf '"+secret+" %d\\n' $i; done > d/big; ln -s "+secret+" link")
+	ma.stop()
+	mk := startMount(t, a.data, a.mnt, "--store", url, "--session", keep)
+	sh(t, a.data, a.mnt, "echo other > f")
+	mk.stop()
+	ctx := context.Background()
+	c, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(ctx)
+	rows := func() int {
+		var n int
+		if err := c.QueryRow(ctx, "SELECT count(*) FROM padfs_kv WHERE position(convert_to($1, 'UTF8') in k || v) > 0", secret).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := rows(); n == 0 {
+		t.Fatalf("no row of padfs_kv holds the session's text before the forget: the check below proves nothing")
+	}
+	plan := mustPgPadfs(t, b.data, url, "session", "forget", "--hard", s)
+	for _, want := range []string{"write-ahead log", "VACUUM (FULL) padfs_kv", "backups"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("hard forget receipt on PostgreSQL lacks %q:\n%s", want, plan)
+		}
+	}
+	var pj struct {
+		Token    string `json:"token"`
+		Retained string `json:"retained"`
+	}
+	if err := json.Unmarshal([]byte(mustPgPadfs(t, b.data, url, "session", "forget", "--hard", s, "--json")), &pj); err != nil || !strings.Contains(pj.Retained, "write-ahead log") {
+		t.Errorf("hard forget --json receipt: %+v, %v; want a retained field naming the WAL", pj, err)
+	}
+	done := mustPgPadfs(t, b.data, url, "session", "forget", "--hard", s, "--confirm", tokenOf(t, plan))
+	if !strings.Contains(done, "purged session "+s) || !strings.Contains(done, "write-ahead log") {
+		t.Errorf("hard forget on PostgreSQL printed %q; want the purge and what the server keeps", done)
+	}
+	if n := rows(); n != 0 {
+		t.Errorf("%d rows of padfs_kv still hold the purged session's text", n)
+	}
+	if ls := mustPgPadfs(t, a.data, url, "session", "ls"); strings.Contains(ls, s) || !strings.Contains(ls, keep) {
+		t.Errorf("session ls after the hard forget:\n%s\nwant %s gone and %s kept", ls, s, keep)
+	}
 }
 
 // testOneWriter: commands of another host that would commit to a session

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/mvcc/kv"
 	"github.com/padfs/padfs/session"
 	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/cobra"
@@ -146,7 +147,7 @@ func purgeReceipt(a *App, sid mvcc.SessionID, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return writeJSON(a.Out, r)
+		return writeJSON(a.Out, purgeReceiptJSON{r, retained(a)})
 	}
 	name := ""
 	if r.Name != "" {
@@ -163,6 +164,7 @@ session changes):
   padfs session forget --hard %s --confirm %s
 token: %s
 `, sid, name, r.Files, r.Dirs, r.Versions, r.Bytes, r.Chunks, r.SharedChunks, r.LastSeq, sid, r.Token, r.Token)
+	printRetained(a)
 	return err
 }
 
@@ -186,11 +188,39 @@ func purge(a *App, sid mvcc.SessionID, token string, asJSON bool) error {
 		return err
 	}
 	if asJSON {
-		return writeJSON(a.Out, map[string]any{"purged": r})
+		return writeJSON(a.Out, withRetained(a, map[string]any{"purged": r}))
 	}
 	_, err = fmt.Fprintf(a.Out, "purged session %s: %d files, %d versions, %d bytes, %d chunks\n",
 		sid, r.Files, r.Versions, r.Bytes, r.Chunks)
+	printRetained(a)
 	return err
+}
+
+// purgeReceiptJSON is a hard forget's receipt and what the store's server
+// keeps of deleted data.
+type purgeReceiptJSON struct {
+	*mvcc.PurgeReceipt
+	Retained string `json:"retained,omitempty"`
+}
+
+// retained is what the store's server keeps of deleted data where padfs
+// cannot reach it (PostgreSQL's WAL, replicas, backups), or "".
+func retained(a *App) string { return kv.Retained(a.Store.KV()) }
+
+// withRetained adds retained(a) to a JSON result, if there is any.
+func withRetained(a *App, m map[string]any) map[string]any {
+	if t := retained(a); t != "" {
+		m["retained"] = t
+	}
+	return m
+}
+
+// printRetained ends a hard forget's or redaction's receipt with
+// retained(a), if there is anything to say.
+func printRetained(a *App) {
+	if t := retained(a); t != "" {
+		fmt.Fprintf(a.Out, "Kept outside padfs's reach: %s.\n", t)
+	}
 }
 
 // lifecycle runs op, a call of the Go API that changes session sid in the

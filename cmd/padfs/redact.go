@@ -146,11 +146,12 @@ func (o redactOpts) carryOut(a *App, sid mvcc.SessionID) error {
 		return fmt.Errorf("redacted, but could not look for the text in compressed files: %w", err)
 	}
 	if o.j {
-		return writeJSON(a.Out, map[string]any{"redacted": r, "not_redacted": nr})
+		return writeJSON(a.Out, withRetained(a, map[string]any{"redacted": r, "not_redacted": nr}))
 	}
 	_, err = fmt.Fprintf(a.Out, "redacted session %s: %d occurrences in %d versions of %d files; %d chunks purged\n",
 		sid, r.Occurrences, r.Versions, r.Files, r.Chunks)
 	printNotRedacted(a.Out, nr)
+	printRetained(a)
 	return err
 }
 
@@ -164,7 +165,7 @@ func redactReceipt(a *App, sid mvcc.SessionID, needle, repl string, asJSON bool)
 		return err
 	}
 	if asJSON {
-		if err := writeJSON(a.Out, redactReceiptJSON{r, nr}); err != nil {
+		if err := writeJSON(a.Out, redactReceiptJSON{r, nr, retained(a)}); err != nil {
 			return err
 		}
 	} else if r.Versions == 0 && compressedHits(nr) == 0 {
@@ -202,5 +203,6 @@ Nothing has been changed. To redact, run the same command with
 token: %s
 `, sid, r.Files, r.Versions, r.Occurrences, r.Events, r.Chunks, r.SharedChunks, others, r.Token, r.Token)
 	printNotRedacted(a.Out, nr)
+	printRetained(a)
 	return err
 }

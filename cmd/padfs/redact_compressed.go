@@ -12,6 +12,7 @@ import (
 type redactReceiptJSON struct {
 	*mvcc.RedactReceipt
 	NotRedacted []mvcc.CompressedFile `json:"not_redacted,omitempty"`
+	Retained    string                `json:"retained,omitempty"` // see retained
 }
 
 // printNotRedacted lists the files that hold the needle compressed, which a

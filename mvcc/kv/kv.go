@@ -120,6 +120,22 @@ type Compactor interface {
 	Compact(progress func(done, total int64)) error
 }
 
+// Retainer is implemented by drivers whose server keeps copies of deleted
+// data that Compact cannot reach (a database server's write-ahead log,
+// replicas, archives, backups). Retained says where, and what their
+// administrator can do, for the receipts of hard forget and redaction.
+type Retainer interface {
+	Retained() string
+}
+
+// Retained is s's Retainer text, or "" when s keeps nothing of the kind.
+func Retained(s Store) string {
+	if r, ok := s.(Retainer); ok {
+		return r.Retained()
+	}
+	return ""
+}
+
 // MinFormater is implemented by drivers whose files a padfs older than
 // some mvcc store format would misread: the mvcc layer raises the store's
 // format to MinFormat (0: none) when it opens the store, so that such a

@@ -1516,7 +1516,18 @@ func (s *Store) Close() error {
 // ctxTimeout bounds the housekeeping statements (leases, schema).
 const ctxTimeout = 10 * time.Second
 
-var _ kv.Compactor = (*Store)(nil)
+var (
+	_ kv.Compactor = (*Store)(nil)
+	_ kv.Retainer  = (*Store)(nil)
+)
+
+// Retained is what the server keeps of deleted rows after Compact.
+func (s *Store) Retained() string {
+	return "PostgreSQL: the job ends with VACUUM (FULL) padfs_kv, after which no file of the table holds the deleted bytes; " +
+		"the server's write-ahead log still holds them until its segment files are overwritten or removed after later checkpoints " +
+		"(CHECKPOINT hastens that; a recycled segment keeps old bytes until it is reused), " +
+		"and so do replicas, a WAL archive and backups until their administrator expires them"
+}
 
 // Compact rewrites the table (VACUUM FULL), so that no deleted row's bytes
 // remain in its files: what hard forget and redaction promise. It holds an
