@@ -18,9 +18,9 @@
 //     transaction-scoped advisory lock, so a READ COMMITTED transaction
 //     that holds it reads everything committed before it and nothing
 //     commits beside it. Writes are buffered in memory (reads see them) and
-//     sent at commit in one statement (padfs_commit: the lease checks, the
-//     change row, one INSERT ... ON CONFLICT over arrays and one DELETE
-//     ... = ANY), pipelined with the COMMIT: one round trip, which also
+//     sent at commit (the change row with the lease checks, qLogChange;
+//     one INSERT ... ON CONFLICT over arrays; one DELETE ... = ANY),
+//     pipelined with the COMMIT: one round trip, which also
 //     begins the next batch (beginning ahead, see queueAhead), so that
 //     Updates one after another cost one round trip each. Statements use
 //     generic plans (plan_cache_mode), and the other processes are
@@ -105,10 +105,11 @@ type Store struct {
 	desc   string // host/database, for errors
 
 	// mu serializes the Updates' callbacks and owns the open batch.
-	mu      sync.Mutex
-	waiting atomic.Int32 // Updates blocked on mu
-	batch   *batch
-	defers  deferState // deferred Updates (defer.go)
+	mu         sync.Mutex
+	waiting    atomic.Int32 // Updates blocked on mu
+	batch      *batch
+	defers     deferState  // deferred Updates (defer.go)
+	aheadTimer *time.Timer // rolls back a batch begun ahead that waited AheadIdle unused (armAheadLocked)
 
 	leaseMu sync.Mutex
 	leases  map[string]*Lease                 // held by this process, checked at every commit
@@ -254,33 +255,54 @@ BEGIN
 	END IF;
 	RETURN NULL;
 END $f$;
+-- The triggers fire only for writers that do not do their work
+-- themselves: padfs's writer transactions set padfs.logged and
+-- padfs.guarded when they begin (qLock), log their change and check the
+-- guard in their commit's statement (qLogChange). Triggers of an older
+-- padfs, without the WHEN clause, are replaced.
 DO $d$ BEGIN
+	IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'padfs_kv_changed' AND tgrelid = 'padfs_kv'::regclass AND tgqual IS NULL) THEN
+		DROP TRIGGER padfs_kv_changed ON padfs_kv;
+	END IF;
 	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'padfs_kv_changed' AND tgrelid = 'padfs_kv'::regclass) THEN
-		CREATE TRIGGER padfs_kv_changed AFTER INSERT OR UPDATE OR DELETE OR TRUNCATE ON padfs_kv
+		CREATE TRIGGER padfs_kv_changed AFTER INSERT OR UPDATE OR DELETE ON padfs_kv
+			FOR EACH STATEMENT WHEN (current_setting('padfs.logged', true) IS DISTINCT FROM 'on') EXECUTE FUNCTION padfs_kv_changed();
+	END IF;
+	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'padfs_kv_truncated' AND tgrelid = 'padfs_kv'::regclass) THEN
+		CREATE TRIGGER padfs_kv_truncated AFTER TRUNCATE ON padfs_kv
 			FOR EACH STATEMENT EXECUTE FUNCTION padfs_kv_changed();
 	END IF;
 END $d$;
 ALTER TABLE padfs_lease ADD COLUMN IF NOT EXISTS sid bytea;
-CREATE OR REPLACE FUNCTION padfs_changes_guard() RETURNS trigger LANGUAGE plpgsql AS $f$
+-- padfs_guard refuses a change of parts ps to a session whose lease is live
+-- and not one of mine (name/token, comma-separated).
+CREATE OR REPLACE FUNCTION padfs_guard(ps bytea[], mine text) RETURNS void LANGUAGE plpgsql AS $f$
 DECLARE
 	h record;
 BEGIN
 	SELECT l.name, l.host, l.pid, l.since INTO h FROM padfs_lease l
 	WHERE l.sid IS NOT NULL AND l.expires > clock_timestamp()
-		AND NOT (l.name || '/' || l.token) = ANY (string_to_array(coalesce(current_setting('padfs.mine', true), ''), ','))
-		AND EXISTS (SELECT 1 FROM unnest(NEW.parts) p WHERE length(p) = 0
+		AND NOT (l.name || '/' || l.token) = ANY (string_to_array(coalesce(mine, ''), ','))
+		AND EXISTS (SELECT 1 FROM unnest(ps) p WHERE length(p) = 0
 			OR get_byte(p, 0) = ANY ('{72,90,68,73,88,83,80,76,87}'::int[]) AND (length(p) < 17 OR substring(p FROM 2 FOR 16) = l.sid))
 	LIMIT 1;
 	IF FOUND THEN
 		RAISE EXCEPTION 'session % is mounted read-write by pid % on host % since % (its lease): only its holder may write it',
 			h.name, h.pid, h.host, to_char(h.since AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"') USING ERRCODE = 'PF002';
 	END IF;
+END $f$;
+CREATE OR REPLACE FUNCTION padfs_changes_guard() RETURNS trigger LANGUAGE plpgsql AS $f$
+BEGIN
+	PERFORM padfs_guard(NEW.parts, current_setting('padfs.mine', true));
 	RETURN NEW;
 END $f$;
 DO $d$ BEGIN
+	IF EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'padfs_changes_guard' AND tgrelid = 'padfs_changes'::regclass AND tgqual IS NULL) THEN
+		DROP TRIGGER padfs_changes_guard ON padfs_changes;
+	END IF;
 	IF NOT EXISTS (SELECT 1 FROM pg_trigger WHERE tgname = 'padfs_changes_guard' AND tgrelid = 'padfs_changes'::regclass) THEN
 		CREATE TRIGGER padfs_changes_guard BEFORE INSERT ON padfs_changes
-			FOR EACH ROW EXECUTE FUNCTION padfs_changes_guard();
+			FOR EACH ROW WHEN (current_setting('padfs.guarded', true) IS DISTINCT FROM 'on') EXECUTE FUNCTION padfs_changes_guard();
 	END IF;
 END $d$;
 CREATE OR REPLACE FUNCTION padfs_fence(n text, tok bigint) RETURNS void LANGUAGE plpgsql AS $f$
@@ -289,6 +311,7 @@ BEGIN
 		RAISE EXCEPTION 'lease % (token %) is no longer held', n, tok USING ERRCODE = 'PF001';
 	END IF;
 END $f$;
+-- What padfs before qLogChange called for a commit (kept for it).
 CREATE OR REPLACE FUNCTION padfs_commit(g bigint, nc bigint, ps bytea[], mine text, names text[], tokens bigint[],
 	chan text, who text, ks bytea[], vs bytea[], ds bytea[])
 RETURNS void LANGUAGE plpgsql AS $f$
@@ -316,6 +339,21 @@ BEGIN
 		PERFORM pg_notify(chan, who);
 	END IF;
 END $f$;
+-- padfs_refused says why qLogChange's checks failed: a lease lost
+-- (fenced), else the guard (naming the holder). If neither holds any more
+-- (a lease ran out in between), nothing is in the way: the parts go in.
+CREATE OR REPLACE FUNCTION padfs_refused(ps bytea[], names text[], tokens bigint[]) RETURNS bytea[] LANGUAGE plpgsql AS $f$
+DECLARE
+	lost record;
+BEGIN
+	SELECT h.n, h.t INTO lost FROM unnest(names, tokens) AS h(n, t)
+	WHERE NOT EXISTS (SELECT 1 FROM padfs_lease WHERE name = h.n AND token = h.t AND expires > clock_timestamp()) LIMIT 1;
+	IF FOUND THEN
+		RAISE EXCEPTION 'lease % (token %) is no longer held', lost.n, lost.t USING ERRCODE = 'PF001';
+	END IF;
+	PERFORM padfs_guard(ps, (SELECT string_agg(h.n || '/' || h.t, ',') FROM unnest(names, tokens) AS h(n, t)));
+	RETURN ps;
+END $f$;
 -- What padfs before padfs_commit called, then wrote padfs_kv itself.
 CREATE OR REPLACE FUNCTION padfs_log(g bigint, nc bigint, ps bytea[], mine text, names text[], tokens bigint[], chan text, who text)
 RETURNS void LANGUAGE sql AS $f$
@@ -323,8 +361,8 @@ RETURNS void LANGUAGE sql AS $f$
 $f$;
 `
 
-// fencedCode is the SQLSTATE padfs_fence raises, guardCode
-// padfs_changes_guard's.
+// fencedCode is the SQLSTATE padfs_fence and padfs_refused raise for a
+// lease lost, guardCode padfs_guard's.
 const (
 	fencedCode = "PF001"
 	guardCode  = "PF002"
@@ -546,6 +584,11 @@ const (
 		UNION ALL (SELECT 1, gen, nonce, parts FROM padfs_changes WHERE gen >= $1 ORDER BY gen LIMIT 1000) ORDER BY o, gen`
 )
 
+// qLock takes the writer lock of an Update's transaction, and says that
+// the transaction logs its change and checks the guard itself (qLogChange):
+// the triggers on padfs_kv and padfs_changes need not fire.
+const qLock = "SELECT pg_advisory_xact_lock($1), set_config('padfs.logged', 'on', true), set_config('padfs.guarded', 'on', true)"
+
 // beginTx begins a transaction on c in one round trip: begin, then
 // (under the writer lock, for an Update) the generation it sees and the
 // changes the cache has not seen; the cache is brought to that
@@ -554,7 +597,7 @@ func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin s
 	pb := &pgx.Batch{}
 	pb.Queue(begin)
 	if write {
-		pb.Queue("SELECT pg_advisory_xact_lock($1)", int64(writerLock))
+		pb.Queue(qLock, int64(writerLock))
 	}
 	s.queueGen(pb, from)
 	s.trips.Add(1)
@@ -1102,7 +1145,8 @@ const aheadServerIdle = 2 * time.Second
 // queueAhead queues the begin of the next batch after a COMMIT.
 func (s *Store) queueAhead(pb *pgx.Batch) {
 	pb.Queue("BEGIN")
-	pb.Queue("SELECT pg_try_advisory_xact_lock($1), set_config('idle_in_transaction_session_timeout', $2, true)",
+	pb.Queue(`SELECT pg_try_advisory_xact_lock($1), set_config('idle_in_transaction_session_timeout', $2, true),
+		set_config('padfs.logged', 'on', true), set_config('padfs.guarded', 'on', true)`, // as qLock
 		int64(writerLock), fmt.Sprint(aheadServerIdle.Milliseconds()))
 	s.queueGen(pb, -1)
 }
@@ -1114,8 +1158,8 @@ func (s *Store) readAhead(br pgx.BatchResults, c *pgxpool.Conn) (*batch, error) 
 		return nil, err
 	}
 	var locked bool
-	var timeout string
-	if err := br.QueryRow().Scan(&locked, &timeout); err != nil || !locked {
+	var timeout, logged, guarded string
+	if err := br.QueryRow().Scan(&locked, &timeout, &logged, &guarded); err != nil || !locked {
 		return nil, err
 	}
 	r := &reader{s: s, q: c}
@@ -1135,13 +1179,34 @@ func (s *Store) dropAheadLocked(b *batch) {
 	s.endTx(b.conn)
 }
 
-// idleAhead rolls batch b, begun ahead, back if no Update has used it.
-func (s *Store) idleAhead(b *batch) {
+// armAheadLocked starts the wait of a batch just begun ahead for its first
+// Update. One timer serves every batch, re-armed by each: a program whose
+// commits follow each other within AheadIdle never sees it fire (a timer
+// per batch cost every commit a goroutine, and a wake-up of the lock's
+// waiter, when it fired after the next commit had begun).
+func (s *Store) armAheadLocked() {
+	if s.aheadTimer == nil {
+		s.aheadTimer = time.AfterFunc(s.opts.AheadIdle, s.idleAhead)
+		return
+	}
+	s.aheadTimer.Reset(s.opts.AheadIdle)
+}
+
+// idleAhead rolls the batch begun ahead back if no Update has used it for
+// AheadIdle.
+func (s *Store) idleAhead() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.batch == b && !b.used {
-		s.dropAheadLocked(b)
+	b := s.batch
+	if b == nil || b.used || b.ahead.IsZero() {
+		return
 	}
+	if wait := s.opts.AheadIdle - time.Since(b.ahead); wait > 0 {
+		// Begun while this firing waited for the lock.
+		s.aheadTimer.Reset(wait)
+		return
+	}
+	s.dropAheadLocked(b)
 }
 
 // changesKept is how many generations padfs_changes keeps: a process
@@ -1216,7 +1281,7 @@ func (s *Store) finishLocked(b *batch) {
 	case next != nil:
 		s.stats.ahead.Add(1)
 		s.batch = next
-		time.AfterFunc(s.opts.AheadIdle, func() { s.idleAhead(next) })
+		s.armAheadLocked()
 	case ahead:
 		s.endTx(b.conn) // the next batch did not get the lock, or failed
 	default:
@@ -1267,22 +1332,61 @@ func (s *Store) queueWrites(pb *pgx.Batch, gen, nonce int64, w commitWrites) {
 		}
 		return
 	}
-	// One statement (padfs_commit): the leases it holds, for the guard on
-	// padfs_changes; their fences (a former holder's commit fails as
-	// fenced, before the guard refuses it); the change, first, so that the
-	// trigger on padfs_kv sees it logged; the writes. No notification: it
-	// is sent after the commit (notifyLater).
+	// The change with the lease checks, first: if it fails, the writes
+	// after it in the pipeline do not run. No notification: it is sent
+	// after the commit (notifyLater).
 	mine := make([]string, len(held))
 	names, tokens := make([]string, len(held)), make([]int64, len(held))
 	for i, l := range held {
 		mine[i] = fmt.Sprintf("%s/%d", l.name, l.token)
 		names[i], tokens[i] = l.name, l.token
 	}
-	pb.Queue("SELECT padfs_commit($1, $2, $3::bytea[], $4, $5::text[], $6::bigint[], '', '', $7::bytea[], $8::bytea[], $9::bytea[])",
-		gen, nonce, w.parts, strings.Join(mine, ","), names, tokens, w.puts, w.vals, w.dels)
+	sids, all := guardedSessions(w.parts)
+	pb.Queue(qLogChange, gen, nonce, w.parts, names, tokens, mine, sids, all)
+	if len(w.puts) > 0 {
+		pb.Queue("INSERT INTO padfs_kv (k, v) SELECT * FROM unnest($1::bytea[], $2::bytea[]) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v",
+			w.puts, w.vals)
+	}
+	if len(w.dels) > 0 {
+		pb.Queue("DELETE FROM padfs_kv WHERE k = ANY ($1::bytea[])", w.dels)
+	}
 	if gen%1024 == 0 {
 		pb.Queue("DELETE FROM padfs_changes WHERE gen <= $1", gen-changesKept)
 	}
+}
+
+// qLogChange logs a commit's change (gen, nonce, parts $1-$3) if every
+// lease this process holds (names, tokens; mine: their name/token) is
+// still held, and no session it touches (sids, or every session if all)
+// is leased by another process: padfs_fence's and padfs_guard's checks in
+// one scan of padfs_lease, with no subquery (as subqueries, in
+// padfs_commit, they cost the server about 30 µs a commit, as much as a
+// small file's 8 rows). If they fail, padfs_refused raises the error that
+// says why.
+const qLogChange = `INSERT INTO padfs_changes (gen, nonce, parts)
+SELECT $1, $2, CASE WHEN c.ok THEN $3::bytea[] ELSE padfs_refused($3::bytea[], $4::text[], $5::bigint[]) END
+FROM (SELECT count(*) FILTER (WHERE l.mine) = cardinality($6::text[])
+		AND NOT coalesce(bool_or(NOT l.mine AND l.sid IS NOT NULL AND ($8::bool OR l.sid = ANY ($7::bytea[]))), false) AS ok
+	FROM (SELECT sid, name || '/' || token = ANY ($6::text[]) AS mine FROM padfs_lease WHERE expires > clock_timestamp()) l) c`
+
+// guardedSessions returns the sessions whose guarded keys parts touch
+// (their 16-byte ids), or all if a part stands for every session: what
+// padfs_guard finds in parts, computed here so that the commit's check is
+// a comparison.
+func guardedSessions(parts [][]byte) (sids [][]byte, all bool) {
+	sids = [][]byte{}
+	for _, p := range parts {
+		switch {
+		case len(p) == 0:
+			return nil, true
+		case !guardedKind(p[0]):
+		case len(p) < 17:
+			return nil, true
+		default:
+			sids = append(sids, p[1:17])
+		}
+	}
+	return sids, false
 }
 
 // undo restores a key of the batch's buffer when an Update fails.
