@@ -41,6 +41,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -576,13 +577,19 @@ func (s *Store) endTx(c *pgxpool.Conn) {
 }
 
 // Reading the generation: the newest change, and (with a cache) the
-// changes since the cache's generation, in the same statement (o 0: the
-// newest; o 1: the changes, in order).
+// changes since the cache's generation, newest first, the first of them
+// the newest (one index scan: a union with the newest read apart cost the
+// server about 8 µs more a transaction). The newest is below the cache's
+// generation only in a database gone back to an earlier state: then no
+// row comes, and qNewest tells (errNewestUnknown).
 const (
 	qNewest  = "SELECT gen, nonce FROM padfs_changes ORDER BY gen DESC LIMIT 1"
-	qChanges = `(SELECT 0 AS o, gen, nonce, NULL::bytea[] AS parts FROM padfs_changes ORDER BY gen DESC LIMIT 1)
-		UNION ALL (SELECT 1, gen, nonce, parts FROM padfs_changes WHERE gen >= $1 ORDER BY gen LIMIT 1000) ORDER BY o, gen`
+	qChanges = "SELECT gen, nonce, parts FROM padfs_changes WHERE gen >= $1 ORDER BY gen DESC LIMIT 1000"
 )
+
+// errNewestUnknown: qChanges found no change from the cache's generation
+// on, so it did not tell the newest.
+var errNewestUnknown = errors.New("postgres store: newest generation unknown")
 
 // qLock takes the writer lock of an Update's transaction, and says that
 // the transaction logs its change and checks the guard itself (qLogChange):
@@ -599,23 +606,32 @@ func (s *Store) beginTx(ctx context.Context, c *pgxpool.Conn, r *reader, begin s
 	if write {
 		pb.Queue(qLock, int64(writerLock))
 	}
-	s.queueGen(pb, from)
+	from = s.queueGen(pb, from)
 	s.trips.Add(1)
 	s.stats.begins.Add(1)
 	br := c.SendBatch(ctx, pb)
-	err := s.readBegin(br, r, write)
-	if cerr := br.Close(); err == nil {
+	err := s.readBegin(br, r, write, from)
+	if cerr := br.Close(); err == nil || errors.Is(err, errNewestUnknown) && cerr != nil {
 		err = cerr
+	}
+	if errors.Is(err, errNewestUnknown) {
+		s.trips.Add(1)
+		err = c.QueryRow(ctx, qNewest).Scan(&r.gen, &r.nonce)
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+		r.changes = nil
+		r.cached = err == nil && s.cache.advance(r.gen, r.nonce, nil, write)
 	}
 	return err
 }
 
 // queueGen queues the reads of the generation and the changes since from
-// (-1: the cache's), which readGen reads.
-func (s *Store) queueGen(pb *pgx.Batch, from int64) {
+// (-1: the cache's), which readGen reads; it returns the from it used.
+func (s *Store) queueGen(pb *pgx.Batch, from int64) int64 {
 	if s.cache == nil {
 		pb.Queue(qNewest)
-		return
+		return from
 	}
 	s.cache.mu.Lock()
 	if from < 0 || from > s.cache.gen {
@@ -623,9 +639,10 @@ func (s *Store) queueGen(pb *pgx.Batch, from int64) {
 	}
 	s.cache.mu.Unlock()
 	pb.Queue(qChanges, from)
+	return from
 }
 
-func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
+func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool, from int64) error {
 	if _, err := br.Exec(); err != nil {
 		return err
 	}
@@ -634,11 +651,12 @@ func (s *Store) readBegin(br pgx.BatchResults, r *reader, write bool) error {
 			return err
 		}
 	}
-	return s.readGen(br, r, write)
+	return s.readGen(br, r, write, from)
 }
 
-// readGen reads what queueGen queued into r and brings the cache to it.
-func (s *Store) readGen(br pgx.BatchResults, r *reader, write bool) error {
+// readGen reads what queueGen(from) queued into r and brings the cache to
+// it, or fails with errNewestUnknown.
+func (s *Store) readGen(br pgx.BatchResults, r *reader, write bool, from int64) error {
 	r.gen, r.nonce = 0, 0
 	if s.cache == nil {
 		err := br.QueryRow().Scan(&r.gen, &r.nonce)
@@ -653,21 +671,23 @@ func (s *Store) readGen(br pgx.BatchResults, r *reader, write bool) error {
 	}
 	var changes []change
 	for rows.Next() {
-		var o int32
 		var ch change
-		if err := rows.Scan(&o, &ch.gen, &ch.nonce, &ch.parts); err != nil {
+		if err := rows.Scan(&ch.gen, &ch.nonce, &ch.parts); err != nil {
 			rows.Close()
 			return err
-		}
-		if o == 0 {
-			r.gen, r.nonce = ch.gen, ch.nonce
-			continue
 		}
 		changes = append(changes, ch)
 	}
 	if err := rows.Err(); err != nil {
 		return err
 	}
+	if len(changes) == 0 && from > 0 {
+		return errNewestUnknown
+	}
+	if len(changes) > 0 {
+		r.gen, r.nonce = changes[0].gen, changes[0].nonce
+	}
+	slices.Reverse(changes) // in order
 	r.changes = changes
 	r.cached = s.cache.advance(r.gen, r.nonce, changes, write)
 	return nil
@@ -1143,17 +1163,18 @@ func newBatch(c *pgxpool.Conn, r *reader) *batch {
 const aheadServerIdle = 2 * time.Second
 
 // queueAhead queues the begin of the next batch after a COMMIT.
-func (s *Store) queueAhead(pb *pgx.Batch) {
+func (s *Store) queueAhead(pb *pgx.Batch) (from int64) {
 	pb.Queue("BEGIN")
 	pb.Queue(`SELECT pg_try_advisory_xact_lock($1), set_config('idle_in_transaction_session_timeout', $2, true),
 		set_config('padfs.logged', 'on', true), set_config('padfs.guarded', 'on', true)`, // as qLock
 		int64(writerLock), fmt.Sprint(aheadServerIdle.Milliseconds()))
-	s.queueGen(pb, -1)
+	return s.queueGen(pb, -1)
 }
 
-// readAhead reads what queueAhead queued: the next batch, or nil if the
-// writer lock was not free.
-func (s *Store) readAhead(br pgx.BatchResults, c *pgxpool.Conn) (*batch, error) {
+// readAhead reads what queueAhead(from) queued: the next batch, or nil if
+// the writer lock was not free (or the newest generation is not known: the
+// next Update begins as usual).
+func (s *Store) readAhead(br pgx.BatchResults, c *pgxpool.Conn, from int64) (*batch, error) {
 	if _, err := br.Exec(); err != nil {
 		return nil, err
 	}
@@ -1163,7 +1184,7 @@ func (s *Store) readAhead(br pgx.BatchResults, c *pgxpool.Conn) (*batch, error) 
 		return nil, err
 	}
 	r := &reader{s: s, q: c}
-	if err := s.readGen(br, r, true); err != nil {
+	if err := s.readGen(br, r, true, from); err != nil {
 		return nil, err
 	}
 	b := newBatch(c, r)
@@ -1237,8 +1258,9 @@ func (s *Store) finishLocked(b *batch) {
 	before := pb.Len()
 	pb.Queue("COMMIT")
 	ahead := s.opts.AheadIdle > 0 && !s.closed.Load()
+	var from int64
 	if ahead {
-		s.queueAhead(pb)
+		from = s.queueAhead(pb)
 	}
 	logged := len(w.puts)+len(w.dels) > 0 && s.cache != nil
 	if logged {
@@ -1263,7 +1285,7 @@ func (s *Store) finishLocked(b *batch) {
 	if err == nil && ahead {
 		// Committed: whatever becomes of the next batch, this one stands.
 		var aerr error
-		next, aerr = s.readAhead(br, b.conn)
+		next, aerr = s.readAhead(br, b.conn, from)
 		if cerr := br.Close(); aerr != nil || cerr != nil {
 			next = nil
 		}
