@@ -138,7 +138,8 @@ func sessionKind(b byte) bool {
 // names (K). A commit of those alone, a checkpoint, changes no file, no
 // content and no metadata, so any host may make it while another holds
 // the lease; the holder reads them with a check, as it reads other keys.
-// The guard on padfs_changes (padfs_changes_guard) knows the same list.
+// The guard (padfs_guard; guardedSessions for a commit's own check) knows
+// the same list.
 func guardedKind(b byte) bool {
 	switch b {
 	case 'H', 'Z', 'D', 'I', 'X', 'S', 'P', 'L', 'W':

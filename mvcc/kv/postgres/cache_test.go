@@ -272,3 +272,43 @@ func TestGetReadsGroup(t *testing.T) {
 		t.Errorf("another process's new entry reads %q", got)
 	}
 }
+
+// A database gone back to an earlier state (restored from a backup): the
+// cache holds a newer generation than the database's newest. A View reads
+// the database, not the cache, and the next Update empties the cache.
+func TestCacheDatabaseWentBack(t *testing.T) {
+	url := pgtest.DB(t)
+	a := open(t, url)
+	t.Cleanup(func() { a.Close() })
+	ctx := context.Background()
+	putKV(t, a, "x", "1")
+	var g1 int64
+	if err := a.Pool().QueryRow(ctx, "SELECT max(gen) FROM padfs_changes").Scan(&g1); err != nil {
+		t.Fatal(err)
+	}
+	putKV(t, a, "x", "2", "y", "2")
+	if got := get(t, a, "x") + get(t, a, "y"); got != "22" {
+		t.Fatalf("a reads %q; want 22", got)
+	}
+	// Back to g1, unlogged (as a restore is).
+	c, err := a.Pool().Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{"SELECT set_config('padfs.logged', 'on', true)", "UPDATE padfs_kv SET v = '1' WHERE k = 'x'",
+		"DELETE FROM padfs_kv WHERE k = 'y'", fmt.Sprintf("DELETE FROM padfs_changes WHERE gen > %d", g1)} {
+		if _, err := c.Exec(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := get(t, a, "x") + get(t, a, "y"); got != "1-" {
+		t.Errorf("after the database went back a View reads %q; want 1-", got)
+	}
+	putKV(t, a, "z", "3")
+	if got := get(t, a, "x") + get(t, a, "y") + get(t, a, "z"); got != "1-3" {
+		t.Errorf("after an Update a reads %q; want 1-3", got)
+	}
+}

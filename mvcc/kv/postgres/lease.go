@@ -20,18 +20,19 @@ import (
 // and the next Acquire takes it over with token+1. Every commit of a
 // process checks, inside its transaction and under the writer lock, that
 // each lease it holds still carries its token and has not expired
-// (padfs_fence): a former holder can never commit after losing its lease,
-// because taking a lease over also takes the writer lock.
+// (qLogChange; padfs_fence for a commit that writes nothing): a former
+// holder can never commit after losing its lease, because taking a lease
+// over also takes the writer lock.
 //
 // The name "*" stands for everything: it conflicts with every other lease
 // (a mount of all sessions), and every lease conflicts with it.
 //
 // A session's lease (LeaseOptions.Session) also makes its holder the only
-// process that may commit to that session's keys: the guard on
-// padfs_changes (padfs_changes_guard, run by every commit that logs its
-// change, under the writer lock) refuses, naming the holder, a commit that
-// touches a partition of a session whose lease is live and not the
-// committer's; a writer that does not log (SQL by hand) logs the partition
+// process that may commit to that session's keys: the guard (checked by
+// every commit's change row, qLogChange, under the writer lock, and by
+// padfs_changes_guard for writers that do not) refuses, naming the
+// holder, a commit that touches a partition of a session whose lease is
+// live and not the committer's; a writer that does not log (SQL by hand) logs the partition
 // "" (everything), which the guard refuses while any session's lease is
 // live. So while the lease lives, nothing changes the session's keys but
 // this process's own commits, and its reads of them can be served from

@@ -18,11 +18,11 @@ import (
 // change a leased session's keys:
 //
 //   - Another padfs process: every commit logs its partitions in
-//     padfs_changes under the writer lock, and the guard on that table
-//     (padfs_changes_guard) refuses a change to a guarded partition of a
-//     session whose lease is live and held by someone else (`padfs
-//     restore`, `undo`, `prune`, `redact`, `rename` or a hard forget from
-//     another host fail, naming the holder; a mount's policy skips the
+//     padfs_changes under the writer lock, and the guard (qLogChange;
+//     padfs_changes_guard on that table) refuses a change to a guarded
+//     partition of a session whose lease is live and held by someone
+//     else (`padfs restore`, `undo`, `prune`, `redact`, `rename` or a
+//     hard forget from another host fail, naming the holder; a mount's policy skips the
 //     sessions others hold). A session's log and checkpoint names are not
 //     guarded (guardedKind): `padfs checkpoint` works from any host, and
 //     the holder reads those keys with a check. What must override a live holder takes the
