@@ -392,6 +392,9 @@ func (f *fileState) dropPagesLocked() {
 	f.streamCancelLocked()
 	f.streamUnderResetLocked()
 	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
+	for _, page := range f.mem {
+		recyclePage(page)
+	}
 	f.mem = nil
 	if f.spill != nil {
 		f.spill.Close()
@@ -667,7 +670,7 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 			page, ok := f.mem[pg]
 			if !ok {
 				if full {
-					page = make([]byte, pageSize)
+					page = fullPages.Get().(*[pageSize]byte)[:] // overwritten whole
 				} else {
 					var err error
 					if page, err = f.pageContentLocked(pg, in+n); err != nil {
@@ -730,11 +733,24 @@ func (f *fileState) newSlotLocked() int64 {
 	return slot
 }
 
+// fullPages recycles the RAM pages dropped for a stream (stream.go), which
+// would otherwise cost a streamed file its size in allocations, zeroed,
+// and garbage.
+var fullPages = sync.Pool{New: func() any { return new([pageSize]byte) }}
+
+// recyclePage gives a dropped RAM page to fullPages (a whole one only).
+func recyclePage(page []byte) {
+	if len(page) == pageSize {
+		fullPages.Put((*[pageSize]byte)(page))
+	}
+}
+
 // dropPageLocked forgets page pg (its bytes are stored elsewhere, or cut).
 func (f *fileState) dropPageLocked(pg int64) {
-	if _, ok := f.mem[pg]; ok {
+	if page, ok := f.mem[pg]; ok {
 		delete(f.mem, pg)
 		f.m.memBytes.Add(-pageSize)
+		recyclePage(page)
 	}
 	if slot, ok := f.slots[pg]; ok {
 		delete(f.slots, pg)
@@ -769,6 +785,9 @@ func (f *fileState) spillLocked() error {
 		return fmt.Errorf("spill inode %d to %s: %w", f.key.ino, dir, err)
 	}
 	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
+	for _, page := range f.mem {
+		recyclePage(page)
+	}
 	f.spill, f.slots, f.spillEnd, f.mem, f.free = tf, slots, end, nil, nil
 	return nil
 }
