@@ -203,3 +203,49 @@ func firstDiff(a, b []byte) int {
 	}
 	return min(len(a), len(b))
 }
+
+// Under memory pressure (the dirty pages of all buffers past memCap) a
+// file written in order spills its pages as any other, and still drops
+// those its stream stored: their slots in the spill file are reused, and
+// reads, an overwrite and the commit read the stored chunks.
+func TestStreamSpilledDropsStoredPages(t *testing.T) {
+	mnt, st, m := mountTest(t)
+	m.memBytes.Add(memCap) // as if other buffers held the cap
+	defer m.memBytes.Add(-memCap)
+	data := streamTestData(88 << 20)
+	f, err := os.Create(filepath.Join(mnt, "spilled"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	writeInMiB(t, f, data[:40<<20], 0)
+	buf := bufferOf(t, m, f)
+	waitStored(t, buf, 30<<20)
+	writeInMiB(t, f, data[40<<20:80<<20], 40<<20)
+	buf.mu.RLock()
+	spilled, spillEnd, dropped := buf.spill != nil, buf.spillEnd, buf.strm.dropped*pageSize
+	buf.mu.RUnlock()
+	if !spilled || dropped < 30<<20 || spillEnd > 64<<20 {
+		t.Fatalf("80 MiB streamed under memory pressure: spill file %v, %d MiB of it used, %d MiB of pages dropped; want a spill file, at most 64 MiB of it, 30 MiB or more dropped",
+			spilled, spillEnd>>20, dropped>>20)
+	}
+	want := bytes.Clone(data[:80<<20])
+	checkReads(t, buf, f.Name(), want)
+	off := int64(200*pageSize - 3) // across two dropped pages
+	if _, err := f.WriteAt([]byte("again"), off); err != nil {
+		t.Fatal(err)
+	}
+	copy(want[off:], "again")
+	writeInMiB(t, f, data[80<<20:], 80<<20)
+	want = append(want, data[80<<20:]...)
+	checkReads(t, buf, f.Name(), want)
+	if err := st.Compact(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := storedContent(t, st, sessionOf(t, m), "spilled"); got != string(want) {
+		t.Fatalf("stored %d bytes, want the %d written", len(got), len(want))
+	}
+}
