@@ -22,7 +22,9 @@ import (
 //	then in an unlinked temporary file; a page in RAM holds only up to
 //	its last byte that may be non-zero, rounded up to 4 KiB, so a small
 //	file costs a small buffer)
-//	over the committed version (base) up to baseLimit
+//	over a stored content (under) up to baseLimit: the committed version
+//	(base), or the chunks a stream has stored of the bytes written
+//	(stream.go), whose pages are then dropped
 //	over zeros (holes, or what a truncate cut off and an extension re-grew)
 //
 // and a commit streams that view, start to end, into mvcc.WriteContent as
@@ -59,8 +61,9 @@ type fileState struct {
 	// I/O); it may be held when taking m.filesMu, never taken under it
 	// (see Server.filesMu).
 	mu        sync.RWMutex
-	base      *mvcc.Inode // committed version under the pages
-	baseLimit int64       // base bytes at or beyond this read as zeros
+	base      *mvcc.Inode // committed version
+	under     *mvcc.Inode // content under the pages: base, or a stream's stored bytes
+	baseLimit int64       // under's bytes at or beyond this read as zeros
 	size      int64
 	mtime     int64 // ns
 	dirty     bool
@@ -80,6 +83,7 @@ type fileState struct {
 	spill    *os.File
 	slots    map[int64]int64 // page -> offset in spill
 	spillEnd int64
+	free     []int64 // slots of dropped pages, for reuse
 	// stage, when set, is the inode's content instead of the pages
 	// and the base: the passthrough backing file (stage.go).
 	stage *stage
@@ -309,7 +313,7 @@ func (f *fileState) dataRangesLocked() []mvcc.Range {
 			pr = append(pr, mvcc.Range{Off: start, Len: min(pageSize, f.size-start)})
 		}
 	}
-	return mvcc.MergeRanges(pr, f.base.DataRanges(f.baseLimit))
+	return mvcc.MergeRanges(pr, f.under.DataRanges(f.baseLimit))
 }
 
 func (f *fileState) unlinkedLocked() bool {
@@ -335,8 +339,8 @@ func (f *fileState) due(now time.Time) bool {
 	// Scaled by the bytes buffered, not the size: a sparse file may be
 	// huge and cheap to commit.
 	buffered := int64(len(f.mem)+len(f.slots)) * pageSize
-	if f.stage != nil {
-		buffered = f.size
+	if f.stage != nil || f.strm.st != nil {
+		buffered = f.size // a stream's stored bytes are not in pages
 	}
 	limit := maxDirty + time.Duration(buffered/(8<<20))*time.Second
 	return now.Sub(f.last) >= quietFor || now.Sub(f.since) >= limit
@@ -365,7 +369,7 @@ func (f *fileState) resetLocked(n *mvcc.Inode) {
 	if f.stage != nil && f.stage.content != n.ContentHLC {
 		f.restageLocked(n)
 	}
-	f.base = n
+	f.base, f.under = n, n
 	f.size = int64(n.Size)
 	f.baseLimit = f.size
 	f.streamResetLocked(n)
@@ -386,7 +390,11 @@ func (f *fileState) linked() {
 
 func (f *fileState) dropPagesLocked() {
 	f.streamCancelLocked()
+	f.streamUnderResetLocked()
 	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
+	for _, page := range f.mem {
+		recyclePage(page)
+	}
 	f.mem = nil
 	if f.spill != nil {
 		f.spill.Close()
@@ -394,6 +402,7 @@ func (f *fileState) dropPagesLocked() {
 	}
 	f.slots = nil
 	f.spillEnd = 0
+	f.free = nil
 }
 
 func (f *fileState) touchLocked(mtime int64) {
@@ -424,10 +433,10 @@ func (f *fileState) attrLocked() (bool, overlay) {
 		return false, overlay{}
 	}
 	var stored int64
-	if f.base.Size > 0 {
-		// The base's stored bytes, prorated below baseLimit (in float:
-		// a sparse size times a block count overflows int64).
-		stored = int64(float64(f.base.Blocks()*512) * (float64(f.baseLimit) / float64(f.base.Size)))
+	if u := f.under; u.Size > 0 {
+		// The stored bytes under the pages, prorated below baseLimit
+		// (in float: a sparse size times a block count overflows int64).
+		stored = int64(float64(u.Blocks()*512) * (float64(f.baseLimit) / float64(u.Size)))
 	}
 	stored += int64(len(f.mem)+len(f.slots)) * pageSize
 	stored = min(stored, f.size+511)
@@ -515,7 +524,7 @@ func (f *fileState) readAtLocked(p []byte, off int64) (int, error) {
 			done += int(n)
 			continue
 		}
-		// A run of absent pages: from the base below baseLimit, zeros above.
+		// A run of absent pages: from under below baseLimit, zeros above.
 		end := off + int64(len(p))
 		for q := pg + 1; q*pageSize < end; q++ {
 			if f.hasPage(q) {
@@ -525,7 +534,7 @@ func (f *fileState) readAtLocked(p []byte, off int64) (int, error) {
 		}
 		if pos < f.baseLimit {
 			end = min(end, f.baseLimit)
-			n, err := f.m.st.ReadAt(f.base, p[done:done+int(end-pos)], pos)
+			n, err := f.m.st.ReadAt(f.under, p[done:done+int(end-pos)], pos)
 			if err != nil && !(errors.Is(err, io.EOF) && n == int(end-pos)) {
 				return done, fmt.Errorf("read inode %d at %d: %w", f.key.ino, pos, err)
 			}
@@ -582,6 +591,7 @@ func (f *fileState) writeAt(ctx context.Context, p []byte, off int64, kill bool)
 	var st *mvcc.Stream
 	defer func() { streamWait(ctx, st) }() // after the unlock below
 	defer f.mu.Unlock()
+	f.streamSyncLocked() // drops the pages stored since the last write
 	if err := f.writeAtLocked(p, off); err != nil {
 		f.streamCancelLocked()
 		return false, err
@@ -660,7 +670,7 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 			page, ok := f.mem[pg]
 			if !ok {
 				if full {
-					page = make([]byte, pageSize)
+					page = fullPages.Get().(*[pageSize]byte)[:] // overwritten whole
 				} else {
 					var err error
 					if page, err = f.pageContentLocked(pg, in+n); err != nil {
@@ -680,8 +690,7 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 		} else {
 			slot, ok := f.slots[pg]
 			if !ok {
-				slot = f.spillEnd
-				f.spillEnd += pageSize
+				slot = f.newSlotLocked()
 				if !full {
 					page, err := f.pageContentLocked(pg, pageSize)
 					if err != nil {
@@ -706,10 +715,47 @@ func (f *fileState) writeAtLocked(p []byte, off int64) error {
 	if end > f.size {
 		f.size = end
 	}
-	if f.mem != nil && (len(f.mem)*pageSize > spillAt || f.m.memBytes.Load() > memCap) {
+	if f.mem != nil && (len(f.mem)*pageSize > f.spillLimitLocked() || f.m.memBytes.Load() > memCap) {
 		return f.spillLocked()
 	}
 	return nil
+}
+
+// newSlotLocked returns a free page slot in the spill file.
+func (f *fileState) newSlotLocked() int64 {
+	if n := len(f.free); n > 0 {
+		slot := f.free[n-1]
+		f.free = f.free[:n-1]
+		return slot
+	}
+	slot := f.spillEnd
+	f.spillEnd += pageSize
+	return slot
+}
+
+// fullPages recycles the RAM pages dropped for a stream (stream.go), which
+// would otherwise cost a streamed file its size in allocations, zeroed,
+// and garbage.
+var fullPages = sync.Pool{New: func() any { return new([pageSize]byte) }}
+
+// recyclePage gives a dropped RAM page to fullPages (a whole one only).
+func recyclePage(page []byte) {
+	if len(page) == pageSize {
+		fullPages.Put((*[pageSize]byte)(page))
+	}
+}
+
+// dropPageLocked forgets page pg (its bytes are stored elsewhere, or cut).
+func (f *fileState) dropPageLocked(pg int64) {
+	if page, ok := f.mem[pg]; ok {
+		delete(f.mem, pg)
+		f.m.memBytes.Add(-pageSize)
+		recyclePage(page)
+	}
+	if slot, ok := f.slots[pg]; ok {
+		delete(f.slots, pg)
+		f.free = append(f.free, slot)
+	}
 }
 
 // spillLocked moves the RAM pages into an unlinked temporary file.
@@ -739,7 +785,10 @@ func (f *fileState) spillLocked() error {
 		return fmt.Errorf("spill inode %d to %s: %w", f.key.ino, dir, err)
 	}
 	f.m.memBytes.Add(-int64(len(f.mem)) * pageSize)
-	f.spill, f.slots, f.spillEnd, f.mem = tf, slots, end, nil
+	for _, page := range f.mem {
+		recyclePage(page)
+	}
+	f.spill, f.slots, f.spillEnd, f.mem, f.free = tf, slots, end, nil, nil
 	return nil
 }
 
@@ -763,13 +812,12 @@ func (f *fileState) truncateLocked(size int64) error {
 		cut := func(pg int64) bool { return pg*pageSize >= size }
 		for pg := range f.mem {
 			if cut(pg) {
-				delete(f.mem, pg)
-				f.m.memBytes.Add(-pageSize)
+				f.dropPageLocked(pg)
 			}
 		}
 		for pg := range f.slots {
 			if cut(pg) {
-				delete(f.slots, pg)
+				f.dropPageLocked(pg)
 			}
 		}
 		if in := size % pageSize; in != 0 && f.hasPage(size/pageSize) {
@@ -785,13 +833,16 @@ func (f *fileState) truncateLocked(size int64) error {
 	}
 	f.baseLimit = min(f.baseLimit, size)
 	f.size = size
+	if f.baseLimit == 0 {
+		f.streamUnderResetLocked() // nothing of a stream's chunks is left in view
+	}
 	return nil
 }
 
 // punchHole zeroes [off, off+n) without changing the size. The work is
 // bounded by the data in the range, not by its length: a page that would
-// read as zeros without its buffer (no base data under it) is dropped, and
-// only pages over base data are kept, zeroed.
+// read as zeros without its buffer (no stored data under it) is dropped,
+// and only pages over stored data are kept, zeroed.
 func (f *fileState) punchHole(off, n int64) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -834,21 +885,20 @@ func (f *fileState) punchHole(off, n int64) error {
 		return nil
 	}
 	// Whole pages in [off, end): drop the buffered ones, then zero
-	// those over base data.
+	// those over stored data (under).
 	first, last := off/pageSize, (end+pageSize-1)/pageSize // [first, last)
 	drop := func(pg int64) bool { return pg >= first && pg < last }
 	for pg := range f.mem {
 		if drop(pg) {
-			delete(f.mem, pg)
-			f.m.memBytes.Add(-pageSize)
+			f.dropPageLocked(pg)
 		}
 	}
 	for pg := range f.slots {
 		if drop(pg) {
-			delete(f.slots, pg) // its spill slot is not reused
+			f.dropPageLocked(pg)
 		}
 	}
-	for _, d := range f.base.DataRanges(f.baseLimit) {
+	for _, d := range f.under.DataRanges(f.baseLimit) {
 		s, e := max(d.Off, off), min(d.Off+d.Len, end)
 		for pos := s - s%pageSize; pos < e; pos += pageSize {
 			c := min(pageSize, f.size-pos)

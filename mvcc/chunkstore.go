@@ -53,6 +53,16 @@ type batchItem struct {
 	h   Hash   // set by the storer
 }
 
+// anyChunk reports whether b holds a chunk (not only holes).
+func (b *chunkBatch) anyChunk() bool {
+	for _, it := range b.items {
+		if it.off >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // hashes lists the keys of b's chunks (set by the storer).
 func (b *chunkBatch) hashes() []Hash {
 	hs := make([]Hash, 0, len(b.items))
@@ -91,6 +101,9 @@ type chunkStorer struct {
 	// pin, when set (stream.go), is told each batch's chunks before
 	// they are looked up and stored.
 	pin func([]Hash)
+	// stored, when set (stream.go), is told each batch once its chunks
+	// are stored (or it holds only holes), in file order.
+	stored func(*chunkBatch)
 }
 
 // putChunks stores the chunks of the file whose bytes are head followed by
@@ -176,6 +189,9 @@ func (cs *chunkStorer) cut(ctx context.Context, b *chunkBatch, r io.Reader) (*ch
 func (cs *chunkStorer) close(b *chunkBatch) (*Content, error) {
 	if !cs.started {
 		err := cs.store(b)
+		if err == nil && cs.stored != nil {
+			cs.stored(b)
+		}
 		putBatch(b)
 		if err != nil {
 			return nil, err
@@ -239,23 +255,24 @@ func (cs *chunkStorer) run() {
 		// Only this goroutine sets cs.err (the caller reads it once
 		// failed or exited is closed).
 		for b := range hashed {
-			if cs.err == nil {
+			if cs.err == nil && b.anyChunk() {
 				if err := cs.put(b); err != nil {
 					cs.err = err
 					close(cs.failed)
 				}
+			}
+			if cs.err == nil && cs.stored != nil {
+				cs.stored(b)
 			}
 			b.buf, b.items = b.buf[:0], b.items[:0]
 			cs.free <- b // cap batchesInFlight: never blocks
 		}
 	}()
 	for b := range cs.todo {
-		if cs.hash(b) {
-			hashed <- b
-			continue
-		}
-		b.buf, b.items = b.buf[:0], b.items[:0] // only holes: nothing to put
-		cs.free <- b
+		// A batch of holes only goes the same way (nothing to put), so
+		// that stored sees the batches in order.
+		cs.hash(b)
+		hashed <- b
 	}
 	close(hashed)
 	<-committed

@@ -13,16 +13,19 @@ import (
 // stores full chunks in the background (the same cutter, hash, frame and
 // batches as PutContent: chunkstore.go), so the commit only finishes the
 // tail and writes the version (WriteStreamAttr). The content it stores is
-// the one PutContent would store for the same bytes.
+// the one PutContent would store for the same bytes. The chunks stored so
+// far can be read back (Stored) before the commit, so the caller need not
+// keep the bytes they hold.
 //
 // Chunks stored before the commit that names them are pinned (Store.pins)
 // so that an orphan sweep, a prune, a hard forget or a redaction that
-// finds them unreferenced leaves them alone until the commit or the
-// cancel; a crash drops the pins with the process and leaves the chunks as
+// finds them unreferenced leaves them alone until the caller releases the
+// stream (Release, Cancel); a crash drops the pins with the process and leaves the chunks as
 // orphans for the next sweep (orphans.go). The commit's own check of every
 // chunk it names (incChunkRef) remains the safety net: a chunk deleted
 // anyway (by another process sharing the store) makes the commit store the
-// content again from the caller's bytes.
+// content again from the caller's bytes (if the caller no longer has them
+// but reads them from Stored's chunks, that commit fails).
 const (
 	// streamBuf is the size of the buffers the writes fill; each has
 	// chunkMax of room in front for the previous buffer's uncut tail,
@@ -38,8 +41,9 @@ const (
 var streamBufs = sync.Pool{New: func() any { b := make([]byte, chunkMax, chunkMax+streamBuf); return &b }}
 
 // Stream is a file's content being stored as it is written; see above.
-// Write and Backlog may be called from any goroutine (the caller orders
-// the writes); Cancel and WriteStreamAttr end it.
+// Write, WaitBacklog and Stored may be called from any goroutine (the
+// caller orders the writes); Stop, Cancel and WriteStreamAttr end it, and
+// Release (or Cancel) unpins its chunks.
 type Stream struct {
 	s      *Store
 	ctx    context.Context
@@ -54,6 +58,10 @@ type Stream struct {
 	written int64
 	closed  bool // no more writes (finish)
 	ended   bool // the cutter has returned
+	// stored is how many bytes from offset 0 are in stored chunks (or
+	// holes), storedExt their extents (only ever appended to).
+	stored    int64
+	storedExt []Extent
 
 	exited chan struct{}
 	c      *Content
@@ -105,13 +113,15 @@ func (st *Stream) Written() int64 {
 	return st.written
 }
 
-// WaitBacklog waits, unless ctx ends first, until at most limit bytes
-// written are not cut yet or the stream has ended. The caller holds no
-// lock that readers need: it only slows the writer down.
-func (st *Stream) WaitBacklog(ctx context.Context, limit int) {
+// WaitBacklog waits, unless ctx ends first, until at most cut bytes
+// written are not cut yet and at most stored are not stored yet, or the
+// stream has ended. The caller holds no lock that readers need: it only
+// slows the writer down.
+func (st *Stream) WaitBacklog(ctx context.Context, cut int, stored int64) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if st.backlog <= limit || st.ended || st.closed {
+	over := func() bool { return st.backlog > cut || st.written-st.stored > stored }
+	if !over() || st.ended || st.closed {
 		return
 	}
 	stop := context.AfterFunc(ctx, func() {
@@ -120,22 +130,76 @@ func (st *Stream) WaitBacklog(ctx context.Context, limit int) {
 		st.mu.Unlock()
 	})
 	defer stop()
-	for st.backlog > limit && !st.ended && !st.closed && ctx.Err() == nil {
+	for over() && !st.ended && !st.closed && ctx.Err() == nil {
 		st.drained.Wait()
 	}
 }
 
-// Cancel ends the stream without a content and unpins its chunks (they
-// are orphans unless something else names them). It does not wait for the
+// Stored returns the content of the bytes stored so far: the file's
+// first Size bytes, read back with ReadAt as a content of their own. Its
+// chunks stay pinned until Release.
+func (st *Stream) Stored() *Content {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	n := len(st.storedExt)
+	return &Content{Size: uint64(st.stored), Extents: st.storedExt[:n:n]}
+}
+
+// addStored records a batch the storer has stored (chunkStorer.stored).
+func (st *Stream) addStored(b *chunkBatch) {
+	ext := make([]Extent, 0, len(b.items))
+	hashes := make([]byte, 0, len(Hash{})*len(b.items))
+	var n int64
+	for _, it := range b.items {
+		n += int64(it.n)
+		if it.off < 0 {
+			ext = append(ext, Extent{Len: it.n})
+			continue
+		}
+		hashes = append(hashes, it.h[:]...)
+		l := len(hashes)
+		ext = append(ext, Extent{Chunk: hashes[l-len(Hash{}) : l : l], Len: it.n})
+	}
+	st.mu.Lock()
+	st.storedExt = append(st.storedExt, ext...)
+	st.stored += n
+	st.drained.Broadcast()
+	st.mu.Unlock()
+}
+
+// Stop ends the stream without a content; its chunks stay pinned (what
+// Stored returned stays readable) until Release. It does not wait for the
 // background work to stop.
-func (st *Stream) Cancel() {
+func (st *Stream) Stop() {
 	st.cancel()
 	st.mu.Lock()
 	st.closed = true
 	st.wake.Signal()
 	st.drained.Broadcast()
 	st.mu.Unlock()
-	go st.release()
+}
+
+// Ended is closed once the stream's background work has stopped (after
+// its end: Stop, Cancel or WriteStreamAttr).
+func (st *Stream) Ended() <-chan struct{} { return st.exited }
+
+// Cancel is Stop and Release: the chunks are orphans unless something
+// else names them.
+func (st *Stream) Cancel() {
+	st.Stop()
+	st.Release()
+}
+
+// Release stops the stream if it runs and unpins its chunks once the
+// background work has stopped, without waiting for it.
+func (st *Stream) Release() {
+	st.cancel()
+	select {
+	case <-st.exited:
+		st.release()
+	default:
+		go st.release()
+	}
 }
 
 // finish cuts and stores the rest and returns the content; the chunks
@@ -155,7 +219,7 @@ func (st *Stream) finish() (*Content, error) {
 	return st.c, st.err
 }
 
-// release unpins the chunks after the commit (or its failure).
+// release unpins the chunks after the background work stopped.
 func (st *Stream) release() {
 	st.cancel()
 	<-st.exited
@@ -196,6 +260,7 @@ func (st *Stream) cut(n int) {
 func (st *Stream) run() {
 	cs := st.s.newChunkStorer()
 	cs.pin = func(hs []Hash) { st.s.pins.add(hs); st.pinned = append(st.pinned, hs...) }
+	cs.stored = st.addStored
 	b := getBatch()
 	var carry []byte // the previous buffer's uncut tail (in that buffer)
 	var prev *[]byte
@@ -274,9 +339,9 @@ func (cs *chunkStorer) add(b *chunkBatch, data []byte) (*chunkBatch, error) {
 
 // WriteStreamAttr is WriteSparseAttr with the content st has stored as it
 // was written (sp's bytes, which it falls back to if the stream failed or
-// a chunk it stored was deleted before the commit). It ends st.
+// a chunk it stored was deleted before the commit). It ends st; the
+// caller releases it (Release) once it no longer reads Stored's chunks.
 func (s *Store) WriteStreamAttr(ctx context.Context, sid SessionID, ino Ino, st *Stream, sp Sparse, mtime int64, a SetAttr) (*Inode, error) {
-	defer st.release()
 	var n *Inode
 	err := s.commitPut(func(attempt int) (*Content, error) {
 		if attempt == 0 {

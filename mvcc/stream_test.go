@@ -74,6 +74,7 @@ func TestStreamPinsChunksUntilCommit(t *testing.T) {
 	if _, err := st.WriteStreamAttr(t.Context(), sid, f.Ino, s, sp, 1, SetAttr{}); err != nil {
 		t.Fatal(err)
 	}
+	s.release()
 	if got := readFile(t, st, sid, "streamed", Latest); got != string(data) {
 		t.Fatalf("streamed file reads back %d bytes, not what was written", len(got))
 	}
@@ -118,9 +119,60 @@ func TestStreamCommitRestoresDeletedChunk(t *testing.T) {
 	if _, err := st.WriteStreamAttr(t.Context(), sid, f.Ino, s, sp, 1, SetAttr{}); err != nil {
 		t.Fatal(err)
 	}
+	s.release()
 	if got := readFile(t, st, sid, "f", Latest); got != string(data) {
 		t.Fatalf("file reads back %d bytes, not what was written", len(got))
 	}
+}
+
+// What a stream has stored reads back while it runs and after a Stop,
+// and stays pinned until Release.
+func TestStreamStoredReadsBack(t *testing.T) {
+	st, _, _ := openTest(t)
+	data := streamData(3*streamBatch+12345, 11)
+	s := st.NewStream()
+	s.Write(data[:2*streamBatch+777])
+	// The first batch (a batch's worth is being filled, unstored).
+	s.WaitBacklog(t.Context(), streamBuf, streamBatch+streamBuf)
+	c := s.Stored()
+	if c.Size < streamBatch-streamBuf || c.Size > 2*streamBatch+777 {
+		t.Fatalf("stored %d bytes of %d written, want at least a batch", c.Size, 2*streamBatch+777)
+	}
+	check := func(c *Content) {
+		t.Helper()
+		n := &Inode{}
+		c.Apply(n)
+		got := make([]byte, c.Size)
+		if _, err := st.ReadAt(n, got, 0); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, data[:c.Size]) {
+			t.Fatalf("the %d bytes stored read back different", c.Size)
+		}
+	}
+	check(c)
+	s.Write(data[2*streamBatch+777:])
+	s.Stop()
+	if n, err := st.sweepOrphanChunks(); err != nil || n != 0 {
+		t.Fatalf("sweep after a stop deleted %d chunks (err %v), want none", n, err)
+	}
+	check(s.Stored())
+	s.release()
+	if n, err := st.sweepOrphanChunks(); err != nil || n == 0 {
+		t.Fatalf("sweep after the release deleted %d chunks (err %v), want the stream's", n, err)
+	}
+
+	// Finished: every byte.
+	s = st.NewStream()
+	s.Write(data)
+	if _, err := s.finish(); err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Stored(); c.Size != uint64(len(data)) {
+		t.Fatalf("a finished stream stored %d bytes of %d", c.Size, len(data))
+	}
+	check(s.Stored())
+	s.release()
 }
 
 // waitChunks waits until at least n chunks are stored (a stream's storer
