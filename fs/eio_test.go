@@ -12,7 +12,6 @@ import (
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
 	"github.com/padfs/padfs/mvcc/kv"
-	"github.com/padfs/padfs/mvcc/kv/bolt"
 	"github.com/padfs/padfs/mvcc/kv/wal"
 )
 
@@ -45,19 +44,8 @@ func (f *faultyKV) View(fn func(kv.Reader) error) error {
 // acknowledged write is there and nothing of the failed ones.
 func TestStoreEIO(t *testing.T) {
 	data := t.TempDir()
-	b, err := bolt.Open(filepath.Join(data, mvcc.StoreFile), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wal.Open(filepath.Join(data, mvcc.WALDir), b, wal.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	fk := &faultyKV{Store: w}
-	st, err := mvcc.New(fk)
-	if err != nil {
-		t.Fatal(err)
-	}
+	var fk *faultyKV
+	st := openStoreOver(t, data, func(w *wal.Store) kv.Store { fk = &faultyKV{Store: w}; return fk })
 	closed := false
 	t.Cleanup(func() {
 		if !closed {

@@ -13,7 +13,32 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"github.com/padfs/padfs/internal/storeopen"
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/mvcc/kv"
+	"github.com/padfs/padfs/mvcc/kv/bolt"
+	"github.com/padfs/padfs/mvcc/kv/wal"
 )
+
+// openStoreOver opens the store of data directory dir as storeopen.OpenDir
+// does (bbolt behind the log), with the log wrapped by wrap (a counting, a
+// faulty or a shared kv). The caller closes it.
+func openStoreOver(t testing.TB, dir string, wrap func(*wal.Store) kv.Store) *mvcc.Store {
+	t.Helper()
+	b, err := bolt.Open(filepath.Join(dir, mvcc.StoreFile), bolt.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := wal.Open(filepath.Join(dir, mvcc.WALDir), b, wal.Options{})
+	if err != nil {
+		b.Close()
+		t.Fatal(err)
+	}
+	st, err := mvcc.New(wrap(w))
+	if err != nil {
+		w.Close()
+		t.Fatal(err)
+	}
+	return st
+}
 
 // mountTest opens a store in a temporary data directory, creates a session
 // and mounts it under t.TempDir(); everything is undone in t.Cleanup.

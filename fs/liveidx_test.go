@@ -7,8 +7,7 @@ import (
 	"testing"
 
 	"github.com/padfs/padfs/internal/kvcount"
-	"github.com/padfs/padfs/mvcc"
-	"github.com/padfs/padfs/mvcc/kv/bolt"
+	"github.com/padfs/padfs/mvcc/kv"
 	"github.com/padfs/padfs/mvcc/kv/wal"
 )
 
@@ -18,21 +17,8 @@ import (
 // churned listing read a key per name the directory ever had: 5,000 more.)
 func TestListingAfterChurnReadsLiveKeys(t *testing.T) {
 	data := t.TempDir()
-	b, err := bolt.Open(filepath.Join(data, mvcc.StoreFile), bolt.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w, err := wal.Open(filepath.Join(data, mvcc.WALDir), b, wal.Options{})
-	if err != nil {
-		b.Close()
-		t.Fatal(err)
-	}
-	c := kvcount.New(w)
-	st, err := mvcc.New(c)
-	if err != nil {
-		w.Close()
-		t.Fatal(err)
-	}
+	var c *kvcount.Store
+	st := openStoreOver(t, data, func(w *wal.Store) kv.Store { c = kvcount.New(w); return c })
 	t.Cleanup(func() { st.Close() })
 	h, err := st.CreateSession("churn", uint32(os.Getuid()), uint32(os.Getgid()))
 	if err != nil {

@@ -206,12 +206,15 @@ const (
 
 // Server is a running FUSE mount of a store (what Mount returns).
 type Server struct {
-	st         *mvcc.Store
-	opts       Options
-	mountpoint string
-	server     *fuse.Server
-	root       *gofs.Inode
-	started    time.Time
+	st *mvcc.Store
+	// sharedStore: other processes write st too (PostgreSQL): a streamed
+	// file keeps its pages (stream.go).
+	sharedStore bool
+	opts        Options
+	mountpoint  string
+	server      *fuse.Server
+	root        *gofs.Inode
+	started     time.Time
 
 	sessMu   sync.Mutex
 	sessions map[mvcc.SessionID]*session
@@ -289,7 +292,7 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 		}
 	}
 	m := &Server{
-		st: st, opts: opts, mountpoint: mountpoint, started: time.Now(),
+		st: st, sharedStore: st.Shared(), opts: opts, mountpoint: mountpoint, started: time.Now(),
 		sessions:  map[mvcc.SessionID]*session{},
 		files:     map[fileKey]*fileState{},
 		negs:      map[negKey]negEntry{},

@@ -104,7 +104,10 @@ func (f *fileState) streamUnderResetLocked() {
 // the pages and drops the pages it covers.
 func (f *fileState) streamSyncLocked() {
 	st := f.strm.st
-	if st == nil {
+	if st == nil || f.m.sharedStore {
+		// On a store other processes write, a chunk pinned here may
+		// still be swept by another host before the commit names it:
+		// then only the pages can store the bytes again.
 		return
 	}
 	c := st.Stored()
@@ -130,7 +133,7 @@ func (f *fileState) baseInViewLocked() bool { return f.baseLimit != 0 && f.strm.
 // spillLimitLocked is how many bytes of pages f keeps in RAM: more while
 // it is written in order, as a stream drops them once stored.
 func (f *fileState) spillLimitLocked() int {
-	if f.strm.seq >= 0 && f.stage == nil {
+	if f.strm.seq >= 0 && f.stage == nil && !f.m.sharedStore {
 		return streamWindow + spillAt
 	}
 	return spillAt

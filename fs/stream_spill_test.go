@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/padfs/padfs/mvcc"
+	"github.com/padfs/padfs/mvcc/kv"
+	"github.com/padfs/padfs/mvcc/kv/wal"
 	"golang.org/x/sys/unix"
 )
 
@@ -75,15 +77,8 @@ func TestStreamDropsStoredPages(t *testing.T) {
 			// Bytes of its own: no chunk is shared with another file.
 			data := streamTestData(48 << 20)
 			clear(data[7<<20 : 8<<20]) // a hole among the stored chunks
-			f, err := os.Create(filepath.Join(mnt, c.name))
-			if err != nil {
-				t.Fatal(err)
-			}
+			f, buf := streamPastStored(t, m, filepath.Join(mnt, c.name), data[:head+1<<20])
 			defer f.Close()
-			writeInMiB(t, f, data[:head], 0)
-			buf := bufferOf(t, m, f)
-			waitStored(t, buf, 30<<20)
-			writeInMiB(t, f, data[head:head+1<<20], head) // the write that drops the stored pages
 			buf.mu.RLock()
 			spilled, dropped, inRAM := buf.spill != nil, buf.strm.dropped*pageSize, len(buf.mem)*pageSize
 			buf.mu.RUnlock()
@@ -133,6 +128,23 @@ func TestStreamDropsStoredPages(t *testing.T) {
 			}
 		})
 	}
+}
+
+// streamPastStored creates path and writes p in order in writes of 1 MiB:
+// all but its last MiB, then, once the stream has stored 30 MiB of it, the
+// last MiB (the write after which the stored pages may go).
+func streamPastStored(t *testing.T, m *Server, path string, p []byte) (*os.File, *fileState) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	head := int64(len(p) - 1<<20)
+	writeInMiB(t, f, p[:head], 0)
+	buf := bufferOf(t, m, f)
+	waitStored(t, buf, 30<<20)
+	writeInMiB(t, f, p[head:], head)
+	return f, buf
 }
 
 // writeInMiB writes p at off in writes of 1 MiB.
@@ -247,5 +259,71 @@ func TestStreamSpilledDropsStoredPages(t *testing.T) {
 	}
 	if got := storedContent(t, st, sessionOf(t, m), "spilled"); got != string(want) {
 		t.Fatalf("stored %d bytes, want the %d written", len(got), len(want))
+	}
+}
+
+// sharedKV is the bbolt store behind the log, announced as one that other
+// processes write too (kv.Sharer, as PostgreSQL is).
+type sharedKV struct{ *wal.Store }
+
+func (sharedKV) SharedStore() {}
+
+// On a store other processes write, a pin keeps a chunk from this
+// process's sweeps only: a streamed file keeps its pages, so that when
+// another host sweeps the stream's chunks before the commit names them
+// (here: every chunk deleted behind the mount's back) the commit stores
+// the bytes again from them and loses nothing.
+func TestStreamSharedStoreKeepsPages(t *testing.T) {
+	dir := t.TempDir()
+	var w *wal.Store
+	st := openStoreOver(t, dir, func(l *wal.Store) kv.Store { w = l; return sharedKV{l} })
+	t.Cleanup(func() { st.Close() })
+	h, err := st.CreateSession("shared", uint32(os.Getuid()), uint32(os.Getgid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mnt := filepath.Join(t.TempDir(), "mnt")
+	m := mountAt(t, st, mnt, Options{Session: &h.ID, SpillDir: filepath.Join(dir, "spill")})
+	if !m.sharedStore {
+		t.Fatal("a store that announces kv.Sharer is not taken as shared")
+	}
+	const head = 40 << 20
+	data := streamTestData(head + 1<<20)
+	f, buf := streamPastStored(t, m, filepath.Join(mnt, "big"), data)
+	defer f.Close()
+	buf.mu.RLock()
+	dropped := buf.strm.dropped
+	buf.mu.RUnlock()
+	if dropped != 0 {
+		t.Fatalf("%d pages of a streamed file dropped on a shared store; want them kept", dropped)
+	}
+	// Another host's sweep: no version names the stream's chunks yet.
+	deleted := 0
+	if err := w.Update(func(tx kv.Txn) error {
+		var keys [][]byte
+		if err := tx.Scan([]byte{'C'}, []byte{'D'}, func(k, _ []byte) (bool, error) {
+			keys = append(keys, bytes.Clone(k))
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if err := tx.Delete(k); err != nil {
+				return err
+			}
+		}
+		deleted = len(keys)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if deleted == 0 {
+		t.Fatal("no chunk stored before the close: the sweep proves nothing")
+	}
+	if err := f.Close(); err != nil {
+		t.Fatalf("close after the stream's chunks were swept elsewhere: %v", err)
+	}
+	if got := storedContent(t, st, h.ID, "big"); got != string(data) {
+		t.Fatalf("stored %d bytes, want the %d written", len(got), len(data))
 	}
 }

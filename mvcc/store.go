@@ -113,6 +113,10 @@ func New(kvs kv.Store) (*Store, error) {
 // mvcc: a driver's leases and maintenance).
 func (s *Store) KV() kv.Store { return s.kv }
 
+// Shared reports whether other processes write the store too (kv.Sharer):
+// then a pin (Stream) keeps a chunk from this process's sweeps only.
+func (s *Store) Shared() bool { return kv.Shared(s.kv) }
+
 // tickLocked issues the HLC of a write transaction: greater than every HLC
 // this process issued and than the stored high-water mark, which other
 // processes sharing the store advance (so HLCs increase across hosts too),

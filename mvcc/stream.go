@@ -25,7 +25,8 @@ import (
 // chunk it names (incChunkRef) remains the safety net: a chunk deleted
 // anyway (by another process sharing the store) makes the commit store the
 // content again from the caller's bytes (if the caller no longer has them
-// but reads them from Stored's chunks, that commit fails).
+// but reads them from Stored's chunks, that commit fails: fs keeps them
+// on a store other processes write, Store.Shared).
 const (
 	// streamBuf is the size of the buffers the writes fill; each has
 	// chunkMax of room in front for the previous buffer's uncut tail,

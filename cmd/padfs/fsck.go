@@ -111,7 +111,7 @@ func fsckStore(ctx context.Context, a *App, pre []mvcc.Problem, repair, asJSON b
 		}
 		// Other hosts commit to a shared store: a repair, which recounts
 		// what they write, holds every session's lease while it runs.
-		if storeopen.Shared(a.Store) {
+		if a.Store.Shared() {
 			release, err := storeopen.LeaseMount(a.Store, nil, 0)
 			if err != nil {
 				return fmt.Errorf("fsck --repair needs every session of the shared store unmounted read-write, on every host: %w", err)

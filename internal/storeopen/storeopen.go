@@ -94,13 +94,6 @@ func Postgres(st *mvcc.Store) (*postgres.Store, bool) {
 	return pg, ok
 }
 
-// Shared reports whether other processes may write st at the same time
-// (a PostgreSQL store), so that writers must hold a lease.
-func Shared(st *mvcc.Store) bool {
-	_, ok := Postgres(st)
-	return ok
-}
-
 // corruptOpen is a store that cannot be opened because of damage: it is
 // ErrCorrupt and says what fsck --repair would do about it.
 type corruptOpen struct {

@@ -120,6 +120,20 @@ type Compactor interface {
 	Compact(progress func(done, total int64)) error
 }
 
+// Sharer is implemented by drivers that other processes write at the same
+// time (a database server that several hosts use). What one process keeps
+// in memory about the store, such as the pins of chunks no version names
+// yet, does not bind the others.
+type Sharer interface {
+	SharedStore()
+}
+
+// Shared reports whether s is shared with other processes (Sharer).
+func Shared(s Store) bool {
+	_, ok := s.(Sharer)
+	return ok
+}
+
 // Retainer is implemented by drivers whose server keeps copies of deleted
 // data that Compact cannot reach (a database server's write-ahead log,
 // replicas, archives, backups). Retained says where, and what their

@@ -1645,7 +1645,11 @@ const ctxTimeout = 10 * time.Second
 var (
 	_ kv.Compactor = (*Store)(nil)
 	_ kv.Retainer  = (*Store)(nil)
+	_ kv.Sharer    = (*Store)(nil)
 )
+
+// SharedStore: every host's padfs writes the database.
+func (s *Store) SharedStore() {}
 
 // Retained is what the server keeps of deleted rows after Compact.
 func (s *Store) Retained() string {
