@@ -25,7 +25,9 @@ import (
 
 // The end-to-end benchmark: the real padfs binary mounted as a user mounts
 // it (index on), go-fuse's loopback example (built from this module's
-// graph) over a directory of the same disk, and a plain directory, driven
+// graph) over a directory of the same disk, the same loopback without FUSE
+// passthrough (loopbacknopt: the example hands its files' data to the
+// kernel, so its data rows are ext4's), and a plain directory, driven
 // by the same shell workloads, interleaved target by target within each
 // workload. It prints one markdown table. The README's performance
 // numbers come from it:
@@ -51,7 +53,7 @@ import (
 //	PADFS_BENCH_E2E=1 PADFS_BENCH_STORE=postgres PADFS_BENCH_TREE=go,text go test ./e2e -run 'TestBenchE2E$' -v -timeout 120m
 //
 // TestBenchE2ESmoke runs every workload once at a tiny scale in the normal
-// suite and checks that the three targets produce the same results, so
+// suite and checks that the targets produce the same results, so
 // the harness cannot rot.
 
 // benchConfig is the scale of one benchmark run.
@@ -165,7 +167,7 @@ func TestBenchE2E(t *testing.T) {
 }
 
 // TestBenchE2ESmoke runs every workload of the benchmark once at a tiny
-// scale and checks the three targets agree; it measures nothing.
+// scale and checks the targets agree; it measures nothing.
 func TestBenchE2ESmoke(t *testing.T) {
 	needFUSE(t)
 	runBench(t, benchConfig{tree: []string{"go/token", "go/scanner", "text/template"},
@@ -180,16 +182,18 @@ type benchSample struct {
 
 func runBench(t *testing.T, c benchConfig) {
 	base := t.TempDir()
-	loopbackBin := buildLoopback(t)
+	loopbackBin, noptBin := buildLoopbacks(t)
 	plain := filepath.Join(base, "plain")
 	lbOrig, lbMnt := filepath.Join(base, "loopback-orig"), filepath.Join(base, "loopback-mnt")
+	noptOrig, noptMnt := filepath.Join(base, "nopt-orig"), filepath.Join(base, "nopt-mnt")
 	data, mnt := filepath.Join(base, "data"), filepath.Join(base, "padfs-mnt")
-	for _, d := range []string{plain, lbOrig, lbMnt, mnt} {
+	for _, d := range []string{plain, lbOrig, lbMnt, noptOrig, noptMnt, mnt} {
 		if err := os.Mkdir(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	lbPid := startLoopback(t, loopbackBin, lbOrig, lbMnt)
+	noptPid := startLoopback(t, noptBin, noptOrig, noptMnt)
 	sid := newSession(t, data, "bench")
 	margs := []string{"--session", sid}
 	if c.cpuProf != "" {
@@ -216,6 +220,8 @@ func runBench(t *testing.T, c benchConfig) {
 		pm := startMount(t, pgData, pgMnt, pargs...)
 		targets = append(targets, benchTarget{"padfs-pg", pgMnt, pm.cmd.Process.Pid, pgData})
 	}
+	// Last, so that the targets above keep their places (targets[3]).
+	targets = append(targets, benchTarget{"nopt", noptMnt, noptPid, data})
 
 	benchMod, err := testtrees.Dir("benchmod")
 	if err != nil {
@@ -338,13 +344,17 @@ func runBench(t *testing.T, c benchConfig) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "machine: %s\nload average (1, 5, 15 min): %s at the start, %s at the end\n\n", machine(base), loadStart, loadAvg())
 	fmt.Fprintf(&b, "tree: %s of %s (%.1f MB, %d rounds, medians)\n\n", strings.Join(c.tree, ","), goRootSrc, float64(content)/1e6, c.rounds)
+	// nopt is go-fuse's loopback without FUSE passthrough (loopbacknopt):
+	// the example passes its files' reads and writes to the kernel, so
+	// its data rows are ext4's; padfs/nopt compares two FUSE servers.
+	head := "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s | nopt s | padfs/nopt |"
+	rule := "|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	if c.pg {
-		fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s | padfs-pg s | pg/bbolt | padfs-pg CPU s | server CPU s |")
-		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-	} else {
-		fmt.Fprintln(&b, "| workload | plain s | loopback s | padfs s | padfs/loopback | padfs CPU s | loopback CPU s |")
-		fmt.Fprintln(&b, "|---|---:|---:|---:|---:|---:|---:|")
+		head += " padfs-pg s | pg/bbolt | padfs-pg CPU s | server CPU s |"
+		rule += "---:|---:|---:|---:|"
 	}
+	fmt.Fprintln(&b, head)
+	fmt.Fprintln(&b, rule)
 	med := func(w, tg string, f func(benchSample) float64) float64 {
 		var v []float64
 		for _, s := range samples[w][tg] {
@@ -359,8 +369,9 @@ func runBench(t *testing.T, c benchConfig) {
 			continue
 		}
 		p, l, x := med(w.name, "plain", secs), med(w.name, "loopback", secs), med(w.name, "padfs", secs)
-		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f |", w.name, p, l, x, x/l,
-			med(w.name, "padfs", cpu), med(w.name, "loopback", cpu))
+		n := med(w.name, "nopt", secs)
+		fmt.Fprintf(&b, "| %s | %.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.3f | %.2f |", w.name, p, l, x, x/l,
+			med(w.name, "padfs", cpu), med(w.name, "loopback", cpu), n, x/n)
 		if c.pg {
 			g := med(w.name, "padfs-pg", secs)
 			fmt.Fprintf(&b, " %.3f | %.2f | %.2f | %.2f |", g, g/x, med(w.name, "padfs-pg", cpu),
@@ -374,7 +385,9 @@ func runBench(t *testing.T, c benchConfig) {
 			return
 		}
 		p, l, x := float64(mb)/med(w, "plain", secs), float64(mb)/med(w, "loopback", secs), float64(mb)/med(w, "padfs", secs)
-		fmt.Fprintf(&b, "%s (%d MB): plain %.0f MB/s, loopback %.0f MB/s, padfs %.0f MB/s (%.0f%% of loopback)\n", w, mb, p, l, x, 100*x/l)
+		n := float64(mb) / med(w, "nopt", secs)
+		fmt.Fprintf(&b, "%s (%d MB): plain %.0f MB/s, loopback %.0f MB/s, padfs %.0f MB/s (%.0f%% of loopback), nopt %.0f MB/s (padfs %.0f%% of it)\n",
+			w, mb, p, l, x, 100*x/l, n, 100*x/n)
 	}
 	mbps("write + fsync", c.bigMB)
 	mbps("read back", c.bigMB)
@@ -425,29 +438,34 @@ func checkBenchOutputs(t *testing.T, w string, outs map[string]string, round int
 
 var loopbackOnce struct {
 	sync.Once
-	bin string
-	err error
+	bin, nopt string
+	err       error
 }
 
-// buildLoopback builds go-fuse's example/loopback at the version in this
-// module's graph.
-func buildLoopback(t *testing.T) string {
+// buildLoopbacks builds go-fuse's example/loopback at the version in this
+// module's graph, and the same without FUSE passthrough (loopbacknopt).
+func buildLoopbacks(t *testing.T) (loopback, nopt string) {
 	t.Helper()
 	loopbackOnce.Do(func() {
-		loopbackOnce.bin = filepath.Join(binDir, "loopback")
-		out, err := exec.Command("go", "build", "-o", loopbackOnce.bin, "github.com/hanwen/go-fuse/v2/example/loopback").CombinedOutput()
-		if err != nil {
-			loopbackOnce.err = fmt.Errorf("go build go-fuse example/loopback: %v: %s", err, out)
+		loopbackOnce.bin, loopbackOnce.nopt = filepath.Join(binDir, "loopback"), filepath.Join(binDir, "loopbacknopt")
+		for bin, pkg := range map[string]string{
+			loopbackOnce.bin:  "github.com/hanwen/go-fuse/v2/example/loopback",
+			loopbackOnce.nopt: "github.com/padfs/padfs/e2e/loopbacknopt",
+		} {
+			if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+				loopbackOnce.err = fmt.Errorf("go build %s: %v: %s", pkg, err, out)
+				return
+			}
 		}
 	})
 	if loopbackOnce.err != nil {
 		t.Fatal(loopbackOnce.err)
 	}
-	return loopbackOnce.bin
+	return loopbackOnce.bin, loopbackOnce.nopt
 }
 
-// startLoopback mounts orig at mnt with the loopback example and returns
-// its pid; t.Cleanup unmounts it.
+// startLoopback mounts orig at mnt with a loopback (the example, or
+// loopbacknopt) and returns its pid; t.Cleanup unmounts it.
 func startLoopback(t *testing.T, bin, orig, mnt string) int {
 	t.Helper()
 	args := []string{"-q"}

@@ -40,7 +40,7 @@ func TestBenchBigDir(t *testing.T) {
 		}
 	}
 	base := t.TempDir()
-	loopbackBin := buildLoopback(t)
+	loopbackBin, _ := buildLoopbacks(t)
 	lbOrig := filepath.Join(base, "loopback-orig")
 	data := filepath.Join(base, "data")
 	if err := os.Mkdir(lbOrig, 0o755); err != nil {
