@@ -64,10 +64,10 @@ type Matcher struct {
 	spans    [2]spanRes
 	spanOnce [2]sync.Once
 	edges    bool // a \< or \> that \b does not render exactly (edges.go)
-	// anchorRepeat: an ERE repetition of ^ or $; -o and --color refuse
-	// it (see parser.anchorRepeat).
-	anchorRepeat bool
-	hasAssert    bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
+	// twoReadings: a construct GNU's two engines read differently;
+	// -o and --color refuse it (see parser.twoReadings).
+	twoReadings bool
+	hasAssert   bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
@@ -116,13 +116,23 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	}
 	for _, p := range patterns {
 		n, flags, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
+		if err != nil && o.Syntax == Perl && (o.Word || o.Line) {
+			// GNU grep wraps a -P pattern for -w and -x in (?:...):
+			// a stray ) or ( may pair with the wrapper's (")(").
+			if _, werr := perlToGo("(?:" + p + ")"); werr == nil {
+				return nil, &UnsupportedError{"unbalanced parenthesis", "with -w or -x GNU grep wraps a -P pattern in (?:...), which pairs with it"}
+			}
+		}
 		if err != nil {
 			return nil, err
 		}
-		if flags.anchorRepeat && o.Word {
-			return nil, errAnchorRepeat // -w checks words in glibc's reading
+		if flags.twoReadings && o.Word {
+			return nil, errTwoReadings // -w checks words in glibc's reading
 		}
-		m.anchorRepeat = m.anchorRepeat || flags.anchorRepeat
+		if flags.strayClose && (o.Word || o.Line) {
+			return nil, &UnsupportedError{"unmatched )", "with -w or -x GNU grep wraps the pattern in parentheses, which a ) that closes no group closes instead (write \\) for the character)"}
+		}
+		m.twoReadings = m.twoReadings || flags.twoReadings
 		m.Boundary = m.Boundary || flags.boundary
 		if flags.boundary {
 			word, _ := classSet("word")
@@ -173,10 +183,11 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	return m, nil
 }
 
-// errAnchorRepeat: GNU grep selects the lines of an ERE that repeats ^ or
-// $ by one reading of it and finds the matches in them by another.
-var errAnchorRepeat = &UnsupportedError{"repetition of an anchor",
-	"GNU grep reads * + ? or {n} right after ^ or $ one way to select lines (as padfs does) and another for -w, -o and --color (write \\^ or \\$ for the character, or drop the operator)"}
+// errTwoReadings: GNU grep selects the lines of such a pattern by one
+// reading of it and checks -w and finds -o's matches by another (see
+// parser.twoReadings).
+var errTwoReadings = &UnsupportedError{"construct read two ways",
+	"GNU grep reads * + ? or {n} right after ^ or $, a { that starts an ERE, and with -i a backslash before a lowercase letter one way to select lines (as padfs does) and another for -w, -o and --color (write \\^, \\$, \\{ for the character, drop the operator or the backslash)"}
 
 func translateGoError(err error) error {
 	var se *syntax.Error
@@ -482,8 +493,8 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 			v, line = 1, invalidToNewline(nil, line)
 		}
 	}
-	if m.anchorRepeat {
-		return nil, errAnchorRepeat
+	if m.twoReadings {
+		return nil, errTwoReadings
 	}
 	sr := m.spanRe(v)
 	if sr.err != nil {

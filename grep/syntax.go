@@ -1,12 +1,14 @@
 package grep
 
 import (
+	"cmp"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -93,12 +95,29 @@ type parser struct {
 	warn     func(string)
 	depth    int
 	boundary bool // uses \b \B \< \>
-	// anchorRepeat: an ERE repetition right after ^ or $ (^*a, a$?,
-	// ^{2}a). GNU's dfa repeats the anchor, which decides which lines
-	// match; glibc's regex, which finds the matches -o prints and checks
-	// -w, drops the repetition or reads the brace as a literal.
-	anchorRepeat bool
-	nullData     bool // grep -z: see zset
+	// twoReadings: a construct GNU grep's dfa, which decides which lines
+	// match, reads one way, and glibc's regex, which checks -w and finds
+	// the matches -o prints, another: an ERE repetition right after ^ or
+	// $ (^*a, a$?, ^{2}a: the dfa repeats the anchor, glibc drops the
+	// repetition or reads the brace as a literal), a { that opens no
+	// interval where an ERE starts ({, ^{x: a literal to the dfa, skipped
+	// by glibc), and with -i a backslash before a lowercase ASCII letter
+	// (\a: the letter to the dfa, nothing glibc ever matches).
+	twoReadings bool
+	nullData    bool // grep -z: see zset
+	// glibc's regcomp, which decides GNU's verdict on an ERE, skips a
+	// * + ? where an expression starts (gStart: a branch's start, after
+	// an anchor or a skipped one) and reads a ) right after such a
+	// skipped one (gSkipped) as a literal: (*) is "Unmatched ( or \(",
+	// (*)) is a group holding ")". pending counts the groups glibc still
+	// sees open at that point (GNU's dfa, which selects the lines, reads
+	// the ) as a close, as this parser does).
+	gStart, gSkipped bool
+	pending          int
+	// strayClose: an ERE ) that closes no group (a literal). With -w or
+	// -x GNU grep wraps the pattern in parentheses for its dfa, which
+	// such a ) closes: (|) selects an empty line, -x (|) does not.
+	strayClose bool
 }
 
 // zset is set as grep -z reads swapped data (NUL bytes are line ends,
@@ -142,8 +161,9 @@ func (p *parser) peekAt(i int) (rune, bool) {
 // zset).
 // patternFlags are what parsePattern saw that the matcher needs.
 type patternFlags struct {
-	boundary     bool // \b \B \< \>
-	anchorRepeat bool // see parser.anchorRepeat
+	boundary    bool // \b \B \< \>
+	twoReadings bool // see parser.twoReadings
+	strayClose  bool // see parser.strayClose
 }
 
 func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, patternFlags, error) {
@@ -183,7 +203,10 @@ func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)
 		// Only an unmatched close can stop the top level.
 		return nil, patternFlags{}, &SyntaxError{"Unmatched ) or \\)"}
 	}
-	return g, patternFlags{boundary: p.boundary, anchorRepeat: p.anchorRepeat}, nil
+	if p.pending > 0 {
+		return nil, patternFlags{}, &SyntaxError{"Unmatched ( or \\("}
+	}
+	return g, patternFlags{boundary: p.boundary, twoReadings: p.twoReadings, strayClose: p.strayClose}, nil
 }
 
 // lit is a literal character (with -i: it and its case counterparts).
@@ -241,6 +264,7 @@ func (p *parser) alternation() (*node, error) {
 
 func (p *parser) sequence() ([]*node, error) {
 	var seq []*node
+	p.gStart, p.gSkipped = true, false
 	for !p.atBranchEnd() {
 		r := p.peek()
 		var handled bool
@@ -257,6 +281,7 @@ func (p *parser) sequence() ([]*node, error) {
 			continue
 		}
 		// Common to both syntaxes.
+		p.gStart, p.gSkipped = false, false
 		switch r {
 		case '.':
 			p.pos++
@@ -276,6 +301,7 @@ func (p *parser) sequence() ([]*node, error) {
 			if err != nil {
 				return nil, err
 			}
+			p.gStart = nd.kind == nAssert
 			seq = append(seq, nd)
 		default:
 			p.pos++
@@ -329,14 +355,25 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		if p.eof() || p.peek() != ')' {
 			return nil, false, &SyntaxError{"Unmatched ( or \\("}
 		}
+		if p.gSkipped {
+			p.pending++ // glibc: a literal ), the group goes on
+		}
+		p.gStart, p.gSkipped = false, false
 		p.pos++
 		seq = append(seq, g)
 		return seq, true, nil
 	case ')': // unmatched at top level: a literal
+		p.strayClose = true
+		if !p.gSkipped && p.pending > 0 {
+			p.pending-- // glibc: the close of a group it still sees open
+		}
+		p.gStart, p.gSkipped = false, false
 		p.pos++
 		seq = append(seq, p.lit(')'))
 		return seq, true, nil
 	case '*', '+', '?':
+		skip := p.gStart
+		defer func() { p.gStart, p.gSkipped = skip, skip }()
 		p.pos++
 		min, max := repeatOp(r)
 		if onlyAnchors(seq) { // anchors leave the expression at its start
@@ -348,10 +385,13 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			// (a\b* is a\b) but repeats ^ and $ (^*a finds any a).
 			return seq, true, nil
 		}
-		p.anchorRepeat = p.anchorRepeat || a == "^" || a == "$"
+		p.twoReadings = p.twoReadings || a == "^" || a == "$"
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
 		return seq, true, nil
 	case '{':
+		// glibc skips a { where an expression starts, as a * there.
+		skip := p.gStart
+		p.gStart, p.gSkipped = false, false
 		a := lastAnchor(seq)
 		if a == `\b` || a == `\B` {
 			// After \< \> \b \B GNU grep's two engines read a brace
@@ -361,7 +401,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		}
 		min, max, n, ok, err := p.interval(p.pos+1, false)
 		start := atStart(seq)
-		if err == errBadInterval && (start || a == "^" || a == "$") {
+		if err == errBadInterval && (start || skip || a == "^" || a == "$") {
 			// glibc: with nothing to repeat (an anchor repeats nothing),
 			// a bad interval is literal.
 			ok, err = false, nil
@@ -373,11 +413,15 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			p.pos++
 			n := p.lit('{')
 			n.startBrace = start
+			// glibc's regex skips such a brace ({ alone is the empty
+			// pattern there, a literal to GNU's dfa).
+			p.twoReadings = p.twoReadings || start
 			seq = append(seq, n)
+			p.gStart, p.gSkipped = skip, skip
 			return seq, true, nil
 		}
 		p.pos = n
-		p.anchorRepeat = p.anchorRepeat || a == "^" || a == "$"
+		p.twoReadings = p.twoReadings || a == "^" || a == "$"
 		if onlyAnchors(seq) {
 			p.warn("{...} at start of expression")
 			return seq, true, nil
@@ -386,10 +430,12 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		return seq, true, nil
 	case '^':
 		p.pos++
+		p.gStart, p.gSkipped = true, false
 		seq = append(seq, &node{kind: nAssert, text: "^"})
 		return seq, true, nil
 	case '$':
 		p.pos++
+		p.gStart, p.gSkipped = true, false
 		seq = append(seq, &node{kind: nAssert, text: "$"})
 		return seq, true, nil
 	}
@@ -448,6 +494,15 @@ func (p *parser) basicOp(seq []*node, r rune) (_ []*node, handled bool, err erro
 		case ')': // depth 0 (atBranchEnd handles depth > 0)
 			return nil, false, &SyntaxError{"Unmatched ) or \\)"}
 		case '{':
+			if a := lastAnchor(seq); (a == `\b` || a == `\B`) && !onlyAnchors(seq) {
+				// After text and a word anchor glibc reads an
+				// interval (0\B\{x is GNU's "invalid content");
+				// what one repeats of a word anchor is unclear.
+				if _, _, _, ok, err := p.interval(p.pos+2, true); ok && err == nil {
+					return nil, false, &UnsupportedError{"brace", "a \\{ right after a word anchor (\\b \\B \\< \\>)"}
+				}
+				return nil, false, &SyntaxError{"invalid content of \\{\\}"}
+			}
 			if len(seq) == 0 || lastAnchor(seq) != "" {
 				p.pos += 2
 				seq = append(seq, p.lit('{'))
@@ -594,6 +649,7 @@ func (p *parser) escape() (*node, error) {
 	case 'S':
 		return p.zclass(space.negate()), nil
 	}
+	p.twoReadings = p.twoReadings || p.fold && 'a' <= n && n <= 'z'
 	return p.lit(n), nil
 }
 
@@ -666,6 +722,11 @@ func (p *parser) bracket() (runeSet, error) {
 			} else {
 				i++
 			}
+			if lo > unicode.MaxASCII || hi > unicode.MaxASCII {
+				// glibc 2.36's C.UTF-8 collates nothing but ASCII in
+				// a range: [a-é] is GNU grep's error there.
+				return nil, &SyntaxError{"Invalid collation character"}
+			}
 			if p.fold {
 				// glibc's -i translates the pattern's ASCII letters to
 				// upper case first: [a-A] is [A-A], [_-A] refused.
@@ -718,10 +779,11 @@ func (p *parser) bracketName(i int) (set runeSet, c rune, end int, err error) {
 	name := string(p.src[i+2 : e])
 	end = e + 2
 	if kind != ':' {
+		// glibc 2.36's C.UTF-8 knows one collating element per ASCII
+		// character and no other ([.space.], [=é=]: GNU's error).
 		rs := []rune(name)
-		if len(rs) != 1 {
-			return nil, 0, 0, &UnsupportedError{"collating element [" + string(kind) + name + string(kind) + "]",
-				"multi-character collating elements and equivalence classes are not supported"}
+		if len(rs) != 1 || rs[0] > unicode.MaxASCII {
+			return nil, 0, 0, &SyntaxError{"Invalid collation character"}
 		}
 		return nil, rs[0], end, nil
 	}
@@ -847,10 +909,11 @@ func perlToGo(pat string) (string, error) {
 	// engine repeats the empty match.
 	notRepeatable := &SyntaxError{"quantifier does not follow a repeatable item"}
 	assertion := false
+	open := true // at the start, or right after ( or |: nothing to repeat
 	for i := 0; i < len(pat); i++ {
 		c := pat[i]
-		wasQuant, wasAssertion := quant, assertion
-		quant, assertion = false, false
+		wasQuant, wasAssertion, wasOpen := quant, assertion, open
+		quant, assertion, open = false, false, false
 		if c == '\\' && i+1 < len(pat) {
 			set := inClass && strings.IndexByte("dDwWsShHvVpP", pat[i+1]) >= 0
 			if set && inRange {
@@ -866,6 +929,9 @@ func perlToGo(pat string) (string, error) {
 		}
 		if wasAssertion && !inClass && (c == '*' || c == '+' || c == '?' || c == '{' && pcreQuantifier(pat[i:])) {
 			return "", notRepeatable
+		}
+		if wasOpen && !inClass && c == '{' && pcreQuantifier(pat[i:]) {
+			return "", notRepeatable // Go's engine reads {1} there as text
 		}
 		if inClass {
 			switch {
@@ -883,6 +949,11 @@ func perlToGo(pat string) (string, error) {
 					item, lastSet = true, true
 					continue
 				}
+				// No class name (PCRE2 reads [[:]:] as [[:] then ":]"):
+				// a literal [, escaped, or Go would read a class name.
+				item, lastSet, inRange = true, false, false
+				b.WriteString(`\[`)
+				continue
 			case c == ']':
 				inClass = false
 			case c == '-' && item && !inRange && i+1 < len(pat) && pat[i+1] != ']':
@@ -934,6 +1005,9 @@ func perlToGo(pat string) (string, error) {
 			if err := perlGroup(pat[i+1:]); err != nil {
 				return "", err
 			}
+			open = true
+		case '|':
+			open = true
 		}
 		b.WriteByte(c)
 	}
@@ -959,6 +1033,10 @@ func pcreQuantifier(s string) bool {
 		}
 	}
 	return i < len(s) && s[i] == '}'
+}
+
+func isHex(c byte) bool {
+	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
 
 // PCRE's \s, \v and \h, as Go class contents.
@@ -990,6 +1068,27 @@ func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error
 		default:
 			b.WriteString("[" + set + "]")
 		}
+	}
+	if d >= utf8.RuneSelf {
+		// PCRE: a backslash before a non-ASCII character quotes it.
+		_, w := utf8.DecodeRuneInString(pat[i:])
+		b.WriteString(regexp.QuoteMeta(pat[i : i+w]))
+		return i + w - 1, nil
+	}
+	if d == '0' || inClass && '1' <= d && d <= '7' {
+		// An octal escape: up to three digits (Go's wants a leading 0
+		// or more than one digit).
+		n := 1
+		for n < 3 && i+n < len(pat) && '0' <= pat[i+n] && pat[i+n] <= '7' {
+			n++
+		}
+		v, _ := strconv.ParseUint(pat[i:i+n], 8, 32)
+		fmt.Fprintf(b, `\x{%x}`, v)
+		return i + n - 1, nil
+	}
+	if inClass && (d == '8' || d == '9') {
+		b.WriteByte(d) // PCRE: the digit itself
+		return i, nil
 	}
 	switch d {
 	case '1', '2', '3', '4', '5', '6', '7', '8', '9':
@@ -1034,6 +1133,56 @@ func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error
 		return i, nil
 	case 'E':
 		return i, nil // a stray \E is nothing in PCRE
+	case 'x':
+		// PCRE's \x takes up to two hex digits, none meaning NUL
+		// (\x is \x00, \xg NUL and g); Go's wants exactly two. \x{...}
+		// is the same in both.
+		if i+1 < len(pat) && pat[i+1] == '{' {
+			break
+		}
+		n := 0
+		for n < 2 && i+1+n < len(pat) && isHex(pat[i+1+n]) {
+			n++
+		}
+		fmt.Fprintf(b, `\x{%s}`, cmp.Or(pat[i+1:i+1+n], "0"))
+		return i + n, nil
+	case 'e':
+		b.WriteString(`\x{1b}`) // escape, which Go's syntax lacks
+		return i, nil
+	case 'o':
+		// \o{17}: octal, any number of digits.
+		if i+1 >= len(pat) || pat[i+1] != '{' {
+			return i, &SyntaxError{"missing opening brace after \\o"}
+		}
+		end := strings.IndexByte(pat[i+1:], '}')
+		if end < 0 {
+			return i, &SyntaxError{"missing } after \\o{"}
+		}
+		digits := pat[i+2 : i+1+end]
+		if digits == "" {
+			return i, &SyntaxError{"digits missing in \\x{} or \\o{} or \\N{U+}"}
+		}
+		v, err := strconv.ParseUint(digits, 8, 32)
+		if err != nil || v > unicode.MaxRune {
+			return i, &SyntaxError{"non-octal character in \\o{} (closing brace missing?)"}
+		}
+		fmt.Fprintf(b, `\x{%x}`, v)
+		return i + 1 + end, nil
+	case 'c':
+		// A control character: PCRE2 upper-cases a printable ASCII
+		// character and flips its bit 6 (\ca and \cA are \x01).
+		if i+1 >= len(pat) {
+			return i, &SyntaxError{`\c at end of pattern`}
+		}
+		c := pat[i+1]
+		if c < ' ' || c > '~' {
+			return i, &SyntaxError{"\\c must be followed by a printable ASCII character"}
+		}
+		if 'a' <= c && c <= 'z' {
+			c -= 'a' - 'A'
+		}
+		fmt.Fprintf(b, `\x{%x}`, c^0x40)
+		return i + 1, nil
 	}
 	b.WriteByte('\\')
 	b.WriteByte(d)
