@@ -2,6 +2,7 @@ package grep
 
 import (
 	"cmp"
+	"errors"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -399,6 +400,15 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			// a literal brace, a repetition nor a skipped brace explains).
 			return nil, false, &UnsupportedError{"brace", "a { right after a word anchor (\\b \\B \\< \\>)"}
 		}
+		j := p.pos + 1
+		for j < len(p.src) && (p.src[j] == ',' || '0' <= p.src[j] && p.src[j] <= '9') {
+			j++
+		}
+		if j < len(p.src) && p.src[j] == '\\' {
+			// glibc reads \, there as a comma and \1 as a back-reference
+			// (0{\,, is "Invalid content of \{\}").
+			return nil, false, &UnsupportedError{"brace", "a backslash inside an ERE interval ({1\\,2})"}
+		}
 		min, max, n, ok, err := p.interval(p.pos+1, false)
 		start := atStart(seq)
 		if err == errBadInterval && (start || skip || a == "^" || a == "$") {
@@ -424,6 +434,9 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		p.twoReadings = p.twoReadings || a == "^" || a == "$"
 		if onlyAnchors(seq) {
 			p.warn("{...} at start of expression")
+			// The dfa drops it; glibc skips the { and reads the rest
+			// as text ({0} is "0}" to it).
+			p.twoReadings = true
 			return seq, true, nil
 		}
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
@@ -933,6 +946,23 @@ func perlToGo(pat string) (string, error) {
 		if wasOpen && !inClass && c == '{' && pcreQuantifier(pat[i:]) {
 			return "", notRepeatable // Go's engine reads {1} there as text
 		}
+		if !inClass && c == '{' && pcreQuantifier(pat[i:]) {
+			// Go's engine reads a count with a leading zero ({00},
+			// {1,02}) as text; PCRE as the number.
+			end := i + strings.IndexByte(pat[i:], '}')
+			lo, hi, comma := strings.Cut(pat[i+1:end], ",")
+			b.WriteByte('{')
+			b.WriteString(trimZeros(lo))
+			if comma {
+				b.WriteByte(',')
+				if hi != "" {
+					b.WriteString(trimZeros(hi))
+				}
+			}
+			b.WriteByte('}')
+			i, quant = end, true
+			continue
+		}
 		if inClass {
 			switch {
 			case c == '[' && i+1 < len(pat) && strings.IndexByte(":.=", pat[i+1]) >= 0:
@@ -1013,6 +1043,11 @@ func perlToGo(pat string) (string, error) {
 	}
 	src := b.String()
 	if _, err := syntax.Parse(src, syntax.Perl); err != nil {
+		var se *syntax.Error
+		if errors.As(err, &se) && (se.Code == syntax.ErrInvalidRepeatSize || se.Code == syntax.ErrLarge || se.Code == syntax.ErrNestingDepth) {
+			// Within PCRE's limits, past RE2's ({1001}).
+			return "", &UnsupportedError{"expression size", err.Error() + " (Go's regexp engine allows repetition counts up to 1000)"}
+		}
 		return "", &SyntaxError{err.Error()}
 	}
 	return src, nil
@@ -1035,9 +1070,20 @@ func pcreQuantifier(s string) bool {
 	return i < len(s) && s[i] == '}'
 }
 
+// trimZeros drops a decimal number's leading zeros ("007" is "7", "00" "0").
+func trimZeros(n string) string {
+	if t := strings.TrimLeft(n, "0"); t != "" {
+		return t
+	}
+	return "0"
+}
+
 func isHex(c byte) bool {
 	return '0' <= c && c <= '9' || 'a' <= c && c <= 'f' || 'A' <= c && c <= 'F'
 }
+
+// nonASCII is every non-ASCII character, as Go class contents.
+const nonASCII = `\x{80}-\x{10FFFF}`
 
 // PCRE's \s, \v and \h, as Go class contents.
 const (
@@ -1100,8 +1146,21 @@ func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error
 	case 'K', 'G', 'X', 'C':
 		return i, perlUnsupported("\\" + string(d))
 	case 's', 'S':
+		if d == 'S' && !inClass {
+			b.WriteString(`[^` + pcreSpace + nonASCII + `]`)
+			return i, nil
+		}
 		cls(pcreSpace, d == 'S')
 		return i, nil
+	case 'W', 'D':
+		// GNU grep 3.8's PCRE2 (10.42, JIT, invalid UTF-8 allowed) never
+		// matches a non-ASCII character with \S \W \D outside a class
+		// (inside one it does): \S does not match é.
+		if !inClass {
+			set := map[byte]string{'W': `0-9A-Za-z_`, 'D': `0-9`}[d]
+			b.WriteString(`[^` + set + nonASCII + `]`)
+			return i, nil
+		}
 	case 'v', 'V':
 		cls(pcreVSpace, d == 'V')
 		return i, nil
