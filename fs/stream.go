@@ -110,10 +110,10 @@ func (f *fileState) streamSyncLocked() {
 		// then only the pages can store the bytes again.
 		return
 	}
-	c := st.Stored()
-	if int64(c.Size)/pageSize <= f.strm.dropped {
-		return // not a page more
+	if st.StoredSize()/pageSize <= f.strm.dropped {
+		return // not a page more (the common case: no content built)
 	}
+	c := st.Stored()
 	if f.strm.under != st {
 		f.streamUnderResetLocked()
 		f.strm.under = st

@@ -136,6 +136,14 @@ func (st *Stream) WaitBacklog(ctx context.Context, cut int, stored int64) {
 	}
 }
 
+// StoredSize is Stored().Size without building the content (a writer
+// asks at every write).
+func (st *Stream) StoredSize() int64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.stored
+}
+
 // Stored returns the content of the bytes stored so far: the file's
 // first Size bytes, read back with ReadAt as a content of their own. Its
 // chunks stay pinned until Release.
