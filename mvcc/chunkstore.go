@@ -36,6 +36,12 @@ import (
 // recycled (between the stages and, through a sync.Pool, across commits),
 // so a large file does not allocate its size over again, and a file that
 // fits one batch is stored by the caller alone, without a goroutine.
+//
+// A content written for a commit of its own (WriteSparseAttr, WriteContent)
+// that fits one batch is not stored here at all: its hashed batch rides
+// in the Content (pending) and the commit's transaction puts it, so a
+// small file's close is one kv Update (one log record), not two, and no
+// sweep can take its chunks before the commit does.
 const (
 	chunkBatchBytes = 4 << 20 // chunk bytes per batch, i.e. per kv Update
 	batchesInFlight = 3       // filling, queued, being stored
@@ -104,12 +110,15 @@ type chunkStorer struct {
 	// stored, when set (stream.go), is told each batch once its chunks
 	// are stored (or it holds only holes), in file order.
 	stored func(*chunkBatch)
+	// inCommit: a content of one batch is left to its commit (pending).
+	inCommit bool
 }
 
 // putChunks stores the chunks of the file whose bytes are head followed by
 // the rest of r.
-func (s *Store) putChunks(ctx context.Context, head []byte, r io.Reader) (*Content, error) {
+func (s *Store) putChunks(ctx context.Context, head []byte, r io.Reader, inCommit bool) (*Content, error) {
 	cs := s.newChunkStorer()
+	cs.inCommit = inCommit
 	b, err := cs.cut(ctx, getBatch(), io.MultiReader(bytes.NewReader(head), r))
 	if err != nil {
 		return nil, cs.abort(b, err)
@@ -119,8 +128,9 @@ func (s *Store) putChunks(ctx context.Context, head []byte, r io.Reader) (*Conte
 
 // putSparse stores the chunks of sp's data ranges; the rest become holes
 // without being read.
-func (s *Store) putSparse(ctx context.Context, sp Sparse) (*Content, error) {
+func (s *Store) putSparse(ctx context.Context, sp Sparse, inCommit bool) (*Content, error) {
 	cs := s.newChunkStorer()
+	cs.inCommit = inCommit
 	b := getBatch()
 	var pos int64
 	for _, d := range sp.Data {
@@ -187,7 +197,13 @@ func (cs *chunkStorer) cut(ctx context.Context, b *chunkBatch, r io.Reader) (*ch
 // close stores the last batch b, waits for the storer and returns the
 // content.
 func (cs *chunkStorer) close(b *chunkBatch) (*Content, error) {
-	if !cs.started {
+	if !cs.started && cs.inCommit && cs.stored == nil {
+		if cs.hash(b) {
+			cs.c.pending = b // putPending stores it, release recycles it
+		} else {
+			putBatch(b)
+		}
+	} else if !cs.started {
 		err := cs.store(b)
 		if err == nil && cs.stored != nil {
 			cs.stored(b)
@@ -348,21 +364,46 @@ func (cs *chunkStorer) hash(b *chunkBatch) bool {
 func (cs *chunkStorer) put(b *chunkBatch) error {
 	// Bulk: a full batch's chunks need not go through the WAL's log
 	// (kv.BulkUpdater); b's frames stay unchanged until it returns.
-	return kv.UpdateBulk(cs.s.kv, func(tx kv.Txn) error {
-		for _, it := range b.items {
-			if it.off < 0 {
-				continue
-			}
-			k := chunkKey(it.h)
-			if v, err := tx.Get(k); err != nil {
-				return err
-			} else if v != nil {
-				continue // already stored
-			}
-			if err := tx.Put(k, b.buf[it.off:it.off+4+int(it.n)]); err != nil {
-				return err
-			}
+	return kv.UpdateBulk(cs.s.kv, func(tx kv.Txn) error { return putFrames(tx, b) })
+}
+
+// putFrames puts b's hashed chunks that tx does not hold yet.
+func putFrames(tx kv.Txn, b *chunkBatch) error {
+	for _, it := range b.items {
+		if it.off < 0 {
+			continue
 		}
-		return nil
-	})
+		k := chunkKey(it.h)
+		if v, err := tx.Get(k); err != nil {
+			return err
+		} else if v != nil {
+			continue // already stored
+		}
+		if err := tx.Put(k, b.buf[it.off:it.off+4+int(it.n)]); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// applyContent puts the chunks c left to this commit (Content.pending)
+// and applies c to n. The kv Puts copy the chunks, so c.release may
+// recycle their batch once the commit has ended.
+func (t *WriteTx) applyContent(c *Content, n *Inode) error {
+	if c.pending != nil {
+		if err := putFrames(t.w, c.pending); err != nil {
+			return err
+		}
+	}
+	c.Apply(n)
+	return nil
+}
+
+// release recycles the batch of chunks c left to its commit, once that
+// commit has ended (committed or not).
+func (c *Content) release() {
+	if c != nil && c.pending != nil {
+		putBatch(c.pending)
+		c.pending = nil
+	}
 }

@@ -2,6 +2,7 @@ package mvcc
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -237,5 +238,66 @@ func TestNestedValuesRaiseFormat(t *testing.T) {
 	got, err := st.ReadAll(n)
 	if err != nil || !bytes.Equal(got, data) {
 		t.Fatalf("read back %d bytes (%v), want the %d written", len(got), err, len(data))
+	}
+}
+
+// TestSmallContentOneUpdate: the close of a file whose content fits one
+// batch is one kv Update (one log record): its chunks go into the commit's
+// own transaction, deduplicated as in a separate one.
+func TestSmallContentOneUpdate(t *testing.T) {
+	st, c := openCounting(t, t.TempDir())
+	h, err := st.CreateSession("s", 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sid := h.ID
+	rng := rand.New(rand.NewPCG(1, 2))
+	data := make([]byte, 300<<10) // two chunks or more
+	for i := range data {
+		data[i] = byte(rng.IntN(256))
+	}
+	f, err := st.Create(sid, h.Root, "f", Attr{Mode: sIFREG | 0o644}, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	updates := func(what string, fn func() error) {
+		t.Helper()
+		before := c.Counts().Updates
+		if err := fn(); err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+		if n := c.Counts().Updates - before; n != 1 {
+			t.Fatalf("%s: %d kv Updates, want 1", what, n)
+		}
+	}
+	updates("WriteContent", func() error {
+		_, err := st.WriteContent(context.Background(), sid, f.Ino, bytes.NewReader(data), nowNs())
+		return err
+	})
+	chunks := chunkCount(t, st)
+	if chunks < 2 {
+		t.Fatalf("%d chunks stored for %d bytes, want 2 or more", chunks, len(data))
+	}
+	// The same bytes again, sparse this time with a hole in front: the
+	// chunks are found stored, only the version is new.
+	sp := Sparse{R: bytes.NewReader(append(make([]byte, 1<<20), data...)), Size: 1<<20 + int64(len(data)),
+		Data: []Range{{1 << 20, int64(len(data))}}}
+	updates("WriteSparseAttr", func() error {
+		_, err := st.WriteSparseAttr(context.Background(), sid, f.Ino, sp, nowNs(), SetAttr{})
+		return err
+	})
+	if n := chunkCount(t, st); n != chunks {
+		t.Fatalf("%d chunks after rewriting the same bytes, want %d", n, chunks)
+	}
+	n, err := st.LatestInode(sid, f.Ino)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := st.ReadAll(n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got[1<<20:], data) || !bytes.Equal(got[:1<<20], make([]byte, 1<<20)) {
+		t.Fatal("content read back differs")
 	}
 }

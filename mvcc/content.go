@@ -46,6 +46,10 @@ type Content struct {
 	Inline  []byte
 	Extents []Extent
 	Hash    []byte // SHA-256 of all bytes; nil when not free (chunkstore.go)
+
+	// pending holds chunks not stored yet (putContent's inCommit): the
+	// commit that applies this content puts them (WriteTx.applyContent).
+	pending *chunkBatch
 }
 
 // PutContent chunks r and stores every chunk not yet present. It runs
@@ -54,13 +58,19 @@ type Content struct {
 // large content's chunking early with ctx.Err(); the chunks stored by
 // then are orphans, like those of a commit that failed (orphans.go).
 func (s *Store) PutContent(ctx context.Context, r io.Reader) (*Content, error) {
+	return s.putContent(ctx, r, false)
+}
+
+// putContent is PutContent; inCommit leaves the chunks of a content that
+// fits one batch to the commit that applies it (Content.pending).
+func (s *Store) putContent(ctx context.Context, r io.Reader, inCommit bool) (*Content, error) {
 	head := make([]byte, InlineMax+1)
 	n, err := io.ReadFull(r, head)
 	if err != nil && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, io.EOF) {
 		return nil, err
 	}
 	if n > InlineMax {
-		return s.putChunks(ctx, head[:n], r) // chunkstore.go
+		return s.putChunks(ctx, head[:n], r, inCommit) // chunkstore.go
 	}
 	sum := sha256.Sum256(head[:n])
 	c := &Content{Size: uint64(n), Inline: append([]byte(nil), head[:n]...), Hash: sum[:]}
@@ -84,6 +94,11 @@ type Sparse struct {
 // PutSparse is PutContent of sp that reads only its data: holes cost
 // nothing, however long. ctx ends it early with ctx.Err().
 func (s *Store) PutSparse(ctx context.Context, sp Sparse) (*Content, error) {
+	return s.putSparseContent(ctx, sp, false)
+}
+
+// putSparseContent is PutSparse; inCommit as for putContent.
+func (s *Store) putSparseContent(ctx context.Context, sp Sparse, inCommit bool) (*Content, error) {
 	if sp.Size < 0 || sp.Size > MaxFileSize {
 		return nil, fmt.Errorf("%w: size %d", ErrTooBig, sp.Size)
 	}
@@ -97,9 +112,9 @@ func (s *Store) PutSparse(ctx context.Context, sp Sparse) (*Content, error) {
 				return nil, err
 			}
 		}
-		return s.PutContent(ctx, bytes.NewReader(buf))
+		return s.putContent(ctx, bytes.NewReader(buf), inCommit)
 	}
-	return s.putSparse(ctx, sp) // chunkstore.go
+	return s.putSparse(ctx, sp, inCommit) // chunkstore.go
 }
 
 // DataRanges returns the runs of n's content below limit that are not

@@ -65,7 +65,7 @@ func (s *Store) WriteContentIf(ctx context.Context, sid SessionID, ino Ino, r io
 // read (the fs layer's dirty buffers know their holes). ctx ends it early.
 func (s *Store) WriteSparseAttr(ctx context.Context, sid SessionID, ino Ino, sp Sparse, mtime int64, a SetAttr) (*Inode, error) {
 	var n *Inode
-	err := s.commitPut(func(int) (*Content, error) { return s.PutSparse(ctx, sp) },
+	err := s.commitPut(func(int) (*Content, error) { return s.putSparseContent(ctx, sp, true) },
 		s.commitWrite(sid, ino, mtime, a, nil, &n))
 	return n, err
 }
@@ -84,7 +84,9 @@ func (s *Store) commitWrite(sid SessionID, ino Ino, mtime int64, a SetAttr, chec
 				}
 			}
 			attrs, mt := applyAttr(n, a, mtime)
-			c.Apply(n)
+			if err := t.applyContent(c, n); err != nil {
+				return nil, err
+			}
 			n.Mtime, n.Ctime, n.ContentHLC = mt, nowNs(), t.hlc
 			return attrs, nil
 		}

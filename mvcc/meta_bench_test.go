@@ -1,6 +1,9 @@
 package mvcc
 
 import (
+	"bytes"
+	"context"
+	"encoding/binary"
 	"fmt"
 	"testing"
 	"time"
@@ -8,10 +11,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// BenchmarkMetaCommit measures the CPU of metadata commits: each op creates
-// one file, sets its mode and removes it again (three commits), the
-// pattern of rm -rf and of git's lock files.
-func BenchmarkMetaCommit(b *testing.B) {
+// benchSession opens a store in a temporary directory with one session.
+func benchSession(b *testing.B) (*Store, *SessionHeader) {
 	st, err := OpenDir(b.TempDir())
 	if err != nil {
 		b.Fatal(err)
@@ -21,6 +22,14 @@ func BenchmarkMetaCommit(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return st, h
+}
+
+// BenchmarkMetaCommit measures the CPU of metadata commits: each op creates
+// one file, sets its mode and removes it again (three commits), the
+// pattern of rm -rf and of git's lock files.
+func BenchmarkMetaCommit(b *testing.B) {
+	st, h := benchSession(b)
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		name := fmt.Sprintf("f%d", i)
@@ -41,15 +50,7 @@ func BenchmarkMetaCommit(b *testing.B) {
 // BenchmarkRemoveBigDir measures the CPU of one unlink in a directory of
 // b.N files, rm -rf's commit (the files are created first, untimed).
 func BenchmarkRemoveBigDir(b *testing.B) {
-	st, err := OpenDir(b.TempDir())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { st.Close() })
-	h, err := st.CreateSession("bench", 0, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
+	st, h := benchSession(b)
 	d, err := st.Create(h.ID, h.Root, "d", Attr{Mode: 0o40755}, "")
 	if err != nil {
 		b.Fatal(err)
@@ -80,4 +81,24 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkSmallFileCommit measures the CPU of tar -x's commit of a file:
+// a held create and its first content (12 KiB of distinct bytes: chunked,
+// not inline) in one close.
+func BenchmarkSmallFileCommit(b *testing.B) {
+	st, h := benchSession(b)
+	data := make([]byte, 12<<10)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		n, _, err := st.CreateHeld(h.ID, h.Root, fmt.Sprintf("f%d", i), Attr{Mode: 0o100644})
+		if err != nil {
+			b.Fatal(err)
+		}
+		binary.LittleEndian.PutUint64(data, uint64(i)) // a new chunk each time
+		sp := Sparse{R: bytes.NewReader(data), Size: int64(len(data)), Data: []Range{{0, int64(len(data))}}}
+		if _, err := st.WriteSparseAttr(context.Background(), h.ID, n.Ino, sp, nowNs(), SetAttr{}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -118,7 +118,7 @@ func (s *Store) commitContent(ctx context.Context, r io.Reader, commit func(*Con
 				return nil, err
 			}
 		}
-		return s.PutContent(ctx, r)
+		return s.putContent(ctx, r, true)
 	}, commit)
 }
 
@@ -138,6 +138,7 @@ func (s *Store) commitPut(put func(attempt int) (*Content, error), commit func(*
 			return err
 		}
 		err = commit(c)
+		c.release()
 		if !errors.Is(err, errChunkGone) || attempt == 2 {
 			return err
 		}

@@ -29,15 +29,18 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 	_ = kept
 
 	// A sweep between PutContent and the commit: the commit stores the
-	// chunks again instead of referencing missing ones.
+	// chunks again instead of referencing missing ones. (The content is
+	// larger than a batch: one batch's chunks are put by the commit
+	// itself, and no sweep can come between.)
 	f, err := st.Create(sid, root, "late", Attr{Mode: sIFREG | 0o644}, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	data := bytes.Repeat([]byte("late bytes "), 1000)
+	data := bytes.Repeat([]byte("late bytes "), chunkBatchBytes/10)
 	r := bytes.NewReader(data)
-	swept := false
+	swept, calls := false, 0
 	err = st.commitContent(context.Background(), r, func(c *Content) error {
+		calls++
 		if !swept {
 			swept = true
 			if _, err := st.sweepOrphanChunks(); err != nil {
@@ -49,7 +52,9 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			c.Apply(n)
+			if err := t.applyContent(c, n); err != nil {
+				return err
+			}
 			t.SetEvent(Event{Op: "write"})
 			return t.PutInode(n)
 		})
@@ -60,6 +65,9 @@ func TestOrphanChunksAreSweptAndCommitsRestoreThem(t *testing.T) {
 	}
 	if got := readFile(t, st, sid, "late", Latest); got != string(data) {
 		t.Fatal("content committed after a sweep does not read back")
+	}
+	if calls != 2 {
+		t.Fatalf("commit ran %d times, want 2 (the sweep took the chunks before the first)", calls)
 	}
 }
 

@@ -1,6 +1,7 @@
 // Package kvcount wraps a kv.Store and counts what its readers visit (the
-// keys handed to Scan callbacks, the Scans and the Gets), so that a test can
-// assert how much an operation reads instead of how long it takes.
+// keys handed to Scan callbacks, the Scans and the Gets) and its write
+// transactions, so that a test can assert how much an operation reads and
+// writes instead of how long it takes.
 package kvcount
 
 import (
@@ -13,18 +14,18 @@ import (
 // Store is a counting kv.Store.
 type Store struct {
 	kv.Store
-	keys, scans, gets atomic.Int64
+	keys, scans, gets, updates atomic.Int64
 }
 
-// Counts is what the readers visited so far.
-type Counts struct{ Keys, Scans, Gets int64 }
+// Counts is what the readers visited so far, and the Updates run.
+type Counts struct{ Keys, Scans, Gets, Updates int64 }
 
 // New wraps s.
 func New(s kv.Store) *Store { return &Store{Store: s} }
 
 // Counts returns the totals so far.
 func (s *Store) Counts() Counts {
-	return Counts{Keys: s.keys.Load(), Scans: s.scans.Load(), Gets: s.gets.Load()}
+	return Counts{Keys: s.keys.Load(), Scans: s.scans.Load(), Gets: s.gets.Load(), Updates: s.updates.Load()}
 }
 
 // View counts the reads of fn.
@@ -32,8 +33,10 @@ func (s *Store) View(fn func(kv.Reader) error) error {
 	return s.Store.View(func(r kv.Reader) error { return fn(reader{r, s}) })
 }
 
-// Update counts the reads of fn.
+// Update counts itself and the reads of fn. (kvcount is no
+// kv.BulkUpdater: kv.UpdateBulk comes here too.)
 func (s *Store) Update(fn func(kv.Txn) error) error {
+	s.updates.Add(1)
 	return s.Store.Update(func(tx kv.Txn) error { return fn(txn{reader{tx, s}, tx}) })
 }
 
