@@ -85,13 +85,21 @@ func processCPU(b *testing.B) time.Duration {
 
 // BenchmarkSmallFileCommit measures the CPU of tar -x's commit of a file:
 // a held create and its first content (12 KiB of distinct bytes: chunked,
-// not inline) in one close.
+// not inline) in one close, 64 files to a directory.
 func BenchmarkSmallFileCommit(b *testing.B) {
 	st, h := benchSession(b)
 	data := make([]byte, 12<<10)
 	b.ReportAllocs()
+	var dir Ino
 	for i := 0; b.Loop(); i++ {
-		n, _, err := st.CreateHeld(h.ID, h.Root, fmt.Sprintf("f%d", i), Attr{Mode: 0o100644})
+		if i%64 == 0 {
+			d, err := st.Create(h.ID, h.Root, fmt.Sprintf("d%d", i/64), Attr{Mode: 0o40755}, "")
+			if err != nil {
+				b.Fatal(err)
+			}
+			dir = d.Ino
+		}
+		n, _, err := st.CreateHeld(h.ID, dir, fmt.Sprintf("f%d", i), Attr{Mode: 0o100644})
 		if err != nil {
 			b.Fatal(err)
 		}
