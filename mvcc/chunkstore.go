@@ -199,7 +199,7 @@ func (cs *chunkStorer) cut(ctx context.Context, b *chunkBatch, r io.Reader) (*ch
 func (cs *chunkStorer) close(b *chunkBatch) (*Content, error) {
 	if !cs.started && cs.inCommit && cs.stored == nil {
 		if cs.hash(b) {
-			cs.c.pending = b // putPending stores it, release recycles it
+			cs.c.pending = b // the commit puts it (applyContent), release recycles it
 		} else {
 			putBatch(b)
 		}
