@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -33,6 +34,10 @@ import (
 // PADFS_MEASURE_FLIGHT=DIR keeps a flight recorder running instead and
 // writes its last 2 s to DIR/kind-N-stage-MS.trace after each of the first
 // 12 commits that waited over 10 ms (go tool trace -d=parsed reads them).
+//
+// PADFS_MEASURE_HEAP=FILE writes a heap profile (as of the last collection)
+// to FILE.kind.stage when the writer enters each stage and when the job
+// ends (go tool pprof -sample_index=inuse_space): what the collector marks.
 func TestMeasureJobStall(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_JOB_MB"))
 	if mb <= 0 {
@@ -151,7 +156,7 @@ func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionI
 	longWait, stopFlight := flightRecorder(t, kind)
 	defer stopFlight()
 	go func() { done <- run() }()
-	samples, took := writeDuring(t, e, done, nBatch.Load, commit, longWait)
+	samples, took := writeDuring(t, e, kind, done, nBatch.Load, commit, longWait)
 	e.st.jobHook, e.st.batchHook = nil, nil
 	for _, st := range jobStages {
 		logStage(t, fmt.Sprintf("%s %d MiB, %s (%v, %d GCs)", kind, mb, st, samples.span(st), samples.gcs(st)), samples.of[st])
@@ -182,7 +187,7 @@ func (s *stageSamples) gcs(st string) uint64 { return s.gc[st][1] - s.gc[st][0] 
 
 // writeDuring commits to the other session until 3 s after the job
 // (done) has ended, and returns the commits by stage and the job's time.
-func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
+func writeDuring(t *testing.T, e *lcEnv, kind string, done chan error, batches func() int64,
 	commit func(string) (time.Duration, threadStat), longWait func(time.Duration, string)) (*stageSamples, time.Duration) {
 	ss := &stageSamples{of: map[string][]jobSample{}, first: map[string]time.Time{},
 		last: map[string]time.Time{}, gc: map[string][2]uint64{}}
@@ -199,6 +204,7 @@ func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
 					t.Fatal(err)
 				}
 				total, ended = time.Since(start), time.Now()
+				heapProfile(t, kind+".end")
 			default:
 			}
 		}
@@ -224,6 +230,7 @@ func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
 		ss.of[st] = append(ss.of[st], jobSample{d, b0, st, th})
 		if ss.first[st].IsZero() {
 			ss.first[st] = c0
+			heapProfile(t, kind+"."+st)
 		}
 		ss.last[st] = c0
 		metrics.Read(gcSample)
@@ -256,6 +263,23 @@ func quantiles(ds []time.Duration) string {
 	slices.Sort(ds)
 	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
 	return fmt.Sprintf("%d commits; p50 %v p99 %v p99.9 %v max %v", len(ds), q(0.5), q(0.99), q(0.999), ds[len(ds)-1])
+}
+
+// heapProfile writes the heap profile PADFS_MEASURE_HEAP asks for, if any,
+// to its FILE.name.
+func heapProfile(t *testing.T, name string) {
+	file := os.Getenv("PADFS_MEASURE_HEAP")
+	if file == "" {
+		return
+	}
+	f, err := os.Create(file + "." + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // traceWindow starts the trace PADFS_MEASURE_TRACE asks for, if any, and
