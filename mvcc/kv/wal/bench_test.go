@@ -42,3 +42,31 @@ func BenchmarkSmallUpdates(b *testing.B) {
 	b.ReportMetric(float64(boltT.Nanoseconds())/float64(n), "bolt-ns/update")
 	b.ReportMetric(float64(boltT)/float64(walT), "wal-speedup")
 }
+
+// BenchmarkMetaUpdates measures the memtable's part of a metadata commit:
+// an Update of five small puts (an inode, a dirent, a log entry) and a
+// View that reads one of them back, as a FUSE create does.
+func BenchmarkMetaUpdates(b *testing.B) {
+	w, _ := mustOpen(b, b.TempDir(), Options{})
+	defer w.Close()
+	val := make([]byte, 120)
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if err := w.Update(func(tx kv.Txn) error {
+			for j := range 5 {
+				if err := tx.Put(key(i*5+j), val); err != nil {
+					return err
+				}
+			}
+			return nil
+		}); err != nil {
+			b.Fatal(err)
+		}
+		if err := w.View(func(r kv.Reader) error {
+			_, err := r.Get(key(i * 5))
+			return err
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -13,7 +13,7 @@ import (
 // mark worker, holding one of two Ps for a quarter of a second, was what a
 // writer of another session waited for. Here the keys and small values are
 // copied into byte slabs (noscan) and an item is a slab index, an offset
-// and lengths; the item arrays are noscan too. Large values (chunks) keep
+// and lengths (16 bytes); the item arrays are noscan too. Large values (chunks) keep
 // their own allocation, one pointer each, in big.
 //
 // Copy is O(1): both trees then share every node and slab, and each copies
@@ -54,10 +54,14 @@ type item struct {
 	slab uint32 // index in slabs of the key (and an inline value after it)
 	off  uint32 // offset of the key in the slab
 	klen uint32
-	vlen uint32
-	big  uint32 // 1 + index in big of the value; 0: the value is inline
-	del  bool
+	val  uint32 // the inline value's length, or a flag and what it says
 }
+
+// Flags of item.val.
+const (
+	valDel = 1 << 31 // a tombstone
+	valBig = 1 << 30 // the rest is the value's index in big
+)
 
 // maxItems is a node's capacity before it splits (tidwall/btree's default
 // degree of 32, as the trees here had before).
@@ -66,7 +70,7 @@ const maxItems = 63
 // Slab sizes: a transaction's tree starts small, a memtable's grows to
 // maxSlab (a large allocation of its own, cheap to free).
 const (
-	minSlab = 1 << 10
+	minSlab = 256
 	maxSlab = 64 << 10
 )
 
@@ -104,14 +108,15 @@ func (t *tree) key(it item) []byte {
 }
 
 func (t *tree) entry(it item) entry {
-	e := entry{key: t.key(it), del: it.del}
+	e := entry{key: t.key(it)}
 	switch {
-	case it.del:
-	case it.big != 0:
-		e.val = t.big[it.big-1]
+	case it.val&valDel != 0:
+		e.del = true
+	case it.val&valBig != 0:
+		e.val = t.big[it.val&^valBig]
 	default:
 		from := it.off + it.klen
-		end := from + it.vlen
+		end := from + it.val
 		e.val = t.slabs[it.slab][from:end:end]
 	}
 	return e
@@ -134,16 +139,17 @@ func (t *tree) put(e entry) item {
 		t.free = 0
 	}
 	slab := t.slabs[len(t.slabs)-1]
-	it := item{slab: uint32(len(t.slabs) - 1), off: uint32(t.free), klen: uint32(len(e.key)), vlen: uint32(len(e.val)), del: e.del}
+	it := item{slab: uint32(len(t.slabs) - 1), off: uint32(t.free), klen: uint32(len(e.key))}
 	t.free += copy(slab[t.free:], e.key)
 	switch {
 	case e.del:
-		it.vlen = 0
+		it.val = valDel
 	case inline:
+		it.val = uint32(len(e.val))
 		t.free += copy(slab[t.free:], e.val)
 	default:
+		it.val = valBig | uint32(len(t.big))
 		t.big = append(t.big, e.val)
-		it.big = uint32(len(t.big))
 	}
 	return it
 }
@@ -153,7 +159,7 @@ func (t *tree) Set(e entry) (old entry, replaced bool) {
 	it := t.put(e)
 	key := t.key(it)
 	if t.root == nil {
-		t.root = &node{owner: t.owner, items: []item{it}}
+		t.root = &node{owner: t.owner, items: append(make([]item, 0, 4), it)}
 		t.n = 1
 		return entry{}, false
 	}
@@ -173,10 +179,11 @@ func (t *tree) mut(n *node) *node {
 	if n.owner == t.owner {
 		return n
 	}
-	c := &node{owner: t.owner, items: make([]item, len(n.items), len(n.items)+1)}
+	// Room for a few inserts: a commit's keys are often neighbours.
+	c := &node{owner: t.owner, items: make([]item, len(n.items), min(len(n.items)+4, maxItems+1))}
 	copy(c.items, n.items)
 	if n.kids != nil {
-		c.kids = make([]*node, len(n.kids), len(n.kids)+1)
+		c.kids = make([]*node, len(n.kids), min(len(n.kids)+4, maxItems+2))
 		copy(c.kids, n.kids)
 	}
 	return c
