@@ -75,11 +75,12 @@ func TestMeasureJobStall(t *testing.T) {
 	}
 }
 
-// jobSample is one commit of the writer of another session.
+// jobSample is one commit of the writer of another session. It holds no
+// pointer: millions of them must not add to the collector's work.
 type jobSample struct {
 	d     time.Duration
-	batch int64 // batches the job had done when it began
-	stage string
+	batch int64      // batches the job had done when it began
+	stage int        // index in jobStages; -1: the baseline
 	th    threadStat // what the writer's thread did meanwhile
 }
 
@@ -131,7 +132,7 @@ func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionI
 	var base []jobSample
 	for i := 0; i < 20000; i++ {
 		d, th := commit(fmt.Sprintf("b%d", i))
-		base = append(base, jobSample{d, 0, "baseline", th})
+		base = append(base, jobSample{d, 0, -1, th})
 	}
 	logStage(t, "baseline (no job)", base)
 	var maxBatch, maxAt, nBatch atomic.Int64
@@ -166,7 +167,7 @@ func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionI
 	all := slices.Concat(samples.of["start"], samples.of["batches"], samples.of["compact"], samples.of["after"])
 	slices.SortFunc(all, func(a, b jobSample) int { return int(b.d - a.d) })
 	for _, s := range all[:min(5, len(all))] {
-		t.Logf("  a long wait: %v, after batch %d (%s); writer's thread: %v", s.d, s.batch, s.stage, s.th)
+		t.Logf("  a long wait: %v, after batch %d (%s); writer's thread: %v", s.d, s.batch, jobStages[s.stage], s.th)
 	}
 }
 
@@ -227,7 +228,7 @@ func writeDuring(t *testing.T, e *lcEnv, kind string, done chan error, batches f
 		if d > 10*time.Millisecond {
 			longWait(d, st)
 		}
-		ss.of[st] = append(ss.of[st], jobSample{d, b0, st, th})
+		ss.of[st] = append(ss.of[st], jobSample{d, b0, slices.Index(jobStages, st), th})
 		if ss.first[st].IsZero() {
 			ss.first[st] = c0
 			heapProfile(t, kind+"."+st)
