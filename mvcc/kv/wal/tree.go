@@ -13,8 +13,10 @@ import (
 // mark worker, holding one of two Ps for a quarter of a second, was what a
 // writer of another session waited for. Here the keys and small values are
 // copied into byte slabs (noscan) and an item is a slab index, an offset
-// and lengths (16 bytes); the item arrays are noscan too. Large values (chunks) keep
-// their own allocation, one pointer each, in big.
+// and lengths (16 bytes); the item arrays are noscan too. Large values
+// (chunks) keep their own allocation, one pointer each, in big. The bytes
+// of a replaced write stay in their slab, and a replaced large value in
+// big, until the tree is dropped (a memtable: at its fold).
 //
 // Copy is O(1): both trees then share every node and slab, and each copies
 // a node before it changes it (owner says whose a node is). A tree is not
