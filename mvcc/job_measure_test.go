@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"runtime/trace"
 	"slices"
 	"strconv"
@@ -33,6 +34,10 @@ import (
 // PADFS_MEASURE_FLIGHT=DIR keeps a flight recorder running instead and
 // writes its last 2 s to DIR/kind-N-stage-MS.trace after each of the first
 // 12 commits that waited over 10 ms (go tool trace -d=parsed reads them).
+//
+// PADFS_MEASURE_HEAP=FILE writes a heap profile (as of the last collection)
+// to FILE.kind.stage when the writer enters each stage and when the job
+// ends (go tool pprof -sample_index=inuse_space): what the collector marks.
 func TestMeasureJobStall(t *testing.T) {
 	mb, _ := strconv.Atoi(os.Getenv("PADFS_MEASURE_JOB_MB"))
 	if mb <= 0 {
@@ -70,11 +75,12 @@ func TestMeasureJobStall(t *testing.T) {
 	}
 }
 
-// jobSample is one commit of the writer of another session.
+// jobSample is one commit of the writer of another session. It holds no
+// pointer: millions of them must not add to the collector's work.
 type jobSample struct {
 	d     time.Duration
-	batch int64 // batches the job had done when it began
-	stage string
+	batch int64      // batches the job had done when it began
+	stage int        // index in jobStages; -1: the baseline
 	th    threadStat // what the writer's thread did meanwhile
 }
 
@@ -126,7 +132,7 @@ func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionI
 	var base []jobSample
 	for i := 0; i < 20000; i++ {
 		d, th := commit(fmt.Sprintf("b%d", i))
-		base = append(base, jobSample{d, 0, "baseline", th})
+		base = append(base, jobSample{d, 0, -1, th})
 	}
 	logStage(t, "baseline (no job)", base)
 	var maxBatch, maxAt, nBatch atomic.Int64
@@ -151,7 +157,7 @@ func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionI
 	longWait, stopFlight := flightRecorder(t, kind)
 	defer stopFlight()
 	go func() { done <- run() }()
-	samples, took := writeDuring(t, e, done, nBatch.Load, commit, longWait)
+	samples, took := writeDuring(t, e, kind, done, nBatch.Load, commit, longWait)
 	e.st.jobHook, e.st.batchHook = nil, nil
 	for _, st := range jobStages {
 		logStage(t, fmt.Sprintf("%s %d MiB, %s (%v, %d GCs)", kind, mb, st, samples.span(st), samples.gcs(st)), samples.of[st])
@@ -161,7 +167,7 @@ func measureJob(t *testing.T, e *lcEnv, kind string, mb int, sid, other SessionI
 	all := slices.Concat(samples.of["start"], samples.of["batches"], samples.of["compact"], samples.of["after"])
 	slices.SortFunc(all, func(a, b jobSample) int { return int(b.d - a.d) })
 	for _, s := range all[:min(5, len(all))] {
-		t.Logf("  a long wait: %v, after batch %d (%s); writer's thread: %v", s.d, s.batch, s.stage, s.th)
+		t.Logf("  a long wait: %v, after batch %d (%s); writer's thread: %v", s.d, s.batch, jobStages[s.stage], s.th)
 	}
 }
 
@@ -182,7 +188,7 @@ func (s *stageSamples) gcs(st string) uint64 { return s.gc[st][1] - s.gc[st][0] 
 
 // writeDuring commits to the other session until 3 s after the job
 // (done) has ended, and returns the commits by stage and the job's time.
-func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
+func writeDuring(t *testing.T, e *lcEnv, kind string, done chan error, batches func() int64,
 	commit func(string) (time.Duration, threadStat), longWait func(time.Duration, string)) (*stageSamples, time.Duration) {
 	ss := &stageSamples{of: map[string][]jobSample{}, first: map[string]time.Time{},
 		last: map[string]time.Time{}, gc: map[string][2]uint64{}}
@@ -199,6 +205,7 @@ func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
 					t.Fatal(err)
 				}
 				total, ended = time.Since(start), time.Now()
+				heapProfile(t, kind+".end")
 			default:
 			}
 		}
@@ -221,9 +228,10 @@ func writeDuring(t *testing.T, e *lcEnv, done chan error, batches func() int64,
 		if d > 10*time.Millisecond {
 			longWait(d, st)
 		}
-		ss.of[st] = append(ss.of[st], jobSample{d, b0, st, th})
+		ss.of[st] = append(ss.of[st], jobSample{d, b0, slices.Index(jobStages, st), th})
 		if ss.first[st].IsZero() {
 			ss.first[st] = c0
+			heapProfile(t, kind+"."+st)
 		}
 		ss.last[st] = c0
 		metrics.Read(gcSample)
@@ -256,6 +264,23 @@ func quantiles(ds []time.Duration) string {
 	slices.Sort(ds)
 	q := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
 	return fmt.Sprintf("%d commits; p50 %v p99 %v p99.9 %v max %v", len(ds), q(0.5), q(0.99), q(0.999), ds[len(ds)-1])
+}
+
+// heapProfile writes the heap profile PADFS_MEASURE_HEAP asks for, if any,
+// to its FILE.name.
+func heapProfile(t *testing.T, name string) {
+	file := os.Getenv("PADFS_MEASURE_HEAP")
+	if file == "" {
+		return
+	}
+	f, err := os.Create(file + "." + name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // traceWindow starts the trace PADFS_MEASURE_TRACE asks for, if any, and

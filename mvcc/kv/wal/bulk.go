@@ -60,7 +60,7 @@ func (s *Store) UpdateBulk(fn func(kv.Txn) error) error {
 	locked = false
 	err = s.base.Update(func(tx kv.Txn) error {
 		var err error
-		t.writes.Scan(func(e *entry) bool {
+		t.writes.Scan(func(e entry) bool {
 			err = kv.PutStable(tx, e.key, e.val)
 			return err == nil
 		})
@@ -82,7 +82,7 @@ func (s *Store) UpdateBulk(fn func(kv.Txn) error) error {
 func bulk(writes *tree, layers []*tree) bool {
 	n := 0
 	ok := true
-	writes.Scan(func(e *entry) bool {
+	writes.Scan(func(e entry) bool {
 		if e.del || len(e.val) < bulkValue {
 			ok = false
 			return false

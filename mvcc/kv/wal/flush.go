@@ -132,33 +132,29 @@ const foldBatch = 16 << 20
 // in, readers still see all of fr in its memtable, and replay after a crash
 // applies the whole segment again: a part in the base alone is harmless.
 func (s *Store) fold(fr *memtable) error {
-	var from *entry // where the next part starts; nil: at the beginning
+	var from []byte // the key where the next part starts; nil: at the beginning
 	for {
 		t0 := time.Now()
-		var next *entry
+		var next []byte
 		var partSize int64
 		err := s.base.Update(func(tx kv.Txn) error {
 			next, partSize = nil, 0
 			var err error
-			put := func(e *entry) bool {
+			put := func(e entry) bool {
 				if partSize >= foldBatch {
-					next = e
+					next = e.key
 					return false
 				}
 				if e.del {
 					err = tx.Delete(e.key)
 				} else {
-					// Entries never change and fr outlives the transaction.
+					// An entry's bytes never change and fr outlives the transaction.
 					err = kv.PutStable(tx, e.key, e.val)
 				}
 				partSize += e.size()
 				return err == nil
 			}
-			if from == nil {
-				fr.tree.Scan(put)
-			} else {
-				fr.tree.Ascend(from, put)
-			}
+			fr.tree.Ascend(from, put)
 			return err
 		})
 		if err != nil || next == nil {
@@ -206,7 +202,7 @@ func (s *Store) freezeOnto(fr *memtable) *memtable {
 			m.kept = append(m.kept, fr.seg)
 		}
 		m.kept = append(m.kept, act.kept...)
-		act.tree.Scan(func(e *entry) bool {
+		act.tree.Scan(func(e entry) bool {
 			m.set(e)
 			return true
 		})

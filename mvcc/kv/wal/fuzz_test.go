@@ -8,9 +8,9 @@ import (
 func seedRecord(tb testing.TB, n int) []byte {
 	w := newTree()
 	for i := 0; i < n; i++ {
-		w.Set(&entry{key: key(i), val: value(i)})
+		w.Set(entry{key: key(i), val: value(i)})
 	}
-	w.Set(&entry{key: []byte("gone"), del: true})
+	w.Set(entry{key: []byte("gone"), del: true})
 	rec, err := encodeRecord(w)
 	if err != nil {
 		tb.Fatal(err)
@@ -39,7 +39,7 @@ func FuzzRecord(f *testing.F) {
 		}
 		w := newTree()
 		for _, op := range c.ops {
-			w.Set(&entry{key: op.Key, val: op.Value, del: op.Delete})
+			w.Set(entry{key: op.Key, val: op.Value, del: op.Delete})
 		}
 		if w.Len() != len(c.ops) {
 			return // a key written twice: encodeRecord never does that

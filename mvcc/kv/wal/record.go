@@ -52,7 +52,7 @@ type recordv struct {
 // encodeRecordv is encodeRecord without copying the large values.
 func encodeRecordv(writes *tree) (recordv, error) {
 	size := binary.MaxVarintLen64
-	writes.Scan(func(e *entry) bool {
+	writes.Scan(func(e entry) bool {
 		size += 1 + 2*binary.MaxVarintLen64 + len(e.key)
 		if len(e.val) <= inlineVal {
 			size += len(e.val)
@@ -66,7 +66,7 @@ func encodeRecordv(writes *tree) (recordv, error) {
 	var v recordv
 	large := 0
 	from := 0 // start of meta's piece not yet in v.bufs
-	writes.Scan(func(e *entry) bool {
+	writes.Scan(func(e entry) bool {
 		if e.del {
 			meta = append(meta, opDelete)
 			meta = binary.AppendUvarint(meta, uint64(len(e.key)))

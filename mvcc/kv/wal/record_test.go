@@ -28,10 +28,10 @@ var _ kv.Txn = (*opsTxn)(nil)
 func sampleRecord(t *testing.T) []byte {
 	t.Helper()
 	w := newTree()
-	w.Set(&entry{key: []byte("b"), val: []byte("2")})
-	w.Set(&entry{key: []byte("a"), val: []byte{}})
-	w.Set(&entry{key: []byte("c"), del: true})
-	w.Set(&entry{key: bytes.Repeat([]byte("k"), 300), val: bytes.Repeat([]byte{0}, 70000)})
+	w.Set(entry{key: []byte("b"), val: []byte("2")})
+	w.Set(entry{key: []byte("a"), val: []byte{}})
+	w.Set(entry{key: []byte("c"), del: true})
+	w.Set(entry{key: bytes.Repeat([]byte("k"), 300), val: bytes.Repeat([]byte{0}, 70000)})
 	rec, err := encodeRecord(w)
 	if err != nil {
 		t.Fatal(err)
@@ -128,10 +128,10 @@ func TestRecordManyLargeValues(t *testing.T) {
 // before it: the same bytes on disk.
 func TestRecordvMatchesFlat(t *testing.T) {
 	w := newTree()
-	w.Set(&entry{key: []byte("a"), val: bytes.Repeat([]byte{1}, inlineVal)})
-	w.Set(&entry{key: []byte("b"), val: bytes.Repeat([]byte{2}, inlineVal+1)})
-	w.Set(&entry{key: []byte("c"), del: true})
-	w.Set(&entry{key: []byte("d"), val: bytes.Repeat([]byte{3}, 3*inlineVal)})
+	w.Set(entry{key: []byte("a"), val: bytes.Repeat([]byte{1}, inlineVal)})
+	w.Set(entry{key: []byte("b"), val: bytes.Repeat([]byte{2}, inlineVal+1)})
+	w.Set(entry{key: []byte("c"), del: true})
+	w.Set(entry{key: []byte("d"), val: bytes.Repeat([]byte{3}, 3*inlineVal)})
 	v, err := encodeRecordv(w)
 	if err != nil {
 		t.Fatal(err)

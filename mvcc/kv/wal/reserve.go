@@ -96,11 +96,11 @@ func (t *memTxn) Scan(_, _ []byte, _ func(k, v []byte) (bool, error)) error {
 	return nil
 }
 func (t *memTxn) Put(k, v []byte) error {
-	t.m.set(&entry{key: append([]byte(nil), k...), val: append([]byte(nil), v...)})
+	t.m.set(entry{key: k, val: cloneValue(v)}) // the tree copies k
 	return nil
 }
 func (t *memTxn) Delete(k []byte) error {
-	t.m.set(&entry{key: append([]byte(nil), k...), del: true})
+	t.m.set(entry{key: k, del: true})
 	return nil
 }
 

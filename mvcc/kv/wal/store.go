@@ -353,7 +353,7 @@ func (s *Store) appendLocked(rec recordv) error {
 // apply makes a committed transaction's writes visible.
 func (s *Store) apply(writes *tree) {
 	s.mu.Lock()
-	writes.Scan(func(e *entry) bool {
+	writes.Scan(func(e entry) bool {
 		s.active.set(e)
 		return true
 	})

@@ -37,25 +37,24 @@ func (r *reader) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) err
 // the smallest key at or after start in any layer is the answer unless it
 // is a memtable tombstone (then it takes the Scan).
 func (r *reader) First(start, end []byte) ([]byte, []byte, error) {
-	var best *entry
-	probe := &entry{key: start}
+	var best entry
+	found := false
 	for _, t := range r.mem {
-		t.Ascend(probe, func(e *entry) bool {
-			// Where layers share a key the newest (first) one wins.
-			if best == nil || bytes.Compare(e.key, best.key) < 0 {
-				best = e
+		// Where layers share a key the newest (first) one wins.
+		if it := t.Seek(start); it.Valid() {
+			if e := it.Entry(); !found || bytes.Compare(e.key, best.key) < 0 {
+				best, found = e, true
 			}
-			return false
-		})
+		}
 	}
-	if best != nil && end != nil && bytes.Compare(best.key, end) >= 0 {
-		best = nil
+	if found && end != nil && bytes.Compare(best.key, end) >= 0 {
+		found = false
 	}
 	bk, bv, err := kv.First(r.base, start, end)
 	if err != nil {
 		return nil, nil, err
 	}
-	if best == nil || (bk != nil && bytes.Compare(bk, best.key) < 0) {
+	if !found || (bk != nil && bytes.Compare(bk, best.key) < 0) {
 		return bk, bv, nil // no layer holds bk: it is below every layer's first key
 	}
 	if best.del {
@@ -73,7 +72,7 @@ func scan(layers []*tree, base kv.Reader, start, end []byte, fn func(k, v []byte
 	m := newMergeIter(layers, start, end)
 	// emitBefore yields the memtable's keys below k (all if k is nil).
 	emitBefore := func(k []byte) (bool, error) {
-		for m.cur != nil && (k == nil || bytes.Compare(m.cur.key, k) < 0) {
+		for m.ok && (k == nil || bytes.Compare(m.cur.key, k) < 0) {
 			e := m.cur
 			m.next()
 			if e.del {
@@ -89,7 +88,7 @@ func scan(layers []*tree, base kv.Reader, start, end []byte, fn func(k, v []byte
 	err := base.Scan(start, end, func(k, v []byte) (bool, error) {
 		more, err := emitBefore(k)
 		if err == nil && more {
-			if m.cur != nil && bytes.Equal(m.cur.key, k) {
+			if m.ok && bytes.Equal(m.cur.key, k) {
 				e := m.cur
 				m.next()
 				if e.del {
@@ -114,23 +113,10 @@ type txn struct {
 	reader // mem[0] is writes
 	s      *Store
 	writes *tree
-	slab   []entry // small writes' entries (newSmall)
 	// borrow: large values are kept as the caller's slices, which stay
 	// unchanged until the transaction ends (UpdateBulk); own copies them
 	// before they go into the memtable.
 	borrow bool
-}
-
-// newSmall hands out the entries of small writes from slabs of eight, one
-// allocation for a metadata commit's writes. Only small ones: an entry
-// replaced in the memtable stays alive with its slab's others until the
-// fold.
-func (t *txn) newSmall(e entry) *entry {
-	if len(t.slab) == cap(t.slab) {
-		t.slab = make([]entry, 0, 8)
-	}
-	t.slab = append(t.slab, e)
-	return &t.slab[len(t.slab)-1]
 }
 
 func (t *txn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error {
@@ -140,8 +126,9 @@ func (t *txn) Scan(start, end []byte, fn func(k, v []byte) (bool, error)) error 
 	return scan(layers, t.base, start, end, fn)
 }
 
-// smallValue is the largest value Put copies into one allocation with its
-// key; larger ones (chunks) are not worth zeroing first.
+// smallValue is the largest value a tree copies into its slabs after its
+// key; larger ones (chunks) keep an allocation of their own, which Put
+// does not zero first.
 const smallValue = 1024
 
 func (t *txn) Put(key, value []byte) error {
@@ -153,22 +140,14 @@ func (t *txn) Put(key, value []byte) error {
 	case len(value) > t.s.opts.MaxValueSize:
 		return fmt.Errorf("kv/wal %s: put: value of %d bytes exceeds the limit of %d", t.s.dir, len(value), t.s.opts.MaxValueSize)
 	}
-	// Copy: the caller may reuse its buffers. A nil value is stored as
-	// empty so that Get tells it from an absent key.
-	if len(value) <= smallValue {
-		// A metadata record: one allocation holds both, the key capped so
-		// that it cannot grow into the value.
-		buf := make([]byte, len(key)+len(value))
-		copy(buf, key)
-		copy(buf[len(key):], value)
-		t.writes.Set(t.newSmall(entry{key: buf[:len(key):len(key)], val: buf[len(key):]}))
-		return nil
-	}
+	// Copy: the caller may reuse its buffers (the tree copies keys and
+	// small values). A nil value is stored as empty so that Get tells it
+	// from an absent key.
 	val := value
-	if !t.borrow {
+	if len(value) > smallValue && !t.borrow {
 		val = cloneValue(value)
 	}
-	t.writes.Set(&entry{key: append([]byte(nil), key...), val: val})
+	t.writes.Set(entry{key: key, val: val})
 	return nil
 }
 
@@ -187,18 +166,18 @@ func (t *txn) own() {
 		return
 	}
 	t.borrow = false
-	t.writes.Scan(func(e *entry) bool {
-		if !e.del && len(e.val) > smallValue {
-			e.val = cloneValue(e.val)
-		}
-		return true
-	})
+	// A new list: copies of the tree made for Scan share the old one.
+	big := make([][]byte, len(t.writes.big))
+	for i, v := range t.writes.big {
+		big[i] = cloneValue(v)
+	}
+	t.writes.big = big
 }
 
 func (t *txn) Delete(key []byte) error {
 	if len(key) == 0 {
 		return nil // no such key can exist
 	}
-	t.writes.Set(t.newSmall(entry{key: append([]byte(nil), key...), del: true}))
+	t.writes.Set(entry{key: key, del: true})
 	return nil
 }

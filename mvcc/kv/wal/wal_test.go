@@ -195,7 +195,7 @@ func TestCrashWithoutClose(t *testing.T) {
 
 func TestTornTail(t *testing.T) {
 	w := newTree()
-	w.Set(&entry{key: key(99), val: value(99)})
+	w.Set(entry{key: key(99), val: value(99)})
 	rec, err := encodeRecord(w)
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +244,7 @@ func TestCorruptOlderSegment(t *testing.T) {
 	}
 	rec := func(i int) []byte {
 		w := newTree()
-		w.Set(&entry{key: key(i), val: value(i)})
+		w.Set(entry{key: key(i), val: value(i)})
 		r, err := encodeRecord(w)
 		if err != nil {
 			t.Fatal(err)
@@ -617,7 +617,7 @@ func TestSalvageOlderSegment(t *testing.T) {
 	}
 	rec := func(i int) []byte {
 		w := newTree()
-		w.Set(&entry{key: key(i), val: value(i)})
+		w.Set(entry{key: key(i), val: value(i)})
 		r, err := encodeRecord(w)
 		if err != nil {
 			t.Fatal(err)
