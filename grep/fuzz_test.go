@@ -92,6 +92,19 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		f.Add(pat, uint8(1), edgeText)
 		f.Add(pat, uint8(1|8), edgeText)
 	}
+	// -w (BRE, ERE) as GNU's regex loop: an empty match is a whole word
+	// only where it is the longest at its start; at the cut of a
+	// shorter match \' holds, $ does not, a split character matches
+	// nothing. Two literal patterns run as -F, without the loop.
+	for _, s := range []struct {
+		pat, text string
+	}{
+		{` \|`, " 0\n 0 \na  b\n0 \n"}, {`x*`, "x0 \n \nx\n"}, {`\(a\|\)b*`, "ab_ \nab_\n a \n"},
+		{`a--\|a-\'`, "a--x\na-\n"}, {`a[^x]*`, "aéx\naé\n"}, {`a.\?`, "aéx\n"}, {`\bx*`, "x0 \n é\n"},
+	} {
+		f.Add(s.pat, uint8(8), s.text)
+		f.Add(s.pat, uint8(8|32), s.text)
+	}
 	gnu, _ := exec.LookPath("grep")
 	f.Fuzz(func(t *testing.T, pat string, flags uint8, data string) {
 		if !utf8.ValidString(pat) || strings.ContainsAny(pat, "\n\x00") || len(pat) > 200 ||
@@ -259,6 +272,20 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 	for _, o := range []uint32{1 << 8, 1<<8 | 1<<2, 1<<8 | 1<<2 | 1<<1 | 1<<18, 1<<8 | 1<<4, 1<<8 | 1<<3, 1<<8 | 1<<7, 1<<8 | 1<<6 | 1<<2} {
 		f.Add("", o, []byte("0\n1"))
 	}
+	// -w -o: after a first match GNU's cut of a shorter one falls short
+	// by the search's start (aaaa\|ab\|ab-c finds no ab); -P -w is
+	// PCRE's first match that is a whole word (a|ab finds ab).
+	for _, s := range []struct {
+		pat  string
+		opts uint32
+		text string
+	}{
+		{`aaaa\|ab\|ab-c`, 1<<1 | 1<<6, "aaaa ab-cd\nab-cd\n"}, {`a|ab`, 1<<1 | 1<<6 | 1<<25, "ab x\nab\nx ab_ a\n"},
+		{`a--\|a-\'`, 1<<1 | 1<<6, "a--x\n"}, {` \|`, 1<<6 | 1<<18, " 0 \n 0\n"}, {`x\|x-y\|x-`, 1<<1 | 1<<6, "x x-yz\n"},
+		{`a*|ab`, 1<<1 | 1<<6 | 1<<25, "ab a é\n"},
+	} {
+		f.Add(s.pat, s.opts, []byte(s.text))
+	}
 	gnu, err := exec.LookPath("grep")
 	if err != nil {
 		f.Skip("GNU grep not installed")
@@ -291,6 +318,25 @@ func TestReadsNothingMatchesGNU(t *testing.T) {
 		{"-v", "-e", "", "-e", ""}, {"-c", "-v", "-e", "", "-e", "a"}, {"-L", "-v", ""}, {"-c", "-v", "-x", ""},
 	} {
 		outputMatchesGNU(t, gnu, args, []byte("a\nb\n"))
+	}
+}
+
+// TestWordListMatchesGNU: -w with two or more patterns, which the fuzz
+// targets do not pick: GNU runs literal ones as -F (an empty pattern is
+// then a whole word between non-word characters), others through its
+// regex loop.
+func TestWordListMatchesGNU(t *testing.T) {
+	gnu, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("GNU grep not installed")
+	}
+	for _, args := range [][]string{
+		{"-w", "-e", " ", "-e", ""}, {"-w", "-E", "-e", " ", "-e", ""}, {"-w", "-F", "-e", " ", "-e", ""},
+		{"-w", "-e", " ", "-e", "", "-e", "q*"}, {"-w", "-e", " ", "-e", " "}, {"-w", "-e", ` \|`, "-e", "b"},
+		{"-o", "-w", "-e", "a", "-e", "ab"}, {"-o", "-w", "-e", "aaaa", "-e", "ab", "-e", "ab-c"},
+		{"-c", "-w", "-e", "a--", "-e", `a-\'`},
+	} {
+		outputMatchesGNU(t, gnu, args, []byte(" 0\na  b\nab a\naaaa ab-cd\na--x\n"))
 	}
 }
 

@@ -68,6 +68,12 @@ type Matcher struct {
 	// -o and --color refuse it (see parser.twoReadings).
 	twoReadings bool
 	hasAssert   bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
+	// wordLoop: -w (BRE/ERE, no -x) as GNU's regex loop finds its
+	// matches (wordloop.go); wordConfirm: the loop confirms the lines
+	// the wrapper selects, which may be more (an empty match);
+	// wordBufEnd: a \' the loop may see hold short of the line's end,
+	// so it decides every line alone.
+	wordLoop, wordConfirm, wordBufEnd bool
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
@@ -99,8 +105,11 @@ func (m *Matcher) freeMatcher() *Matcher {
 // for -w, the longest one at the start of its input.
 type spanRes struct {
 	search, anchored *regexp.Regexp
-	tree             *syntax.Regexp // search's, for the backtracker
-	err              error
+	// perlWord: -P -w's wrapper, from the line's start and from the
+	// character before a later search's start (perlWordSpans).
+	perlWord [2]*regexp.Regexp
+	tree     *syntax.Regexp // search's, for the backtracker
+	err      error
 }
 
 // Compile translates GNU grep patterns (one per element; GNU's newline-
@@ -110,8 +119,10 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if warn == nil {
 		warn = func(string) {}
 	}
-	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && (o.Syntax == Basic || o.Syntax == Extended)}
-	if o.Line && !o.Word && o.Invert && (o.Syntax == Basic || o.Syntax == Extended) {
+	regex := o.Syntax == Basic || o.Syntax == Extended
+	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && regex,
+		wordLoop: o.Word && !o.Line && regex && !fixedStrings(patterns, o.Syntax)}
+	if o.Line && !o.Word && o.Invert && regex {
 		m.freePats = slices.Clone(patterns)
 	}
 	for _, p := range patterns {
@@ -134,6 +145,10 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		}
 		m.twoReadings = m.twoReadings || flags.twoReadings
 		m.Boundary = m.Boundary || flags.boundary
+		if m.wordLoop {
+			m.wordBufEnd = markBufEnds(n) || m.wordBufEnd
+			m.wordConfirm = m.wordBufEnd || nullable(n) || m.wordConfirm
+		}
 		if flags.boundary {
 			word, _ := classSet("word")
 			m.edges = resolveEdges(n, word) || m.edges
@@ -279,7 +294,7 @@ func spansUnicode(tree *syntax.Regexp, line []byte) ([][2]int, error) {
 		return nil, errTooComplex
 	}
 	word, _ := classSet("word")
-	b := &backtracker{line: line, word: word}
+	b := &backtracker{line: line, word: word, split: -1}
 	var out [][2]int
 	for s := 0; s < len(line); {
 		best := -1
@@ -297,74 +312,6 @@ func spansUnicode(tree *syntax.Regexp, line []byte) ([][2]int, error) {
 		}
 		_, w := utf8.DecodeRune(line[s:])
 		s += w
-	}
-	return out, nil
-}
-
-// spansWord is Spans for -w and a pattern with anchors or boundaries:
-// GNU's loop (the longest match at the leftmost start; shorter ones at
-// that start until one is a whole word; else the next start) over every
-// match end the backtracker finds.
-func spansWord(tree *syntax.Regexp, word runeSet, line []byte) ([][2]int, error) {
-	if tree == nil {
-		return nil, errTooComplex
-	}
-	gw, _ := classSet("word")
-	b := &backtracker{line: line, word: gw}
-	ends := func(s int) []int {
-		var es []int
-		b.m(tree, s, func(e int) bool {
-			es = append(es, e)
-			return false
-		})
-		slices.Sort(es)
-		return slices.Compact(es)
-	}
-	isWord := func(r rune, w int) bool { return w > 0 && r != utf8.RuneError && word.has(r) }
-	bounded := func(s, e int) bool {
-		r, w := utf8.DecodeLastRune(line[:s])
-		r2, w2 := utf8.DecodeRune(line[e:])
-		return !isWord(r, w) && !isWord(r2, w2)
-	}
-	next := func(s int) int {
-		if s >= len(line) {
-			return len(line) + 1
-		}
-		_, w := utf8.DecodeRune(line[s:])
-		return s + w
-	}
-	var out [][2]int
-	for cur := 0; cur < len(line); {
-		accepted := -1
-		s := cur
-		for ; s <= len(line) && accepted < 0; s = next(s) {
-			es := ends(s)
-			if b.steps > backtrackBudget {
-				return nil, errTooComplex
-			}
-			// Longest first; a shorter one only while it is not empty.
-			for i := len(es) - 1; i >= 0; i-- {
-				if i < len(es)-1 && es[i] == s {
-					break
-				}
-				if bounded(s, es[i]) {
-					accepted = es[i]
-					break
-				}
-			}
-			if accepted >= 0 {
-				break
-			}
-		}
-		if accepted < 0 {
-			break
-		}
-		if accepted == s {
-			cur = next(s)
-			continue
-		}
-		out = append(out, [2]int{s, accepted})
-		cur = accepted
 	}
 	return out, nil
 }
@@ -470,6 +417,13 @@ func (m *Matcher) spanRe(v int) *spanRes {
 		}
 		if m.opts.Word && !m.opts.Line {
 			sr.anchored = compile("^(?:" + inner + ")")
+			if m.opts.Syntax == Perl {
+				// The match is group 1; the character before it, if
+				// any, is not a word character (at the line's start, or
+				// from the character before a search's start).
+				const nw, end = `[^0-9A-Za-z_]`, `)(?:[^0-9A-Za-z_]|$)`
+				sr.perlWord = [2]*regexp.Regexp{compile(`(?:^|` + nw + `)(` + inner + end), compile(nw + `(` + inner + end)}
+			}
 		}
 	})
 	return &m.spans[v]
@@ -507,8 +461,8 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 	if backtrack && sr.anchored == nil {
 		return spansUnicode(sr.tree, line)
 	}
-	var out [][2]int
 	if sr.anchored == nil {
+		var out [][2]int
 		for _, loc := range sr.search.FindAllIndex(line, -1) {
 			if loc[1] > loc[0] {
 				out = append(out, [2]int{loc[0], loc[1]})
@@ -516,62 +470,62 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 		}
 		return out, nil
 	}
-	word, _ := classSet("word")
 	if m.opts.Syntax == Perl {
-		word = runeSet{'0', '9', 'A', 'Z', '_', '_', 'a', 'z'}
+		return perlWordSpans(sr, line), nil
 	}
-	if m.hasAssert || backtrack {
-		// Searching from an offset must see the text before it (^, \b):
-		// the backtracker runs GNU's loop over the whole line.
-		return spansWord(sr.tree, word, line)
-	}
-	wordBefore := func(i int) bool {
-		r, _ := utf8.DecodeLastRune(line[:i])
-		return i > 0 && r != utf8.RuneError && word.has(r)
-	}
-	wordAfter := func(i int) bool {
-		r, _ := utf8.DecodeRune(line[i:])
-		return i < len(line) && r != utf8.RuneError && word.has(r)
-	}
-	find := func(from int) (int, int, bool) {
-		loc := sr.search.FindIndex(line[from:])
-		if loc == nil {
-			return 0, 0, false
+	ws := m.newWordSearch(sr, line)
+	var out [][2]int
+	for cur, from := 0, 0; cur < len(line); {
+		c := cur
+		if !m.wordLoop {
+			c = 0 // GNU's -F has its own loop, without the short cut
 		}
-		return from + loc[0], loc[1] - loc[0], true
-	}
-	for cur := 0; cur < len(line); {
-		start, n, ok := find(cur)
-		for ok && (wordBefore(start) || wordAfter(start+n)) {
-			if n > 0 {
-				// A shorter match at the same start?
-				if loc := sr.anchored.FindIndex(line[start : start+n-1]); loc != nil && loc[1] > 0 {
-					n = loc[1]
-					continue
-				}
-			}
-			if start >= len(line) {
-				ok = false
-				break
-			}
-			_, w := utf8.DecodeRune(line[start:])
-			start, n, ok = find(start + w)
+		s, e, ok, err := ws.first(c, from)
+		if err != nil {
+			return nil, err
 		}
 		if !ok {
 			break
 		}
-		if n == 0 {
-			if start >= len(line) {
-				break
-			}
-			_, w := utf8.DecodeRune(line[start:])
-			cur = start + w
+		if e == s {
+			cur, from = s+1, ws.next(s) // GNU moves on by one byte
 			continue
 		}
-		out = append(out, [2]int{start, start + n})
-		cur = start + n
+		out = append(out, [2]int{s, e})
+		cur, from = e, e
 	}
 	return out, nil
+}
+
+// perlWordSpans is Spans for -P -w: GNU grep wraps the pattern in
+// (?<!\w)(?:...)(?!\w), so a match is PCRE's first that is a whole word
+// (no shortening loop). Go's wrapper reads the character before the
+// match, the one before the search's start once a match has been found.
+func perlWordSpans(sr *spanRes, line []byte) [][2]int {
+	var out [][2]int
+	for from := 0; from < len(line); {
+		re, p := sr.perlWord[0], 0
+		if from > 0 {
+			_, n := utf8.DecodeLastRune(line[:from])
+			re, p = sr.perlWord[1], from-n
+		}
+		loc := re.FindSubmatchIndex(line[p:])
+		if loc == nil {
+			break
+		}
+		s, e := p+loc[2], p+loc[3]
+		if e == s {
+			if s >= len(line) {
+				break
+			}
+			_, n := utf8.DecodeRune(line[s:])
+			from = s + n
+			continue
+		}
+		out = append(out, [2]int{s, e})
+		from = e
+	}
+	return out
 }
 
 // lineTrigram picks the trigram eachSelected looks for to find the lines
@@ -952,6 +906,30 @@ func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (line
 				scratch = invalidToNewline(scratch[:0], line)
 				return lre.Match(scratch)
 			}
+		}
+	}
+	if m.wordConfirm {
+		// The wrapper selects a superset of GNU's -w lines (wordloop.go).
+		sr := m.spanRe(variant)
+		if sr.err != nil {
+			return nil, nil, sr.err
+		}
+		wrapper := lineMatch
+		if wrapper == nil {
+			wrapper = re.Match
+		}
+		if m.wordBufEnd {
+			wrapper = func([]byte) bool { return true }
+		}
+		lineMatch = func(line []byte) bool {
+			if !wrapper(line) {
+				return false
+			}
+			_, _, ok, err := m.newWordSearch(sr, line).first(0, 0)
+			if err != nil {
+				*lineErr = err
+			}
+			return ok
 		}
 	}
 	return lineMatch, lineErr, nil

@@ -81,7 +81,10 @@ type node struct {
 	text       string // nAssert
 	// edge: an nAssert from \< or \> ('<' or '>'), rendered as \b where
 	// its neighbour in the sequence makes that exact (see resolveEdges).
-	edge     rune
+	edge rune
+	// bufEnd: an nAssert from \' (glibc's buffer end), rendered as $;
+	// -w tells it apart (see markBufEnds).
+	bufEnd   bool
 	alts     [][]*node
 	sub      *node
 	min, max int
@@ -652,7 +655,7 @@ func (p *parser) escape() (*node, error) {
 	case '`':
 		return &node{kind: nAssert, text: "^"}, nil
 	case '\'':
-		return &node{kind: nAssert, text: "$"}, nil
+		return &node{kind: nAssert, text: "$", bufEnd: true}, nil
 	case 'w':
 		return p.zclass(word), nil
 	case 'W':
