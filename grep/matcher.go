@@ -29,14 +29,18 @@ type MatchOptions struct {
 // locale, for the patterns it was compiled from. It is safe for
 // concurrent use.
 type Matcher struct {
-	opts     MatchOptions
-	nodes    []*node
-	valid    *regexp.Regexp // for files that are valid UTF-8
-	invalidM sync.Once
-	invalid  *regexp.Regexp // for files with encoding errors (see render)
-	invErr   error
-	trees    [2]*syntax.Regexp // parsed GoSyntax (valid, invalid) for boundaries
-	treeOnce [2]sync.Once
+	opts  MatchOptions
+	nodes []*node
+	// spanNodes are the patterns as glibc's regex reads them, where it
+	// reads a construct otherwise than GNU's dfa (else nodes').
+	spanNodes    []*node
+	glibcDiffers bool           // some spanNodes differ
+	valid        *regexp.Regexp // for files that are valid UTF-8
+	invalidM     sync.Once
+	invalid      *regexp.Regexp // for files with encoding errors (see render)
+	invErr       error
+	trees        [2]*syntax.Regexp // parsed GoSyntax (valid, invalid) for boundaries
+	treeOnce     [2]sync.Once
 	// GoSyntax is the translated pattern (for -v debugging and tests).
 	GoSyntax string
 	// Query is the trigram query a matching file's bytes must satisfy
@@ -74,6 +78,13 @@ type Matcher struct {
 	// wordBufEnd: a \' the loop may see hold short of the line's end,
 	// so it decides every line alone.
 	wordLoop, wordConfirm, wordBufEnd bool
+	// wordGate: where glibc's reading differs, GNU's dfa gates -w's
+	// loop with its own reading of the bare pattern (its -w wrapper
+	// holds classes it cannot decide in UTF-8, which pass anything).
+	wordGate bool
+	gateRes  [2]*regexp.Regexp
+	gateErrs [2]error
+	gateOnce [2]sync.Once
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
@@ -137,29 +148,53 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		if err != nil {
 			return nil, err
 		}
-		if flags.twoReadings && o.Word {
-			return nil, errTwoReadings // -w checks words in glibc's reading
+		// span is glibc's reading, in which GNU finds the matches -o and
+		// --color print and -w checks (see parser.glibc).
+		span := n
+		if flags.twoReadings {
+			var g *node
+			if !o.Line || !o.Word { // -x -w's whole-line quirk (eolInMatch): not modelled
+				g, _ = glibcReading(p, o.Syntax, o.IgnoreCase, o.NullData) // nil if it fails
+			}
+			if g == nil {
+				if o.Word {
+					return nil, errTwoReadings
+				}
+				m.twoReadings = true
+			} else {
+				span = g
+			}
 		}
 		if flags.strayClose && (o.Word || o.Line) {
 			return nil, &UnsupportedError{"unmatched )", "with -w or -x GNU grep wraps the pattern in parentheses, which a ) that closes no group closes instead (write \\) for the character)"}
 		}
-		m.twoReadings = m.twoReadings || flags.twoReadings
 		m.Boundary = m.Boundary || flags.boundary
 		if m.wordLoop {
-			m.wordBufEnd = markBufEnds(n) || m.wordBufEnd
-			m.wordConfirm = m.wordBufEnd || nullable(n) || m.wordConfirm
+			m.wordBufEnd = markBufEnds(span) || m.wordBufEnd
+			markBufEnds(n)
+			// The wrapper is the dfa's; the loop reads glibc's span.
+			m.wordConfirm = m.wordBufEnd || nullable(span) || span != n || m.wordConfirm
 		}
 		if flags.boundary {
 			word, _ := classSet("word")
 			m.edges = resolveEdges(n, word) || m.edges
+			if span != n {
+				m.edges = resolveEdges(span, word) || m.edges
+			}
 		}
 		if o.Syntax == Perl {
 			t, err := syntax.Parse(n.alts[0][0].text, syntax.Perl)
 			m.hasAssert = m.hasAssert || err != nil || goHasAssert(t)
 		} else {
-			m.hasAssert = m.hasAssert || hasAssert(n)
+			m.hasAssert = m.hasAssert || hasAssert(n) || hasAssert(span)
 		}
 		m.nodes = append(m.nodes, n)
+		m.spanNodes = append(m.spanNodes, span)
+		m.wordGate = m.wordGate || m.wordLoop && span != n
+		m.glibcDiffers = m.glibcDiffers || span != n
+	}
+	if m.wordGate && m.Boundary {
+		return nil, errTwoReadings // the gate's boundaries: not modelled
 	}
 	src := m.goSyntax(false, false)
 	re, err := regexp.Compile(src)
@@ -202,7 +237,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 // reading of it and checks -w and finds -o's matches by another (see
 // parser.twoReadings).
 var errTwoReadings = &UnsupportedError{"construct read two ways",
-	"GNU grep reads * + ? or {n} right after ^ or $, a { that starts an ERE, and with -i a backslash before a lowercase letter one way to select lines (as padfs does) and another for -w, -o and --color (write \\^, \\$, \\{ for the character, drop the operator or the backslash)"}
+	"with -x -w, or -w and \\b \\B \\< or \\> in the pattern, GNU grep reads * + ? or {n} right after ^ or $, a { that starts an ERE, and with -i a backslash before a lowercase letter one way to select lines (as padfs does) and another for -w, -o and --color (write \\^, \\$, \\{ for the character, drop the operator or the backslash)"}
 
 func translateGoError(err error) error {
 	var se *syntax.Error
@@ -243,11 +278,11 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 		b.WriteString("(?:^|" + nonWord + ")(?:")
 	}
 	if m.opts.Syntax == Perl && invalid && perLine {
-		var body strings.Builder
-		m.body(&body, invalid)
-		b.WriteString(newlineProof(body.String()))
+		var inner strings.Builder
+		body(&inner, m.nodes, invalid)
+		b.WriteString(newlineProof(inner.String()))
 	} else {
-		m.body(&b, invalid)
+		body(&b, m.nodes, invalid)
 	}
 	switch {
 	case m.opts.Line:
@@ -259,8 +294,8 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 }
 
 // body renders the patterns' alternation.
-func (m *Matcher) body(b *strings.Builder, invalid bool) {
-	for i, n := range m.nodes {
+func body(b *strings.Builder, nodes []*node, invalid bool) {
+	for i, n := range nodes {
 		if i > 0 {
 			b.WriteByte('|')
 		}
@@ -391,13 +426,16 @@ func (m *Matcher) spanRe(v int) *spanRes {
 	m.spanOnce[v].Do(func() {
 		sr := &m.spans[v]
 		var b strings.Builder
-		m.body(&b, v == 1)
+		body(&b, m.spanNodes, v == 1)
 		inner := b.String()
 		if v == 1 && m.opts.Syntax == Perl {
 			inner = newlineProof(inner)
 		}
 		src := inner
-		if m.opts.Line {
+		if m.opts.Line && (m.opts.Word || !m.glibcDiffers) {
+			// GNU's -x -w takes glibc's match only if it is the whole
+			// line; -x alone takes any (the same on a line the dfa
+			// selects, where both readings agree).
 			src = "^(?:" + inner + ")$"
 		}
 		compile := func(src string) *regexp.Regexp {
@@ -918,7 +956,20 @@ func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (line
 		if wrapper == nil {
 			wrapper = re.Match
 		}
-		if m.wordBufEnd {
+		if m.wordGate {
+			m.gateOnce[variant].Do(func() {
+				var b strings.Builder
+				body(&b, m.nodes, variant == 1)
+				m.gateRes[variant], m.gateErrs[variant] = regexp.Compile(b.String())
+			})
+			if m.gateErrs[variant] != nil {
+				return nil, nil, translateGoError(m.gateErrs[variant])
+			}
+			wrapper = m.gateRes[variant].Match
+		}
+		if m.wordBufEnd && !m.wordGate {
+			// The loop accepts only where the pattern matches, if
+			// not as a whole word (a \' at the cut).
 			wrapper = func([]byte) bool { return true }
 		}
 		lineMatch = func(line []byte) bool {

@@ -88,6 +88,7 @@ type node struct {
 	alts     [][]*node
 	sub      *node
 	min, max int
+	interval bool // an nRepeat from {...}
 }
 
 // parser reads one pattern (one line of a grep pattern list).
@@ -102,13 +103,20 @@ type parser struct {
 	// twoReadings: a construct GNU grep's dfa, which decides which lines
 	// match, reads one way, and glibc's regex, which checks -w and finds
 	// the matches -o prints, another: an ERE repetition right after ^ or
-	// $ (^*a, a$?, ^{2}a: the dfa repeats the anchor, glibc drops the
-	// repetition or reads the brace as a literal), a { that opens no
-	// interval where an ERE starts ({, ^{x: a literal to the dfa, skipped
-	// by glibc), and with -i a backslash before a lowercase ASCII letter
-	// (\a: the letter to the dfa, nothing glibc ever matches).
+	// $ (^*a, a$?, ^{2}a: the dfa repeats the anchor, glibc skips the
+	// operator, or the brace alone, reading the rest as text), a { where
+	// an ERE starts ({, ^{x: a literal to the dfa, skipped by glibc; {1}a
+	// is "a" to the dfa, "1}a" to glibc), and with -i a backslash before
+	// a lowercase ASCII letter (\a: the letter to the dfa, nothing glibc
+	// ever matches). The matcher reads the pattern twice (see glibc).
 	twoReadings bool
-	nullData    bool // grep -z: see zset
+	// glibc: read the constructs of twoReadings as glibc's regex does
+	// (it skips a * + ? or { right after ^ or $, and a { where an ERE
+	// starts, reading what follows as it comes: ^*a is ^a, {1}a is
+	// "1}a"; -i's \a matches nothing), for the matches -o and --color
+	// print and -w checks.
+	glibc    bool
+	nullData bool // grep -z: see zset
 	// glibc's regcomp, which decides GNU's verdict on an ERE, skips a
 	// * + ? where an expression starts (gStart: a branch's start, after
 	// an anchor or a skipped one) and reads a ) right after such a
@@ -171,10 +179,21 @@ type patternFlags struct {
 }
 
 func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, patternFlags, error) {
+	return parseReading(pat, syn, fold, nullData, warn, false)
+}
+
+// glibcReading parses a BRE or ERE pattern as glibc's regex reads it
+// (see parser.glibc).
+func glibcReading(pat string, syn Syntax, fold, nullData bool) (*node, error) {
+	n, _, err := parseReading(pat, syn, fold, nullData, func(string) {}, true)
+	return n, err
+}
+
+func parseReading(pat string, syn Syntax, fold, nullData bool, warn func(string), glibc bool) (*node, patternFlags, error) {
 	if !utf8.ValidString(pat) {
 		return nil, patternFlags{}, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
 	}
-	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn, nullData: nullData}
+	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn, nullData: nullData, glibc: glibc}
 	if syn == Perl {
 		src, err := perlToGo(pat)
 		if err != nil {
@@ -326,10 +345,12 @@ func atStart(seq []*node) bool {
 	return true
 }
 
-// onlyAnchors: seq holds nothing but anchors (or nothing).
+// onlyAnchors: seq holds nothing but anchors (or nothing), as GNU's dfa
+// sees the start of an expression for its warnings: anchors repeated by
+// * + ? too, not by an interval.
 func onlyAnchors(seq []*node) bool {
 	for _, n := range seq {
-		if n.kind != nAssert {
+		if n.kind != nAssert && (n.kind != nRepeat || n.sub.kind != nAssert || n.interval) {
 			return false
 		}
 	}
@@ -390,6 +411,9 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			return seq, true, nil
 		}
 		p.twoReadings = p.twoReadings || a == "^" || a == "$"
+		if p.glibc && skip {
+			return seq, true, nil // glibc skips it
+		}
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
 		return seq, true, nil
 	case '{':
@@ -429,20 +453,27 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			// glibc's regex skips such a brace ({ alone is the empty
 			// pattern there, a literal to GNU's dfa).
 			p.twoReadings = p.twoReadings || start
-			seq = append(seq, n)
+			if !p.glibc || !skip {
+				seq = append(seq, n)
+			}
 			p.gStart, p.gSkipped = skip, skip
 			return seq, true, nil
 		}
-		p.pos = n
-		p.twoReadings = p.twoReadings || a == "^" || a == "$"
-		if onlyAnchors(seq) {
-			p.warn("{...} at start of expression")
-			// The dfa drops it; glibc skips the { and reads the rest
-			// as text ({0} is "0}" to it).
-			p.twoReadings = true
+		if p.glibc && skip {
+			p.pos++ // glibc skips the brace alone: {0} is "0}" to it
 			return seq, true, nil
 		}
-		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+		p.pos = n
+		// The dfa repeats an anchor (^{0}a is a), or with nothing
+		// before it drops the interval.
+		p.twoReadings = p.twoReadings || skip || a == "^" || a == "$"
+		if onlyAnchors(seq) {
+			p.warn("{...} at start of expression")
+		}
+		if len(seq) == 0 {
+			return seq, true, nil
+		}
+		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max, interval: true}
 		return seq, true, nil
 	case '^':
 		p.pos++
@@ -665,7 +696,12 @@ func (p *parser) escape() (*node, error) {
 	case 'S':
 		return p.zclass(space.negate()), nil
 	}
-	p.twoReadings = p.twoReadings || p.fold && 'a' <= n && n <= 'z'
+	if p.fold && 'a' <= n && n <= 'z' {
+		p.twoReadings = true
+		if p.glibc {
+			return &node{kind: nSet}, nil // nothing glibc matches
+		}
+	}
 	return p.lit(n), nil
 }
 
