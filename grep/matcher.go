@@ -78,13 +78,15 @@ type Matcher struct {
 	// wordBufEnd: a \' the loop may see hold short of the line's end,
 	// so it decides every line alone.
 	wordLoop, wordConfirm, wordBufEnd bool
-	// wordGate: where glibc's reading differs, GNU's dfa gates -w's
-	// loop with its own reading of the bare pattern (its -w wrapper
-	// holds classes it cannot decide in UTF-8, which pass anything).
-	wordGate bool
-	gateRes  [2]*regexp.Regexp
-	gateErrs [2]error
-	gateOnce [2]sync.Once
+	// gateNodes: where glibc's reading differs and glibc's regex
+	// decides (GNU's dfa cannot: -w's wrapper holds classes it cannot
+	// decide in UTF-8, \b \B \< \> it has none for), a line must also
+	// pass the dfa's gate: for -w its reading of the bare pattern, for
+	// a word anchor its superset (gateSuperset); nil if none.
+	gateNodes []*node
+	gateRes   [2]*regexp.Regexp
+	gateErrs  [2]error
+	gateOnce  [2]sync.Once
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
@@ -190,11 +192,19 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		}
 		m.nodes = append(m.nodes, n)
 		m.spanNodes = append(m.spanNodes, span)
-		m.wordGate = m.wordGate || m.wordLoop && span != n
 		m.glibcDiffers = m.glibcDiffers || span != n
 	}
-	if m.wordGate && m.Boundary {
+	switch {
+	case m.glibcDiffers && m.wordLoop && m.Boundary:
 		return nil, errTwoReadings // the gate's boundaries: not modelled
+	case m.glibcDiffers && m.wordLoop:
+		m.gateNodes = m.nodes
+	case m.glibcDiffers && m.Boundary:
+		// glibc's regex selects the lines, in its reading.
+		for _, n := range m.nodes {
+			m.gateNodes = append(m.gateNodes, gateSuperset(n))
+		}
+		m.nodes = m.spanNodes
 	}
 	src := m.goSyntax(false, false)
 	re, err := regexp.Compile(src)
@@ -956,20 +966,10 @@ func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (line
 		if wrapper == nil {
 			wrapper = re.Match
 		}
-		if m.wordGate {
-			m.gateOnce[variant].Do(func() {
-				var b strings.Builder
-				body(&b, m.nodes, variant == 1)
-				m.gateRes[variant], m.gateErrs[variant] = regexp.Compile(b.String())
-			})
-			if m.gateErrs[variant] != nil {
-				return nil, nil, translateGoError(m.gateErrs[variant])
-			}
-			wrapper = m.gateRes[variant].Match
-		}
-		if m.wordBufEnd && !m.wordGate {
-			// The loop accepts only where the pattern matches, if
-			// not as a whole word (a \' at the cut).
+		if m.wordBufEnd || m.gateNodes != nil {
+			// The gate (below) decides, or the loop alone: it accepts
+			// only where the pattern matches, if not as a whole word
+			// (a \' at the cut).
 			wrapper = func([]byte) bool { return true }
 		}
 		lineMatch = func(line []byte) bool {
@@ -982,6 +982,25 @@ func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (line
 			}
 			return ok
 		}
+	}
+	if m.gateNodes != nil {
+		m.gateOnce[variant].Do(func() {
+			var b strings.Builder
+			body(&b, m.gateNodes, variant == 1)
+			src := b.String()
+			if m.opts.Line {
+				src = "^(?:" + src + ")$"
+			}
+			m.gateRes[variant], m.gateErrs[variant] = regexp.Compile(src)
+		})
+		if m.gateErrs[variant] != nil {
+			return nil, nil, translateGoError(m.gateErrs[variant])
+		}
+		gate, selects := m.gateRes[variant], lineMatch
+		if selects == nil {
+			selects = re.Match
+		}
+		lineMatch = func(line []byte) bool { return gate.Match(line) && selects(line) }
 	}
 	return lineMatch, lineErr, nil
 }

@@ -219,3 +219,32 @@ func fixedStrings(patterns []string, syn Syntax) bool {
 	}
 	return true
 }
+
+// gateSuperset is GNU's dfa superset of n in a UTF-8 locale, which
+// gates the lines glibc's regex selects: word anchors hold anywhere, and
+// a set with a character past ASCII (other than a literal's) is any text.
+func gateSuperset(n *node) *node {
+	c := *n
+	switch n.kind {
+	case nAssert:
+		if n.text != "^" && n.text != "$" && !n.bufEnd {
+			c.text = ""
+		}
+	case nSet:
+		if !n.literal && len(n.set) > 0 && n.set[len(n.set)-1] >= utf8.RuneSelf {
+			return &node{kind: nAssert, text: `(?s:.*)`}
+		}
+	case nRepeat:
+		c.sub = gateSuperset(n.sub)
+	case nGroup:
+		c.alts = nil
+		for _, seq := range n.alts {
+			var cs []*node
+			for _, x := range seq {
+				cs = append(cs, gateSuperset(x))
+			}
+			c.alts = append(c.alts, cs)
+		}
+	}
+	return &c
+}
