@@ -113,16 +113,18 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		f.Add(pat, uint8(1), twoText)
 		f.Add(pat, uint8(1|8), twoText)
 	}
-	// With a word anchor GNU's dfa cannot decide in UTF-8: glibc's
-	// regex selects in its reading, on the lines the dfa's superset
-	// passes (\B\a with -i matches nothing; \b{ is refused).
+	// With a word anchor, \w, a negated bracket, a range or a class GNU's
+	// dfa cannot decide in UTF-8: glibc's regex selects in its reading,
+	// on the lines the dfa's superset passes (-i \B\a matches nothing).
 	for _, pat := range []string{`\B\a`, `\bfoo\d`, `\<\a`, `x\>\a*`} {
 		f.Add(pat, uint8(4), "0A\na b\nfood\n a\n")
 		f.Add(pat, uint8(4|32), "0A\na b\nfood\n a\n")
 	}
-	for _, pat := range []string{`x\b|{a`, `{.\b`, `{é\b`, `\b^*a`, `x|\b{0}`, `\bé{0}`} {
+	for _, pat := range []string{`x\b|{a`, `{.\b`, `{é\b`, `\b^*a`, `x|\b{0}`, `\bé{0}`, "{0}[^a] ", "{0}[b-c]", `{0}\w`, "{[a-c]",
+		"{0}[[:alpha:]]", `^*a\w`, "{0}[b]", "{0}[é]", "{[^x]*b", `{\W`} {
 		f.Add(pat, uint8(1), "{a\nx {a\né{a b\n a\n0}\n")
 		f.Add(pat, uint8(1|16), "{a\nx {a\né{a b\n a\n0}\n")
+		f.Add(pat, uint8(1|8), "{a\nx {a\né{a b\n a\n0}\n{ b\n")
 	}
 	gnu, _ := exec.LookPath("grep")
 	f.Fuzz(func(t *testing.T, pat string, flags uint8, data string) {

@@ -79,10 +79,10 @@ type Matcher struct {
 	// so it decides every line alone.
 	wordLoop, wordConfirm, wordBufEnd bool
 	// gateNodes: where glibc's reading differs and glibc's regex
-	// decides (GNU's dfa cannot: -w's wrapper holds classes it cannot
-	// decide in UTF-8, \b \B \< \> it has none for), a line must also
-	// pass the dfa's gate: for -w its reading of the bare pattern, for
-	// a word anchor its superset (gateSuperset); nil if none.
+	// selects the lines (GNU's dfa cannot decide -w's wrapper, \w, a
+	// word anchor ... in UTF-8: parser.defers), a line must also pass
+	// the dfa's superset of its own reading (gateSuperset); nil if
+	// there is none (GNU builds none without an exact character).
 	gateNodes []*node
 	gateRes   [2]*regexp.Regexp
 	gateErrs  [2]error
@@ -138,6 +138,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if o.Line && !o.Word && o.Invert && regex {
 		m.freePats = slices.Clone(patterns)
 	}
+	defers := false // see parser.defers
 	for _, p := range patterns {
 		n, flags, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil && o.Syntax == Perl && (o.Word || o.Line) {
@@ -171,6 +172,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 			return nil, &UnsupportedError{"unmatched )", "with -w or -x GNU grep wraps the pattern in parentheses, which a ) that closes no group closes instead (write \\) for the character)"}
 		}
 		m.Boundary = m.Boundary || flags.boundary
+		defers = defers || flags.defers
 		if m.wordLoop {
 			m.wordBufEnd = markBufEnds(span) || m.wordBufEnd
 			markBufEnds(n)
@@ -194,15 +196,13 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		m.spanNodes = append(m.spanNodes, span)
 		m.glibcDiffers = m.glibcDiffers || span != n
 	}
-	switch {
-	case m.glibcDiffers && m.wordLoop && m.Boundary:
-		return nil, errTwoReadings // the gate's boundaries: not modelled
-	case m.glibcDiffers && m.wordLoop:
-		m.gateNodes = m.nodes
-	case m.glibcDiffers && m.Boundary:
-		// glibc's regex selects the lines, in its reading.
-		for _, n := range m.nodes {
-			m.gateNodes = append(m.gateNodes, gateSuperset(n))
+	if m.glibcDiffers && (m.wordLoop || defers) {
+		// glibc's regex selects the lines, in its reading, among those
+		// the dfa's superset passes.
+		if slices.ContainsFunc(m.nodes, hasChar) {
+			for _, n := range m.nodes {
+				m.gateNodes = append(m.gateNodes, gateSuperset(n))
+			}
 		}
 		m.nodes = m.spanNodes
 	}
@@ -247,7 +247,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 // reading of it and checks -w and finds -o's matches by another (see
 // parser.twoReadings).
 var errTwoReadings = &UnsupportedError{"construct read two ways",
-	"with -x -w, or -w and \\b \\B \\< or \\> in the pattern, GNU grep reads * + ? or {n} right after ^ or $, a { that starts an ERE, and with -i a backslash before a lowercase letter one way to select lines (as padfs does) and another for -w, -o and --color (write \\^, \\$, \\{ for the character, drop the operator or the backslash)"}
+	"with -x -w GNU grep reads * + ? or {n} right after ^ or $, a { that starts an ERE, and with -i a backslash before a lowercase letter one way to select lines (as padfs does) and another for -w, -o and --color (write \\^, \\$, \\{ for the character, drop the operator or the backslash)"}
 
 func translateGoError(err error) error {
 	var se *syntax.Error

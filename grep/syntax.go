@@ -89,6 +89,9 @@ type node struct {
 	sub      *node
 	min, max int
 	interval bool // an nRepeat from {...}
+	// superAny: GNU's dfa superset reads this set as any text (., \w,
+	// a bracket the dfa leaves to glibc's regex; see gateSuperset).
+	superAny bool
 }
 
 // parser reads one pattern (one line of a grep pattern list).
@@ -125,7 +128,17 @@ type parser struct {
 	// sees open at that point (GNU's dfa, which selects the lines, reads
 	// the ) as a close, as this parser does).
 	gStart, gSkipped bool
-	pending          int
+	// defers: a construct GNU's dfa cannot decide in UTF-8 (\w \W \s
+	// \S, a negated bracket, a range, [:class:], [=e=], [.c.], or a word
+	// anchor), which leaves the line to glibc's regex.
+	defers bool
+	// bracketDefers: the last bracket parsed is such a construct.
+	bracketDefers bool
+	// dfaStart is GNU's dfa's laststart, which its "* at start of
+	// expression" warnings read: true where a branch starts, kept by
+	// anchors and * + ?, false after anything else (an interval too).
+	dfaStart bool
+	pending  int
 	// strayClose: an ERE ) that closes no group (a literal). With -w or
 	// -x GNU grep wraps the pattern in parentheses for its dfa, which
 	// such a ) closes: (|) selects an empty line, -x (|) does not.
@@ -175,6 +188,7 @@ func (p *parser) peekAt(i int) (rune, bool) {
 type patternFlags struct {
 	boundary    bool // \b \B \< \>
 	twoReadings bool // see parser.twoReadings
+	defers      bool // see parser.defers
 	strayClose  bool // see parser.strayClose
 }
 
@@ -229,7 +243,7 @@ func parseReading(pat string, syn Syntax, fold, nullData bool, warn func(string)
 	if p.pending > 0 {
 		return nil, patternFlags{}, &SyntaxError{"Unmatched ( or \\("}
 	}
-	return g, patternFlags{boundary: p.boundary, twoReadings: p.twoReadings, strayClose: p.strayClose}, nil
+	return g, patternFlags{boundary: p.boundary, twoReadings: p.twoReadings, strayClose: p.strayClose, defers: p.defers || p.boundary}, nil
 }
 
 // lit is a literal character (with -i: it and its case counterparts).
@@ -287,7 +301,7 @@ func (p *parser) alternation() (*node, error) {
 
 func (p *parser) sequence() ([]*node, error) {
 	var seq []*node
-	p.gStart, p.gSkipped = true, false
+	p.gStart, p.gSkipped, p.dfaStart = true, false, true
 	for !p.atBranchEnd() {
 		r := p.peek()
 		var handled bool
@@ -304,27 +318,35 @@ func (p *parser) sequence() ([]*node, error) {
 			continue
 		}
 		// Common to both syntaxes.
-		p.gStart, p.gSkipped = false, false
+		start := p.dfaStart
+		p.gStart, p.gSkipped, p.dfaStart = false, false, false
 		switch r {
 		case '.':
 			p.pos++
+			var n *node
 			if p.nullData {
-				seq = append(seq, p.zclass(runeSet{0, 0x10FFFF})) // with -z, . matches a newline
+				n = p.zclass(runeSet{0, 0x10FFFF}) // with -z, . matches a newline
 			} else {
-				seq = append(seq, p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF}))
+				n = p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF})
 			}
+			n.superAny = true
+			seq = append(seq, n)
 		case '[':
 			s, err := p.bracket()
 			if err != nil {
 				return nil, err
 			}
-			seq = append(seq, p.class(s))
+			n := p.class(s)
+			n.superAny = p.bracketDefers
+			p.defers = p.defers || p.bracketDefers
+			seq = append(seq, n)
 		case '\\':
 			nd, err := p.escape()
 			if err != nil {
 				return nil, err
 			}
 			p.gStart = nd.kind == nAssert
+			p.dfaStart = p.gStart && start
 			seq = append(seq, nd)
 		default:
 			p.pos++
@@ -383,7 +405,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		if p.gSkipped {
 			p.pending++ // glibc: a literal ), the group goes on
 		}
-		p.gStart, p.gSkipped = false, false
+		p.gStart, p.gSkipped, p.dfaStart = false, false, false
 		p.pos++
 		seq = append(seq, g)
 		return seq, true, nil
@@ -392,7 +414,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		if !p.gSkipped && p.pending > 0 {
 			p.pending-- // glibc: the close of a group it still sees open
 		}
-		p.gStart, p.gSkipped = false, false
+		p.gStart, p.gSkipped, p.dfaStart = false, false, false
 		p.pos++
 		seq = append(seq, p.lit(')'))
 		return seq, true, nil
@@ -401,7 +423,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		defer func() { p.gStart, p.gSkipped = skip, skip }()
 		p.pos++
 		min, max := repeatOp(r)
-		if onlyAnchors(seq) { // anchors leave the expression at its start
+		if p.dfaStart { // anchors leave the expression at its start
 			p.warn(fmt.Sprintf("%c at start of expression", r))
 		}
 		a := lastAnchor(seq)
@@ -456,6 +478,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			if !p.glibc || !skip {
 				seq = append(seq, n)
 			}
+			p.dfaStart = false
 			p.gStart, p.gSkipped = skip, skip
 			return seq, true, nil
 		}
@@ -467,9 +490,10 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		// The dfa repeats an anchor (^{0}a is a), or with nothing
 		// before it drops the interval.
 		p.twoReadings = p.twoReadings || skip || a == "^" || a == "$"
-		if onlyAnchors(seq) {
+		if p.dfaStart {
 			p.warn("{...} at start of expression")
 		}
+		p.dfaStart = false
 		if len(seq) == 0 {
 			return seq, true, nil
 		}
@@ -687,14 +711,11 @@ func (p *parser) escape() (*node, error) {
 		return &node{kind: nAssert, text: "^"}, nil
 	case '\'':
 		return &node{kind: nAssert, text: "$", bufEnd: true}, nil
-	case 'w':
-		return p.zclass(word), nil
-	case 'W':
-		return p.zclass(word.negate()), nil
-	case 's':
-		return p.zclass(space), nil
-	case 'S':
-		return p.zclass(space.negate()), nil
+	case 'w', 'W', 's', 'S':
+		set := map[rune]runeSet{'w': word, 'W': word.negate(), 's': space, 'S': space.negate()}[n]
+		c := p.zclass(set)
+		c.superAny, p.defers = true, true
+		return c, nil
 	}
 	if p.fold && 'a' <= n && n <= 'z' {
 		p.twoReadings = true
@@ -714,6 +735,7 @@ func (p *parser) bracket() (runeSet, error) {
 		negate = true
 		i++
 	}
+	p.bracketDefers = negate
 	var set runeSet
 	first := true
 	// As GNU's dfa: [:space:] (first and last a colon, other
@@ -741,6 +763,7 @@ func (p *parser) bracket() (runeSet, error) {
 				return nil, err
 			}
 			colons |= colonOther
+			p.bracketDefers = true
 			if cs != nil {
 				set = append(set, cs...)
 				if rangeFollows(p.src, i) {
@@ -790,6 +813,7 @@ func (p *parser) bracket() (runeSet, error) {
 			}
 			set = append(set, lo, hi)
 			colons |= colonOther
+			p.bracketDefers = true
 			continue
 		}
 		set = append(set, lo, lo)

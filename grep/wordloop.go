@@ -220,9 +220,10 @@ func fixedStrings(patterns []string, syn Syntax) bool {
 	return true
 }
 
-// gateSuperset is GNU's dfa superset of n in a UTF-8 locale, which
-// gates the lines glibc's regex selects: word anchors hold anywhere, and
-// a set with a character past ASCII (other than a literal's) is any text.
+// gateSuperset is GNU's dfa superset of n in a UTF-8 locale (dfassbuild),
+// which gates the lines glibc's regex selects: word anchors hold
+// anywhere, and a set it cannot read exactly (node.superAny) is any
+// text.
 func gateSuperset(n *node) *node {
 	c := *n
 	switch n.kind {
@@ -231,7 +232,7 @@ func gateSuperset(n *node) *node {
 			c.text = ""
 		}
 	case nSet:
-		if !n.literal && len(n.set) > 0 && n.set[len(n.set)-1] >= utf8.RuneSelf {
+		if n.superAny {
 			return &node{kind: nAssert, text: `(?s:.*)`}
 		}
 	case nRepeat:
@@ -247,4 +248,22 @@ func gateSuperset(n *node) *node {
 		}
 	}
 	return &c
+}
+
+// hasChar: n holds a set the superset reads exactly; GNU builds no
+// superset without one (every line passes).
+func hasChar(n *node) bool {
+	switch n.kind {
+	case nSet:
+		return !n.superAny
+	case nRepeat:
+		return hasChar(n.sub)
+	case nGroup:
+		for _, seq := range n.alts {
+			if slices.ContainsFunc(seq, hasChar) {
+				return true
+			}
+		}
+	}
+	return false
 }
