@@ -121,7 +121,7 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		f.Add(pat, uint8(4|32), "0A\na b\nfood\n a\n")
 	}
 	for _, pat := range []string{`x\b|{a`, `{.\b`, `{é\b`, `\b^*a`, `x|\b{0}`, `\bé{0}`, "{0}[^a] ", "{0}[b-c]", `{0}\w`, "{[a-c]",
-		"{0}[[:alpha:]]", `^*a\w`, "{0}[b]", "{0}[é]", "{[^x]*b", `{\W`} {
+		"{0}[[:alpha:]]", `^*a\w`, "{0}[b]", "{0}[é]", "{[^x]*b", `{\W`, "[[:alpha:]]${1{0}", "a${1{0}"} {
 		f.Add(pat, uint8(1), "{a\nx {a\né{a b\n a\n0}\n")
 		f.Add(pat, uint8(1|16), "{a\nx {a\né{a b\n a\n0}\n")
 		f.Add(pat, uint8(1|8), "{a\nx {a\né{a b\n a\n0}\n{ b\n")
@@ -309,7 +309,7 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 	}
 	// -o and --color print glibc's reading where GNU's dfa reads an ERE
 	// otherwise: ^*a is ^a, {0} is "0}", {a is a (the dfa selects).
-	for _, pat := range []string{"^*a", "{0}", "x|{a", "^+{1}", "^{0}a", "{", "a$?", "^{1}{1}a", "{1}a"} {
+	for _, pat := range []string{"^*a", "{0}", "x|{a", "^+{1}", "^{0}a", "{", "a$?", "^{1}{1}a", "{1}a", "{0}??", "^+?+", "(^)*", "*{0}*+", "a${1{0}", "|[[:alpha:]]${1{0}"} {
 		for _, o := range []uint32{1<<1 | 1<<23, 1<<18 | 1<<23, 1<<1 | 1<<6 | 1<<23, 1<<18 | 1<<6 | 1<<23} {
 			f.Add(pat, o|1, []byte("ab\nxab\na^b\n1}a\n0}\nx{a\n{a\n x {y\na{2}\n"))
 		}

@@ -474,7 +474,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			n.startBrace = start
 			// glibc's regex skips such a brace ({ alone is the empty
 			// pattern there, a literal to GNU's dfa).
-			p.twoReadings = p.twoReadings || start
+			p.twoReadings = p.twoReadings || start || skip
 			if !p.glibc || !skip {
 				seq = append(seq, n)
 			}
