@@ -1184,6 +1184,22 @@ func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error
 		b.WriteString(regexp.QuoteMeta(pat[i : i+w]))
 		return i + w - 1, nil
 	}
+	if inClass {
+		// PCRE2 in a class: \b is a backspace, \g a g; assertions and
+		// the like are errors.
+		switch d {
+		case 'b':
+			b.WriteString(`\x08`)
+			return i, nil
+		case 'g':
+			b.WriteByte('g')
+			return i, nil
+		case 'N':
+			return i, &SyntaxError{`\N is not supported in a class`}
+		case 'B', 'A', 'z', 'Z', 'G', 'K', 'C', 'k', 'X', 'R':
+			return i, &SyntaxError{"escape sequence is invalid in character class"}
+		}
+	}
 	if d == '0' || inClass && '1' <= d && d <= '7' {
 		// An octal escape: up to three digits (Go's wants a leading 0
 		// or more than one digit).
