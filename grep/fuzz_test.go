@@ -76,6 +76,7 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		{"$*", 3}, {`\b+`, 3}, {"^{2}", 3}, {"^{,2}", 3}, {"(?:$)*", 3}, {`\B{2}`, 3}, {"${", 3}, {`\A?`, 3}, {"a$??", 3},
 		{`[\b]`, 3}, {`a[\bx]b`, 3}, {`[\B]`, 3}, {`[\A]`, 3}, {`[\z]`, 3}, {`[\Z]`, 3}, {`[\G]`, 3}, {`[\K]`, 3}, {`[\N]`, 3},
 		{`[\C]`, 3}, {`[\g]`, 3}, {`[\k]`, 3}, {`[\X]`, 3}, {`[\R]`, 3}, {`[\E]g]`, 3}, {`[\Eg]`, 3}, {`[\Qx]\E]`, 3},
+		{`[\H]`, 3}, {`[\V]`, 3}, {`[^\H]`, 3}, {`[a\Hb]`, 3},
 		{"[[:^alpha:] ]", 3}, {"[[:a]", 3}, {"[.a]", 3}, {"[a.]", 3}, {`[[:a\]:]]`, 3}, {"[[:foo:]]", 3}, {"[^:a:]", 3},
 	} {
 		f.Add(s.pat, s.flags, text)
@@ -127,6 +128,9 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		f.Add(pat, uint8(1), "{a\nx {a\né{a b\n a\n0}\n")
 		f.Add(pat, uint8(1|16), "{a\nx {a\né{a b\n a\n0}\n")
 		f.Add(pat, uint8(1|8), "{a\nx {a\né{a b\n a\n0}\n{ b\n")
+	}
+	for _, pat := range []string{`[\H]`, `[\V]`, `[\S]`, `[^\S]`, `[\D]`, `[\W]`, `x[\H\V]`} {
+		f.Add(pat, uint8(3), "\x0b\n\t\n \na\n\u00a0\n\u2028\n")
 	}
 	gnu, _ := exec.LookPath("grep")
 	f.Fuzz(func(t *testing.T, pat string, flags uint8, data string) {

@@ -1155,6 +1155,20 @@ const (
 	pcreHSpace = `\t \x{A0}\x{1680}\x{180E}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}`
 )
 
+// complementClass is the class contents that match what set (class
+// contents) does not, as ranges.
+func complementClass(set string) string {
+	re, err := syntax.Parse("[^"+set+"]", syntax.Perl)
+	if err != nil || re.Op != syntax.OpCharClass {
+		panic("complementClass: " + set)
+	}
+	var b strings.Builder
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		fmt.Fprintf(&b, `\x{%x}-\x{%x}`, re.Rune[i], re.Rune[i+1])
+	}
+	return b.String()
+}
+
 // perlUnsupported is the error for a PCRE construct RE2 cannot evaluate.
 func perlUnsupported(what string) error {
 	return &UnsupportedError{what, "Go's regexp engine (RE2) cannot evaluate it (use GNU grep -P)"}
@@ -1170,8 +1184,7 @@ func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error
 		case inClass && !negate:
 			b.WriteString(set)
 		case inClass:
-			b.WriteByte('\\')
-			b.WriteByte(d) // Go's own (near enough inside a class)
+			b.WriteString(complementClass(set)) // Go has no \H \V, its \S holds \v
 		case negate:
 			b.WriteString("[^" + set + "]")
 		default:
