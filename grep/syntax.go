@@ -460,6 +460,15 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		}
 		min, max, n, ok, err := p.interval(p.pos+1, false)
 		start := atStart(seq)
+		if ok && err != nil && skip && (len(seq) == 0 || a != "") {
+			// glibc skips the brace; the dfa drops the interval or
+			// repeats an anchor, and refuses only a maximum past
+			// RE_DUP_MAX ({70000,} is text to glibc, {70000} an error).
+			if max > 32767 {
+				return nil, false, &SyntaxError{"regular expression too big"}
+			}
+			err = nil
+		}
 		if err == errBadInterval && (start || skip || a == "^" || a == "$") {
 			// glibc: with nothing to repeat (an anchor repeats nothing),
 			// a bad interval is literal.
@@ -496,6 +505,13 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		p.dfaStart = false
 		if len(seq) == 0 {
 			return seq, true, nil
+		}
+		if seq[len(seq)-1].kind == nAssert {
+			// An anchor repeated is the anchor, or none (^{0,2} is ^?).
+			if min > 1 {
+				min = 1
+			}
+			max = 1
 		}
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max, interval: true}
 		return seq, true, nil
@@ -671,18 +687,23 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 		}
 		i++
 	}
-	if lo > 32767 || hi > 32767 {
-		return 0, 0, 0, false, &SyntaxError{"Regular expression too big"}
-	}
 	if hi >= 0 && lo > hi {
-		return 0, 0, 0, false, errBadInterval
+		return 0, 0, 0, false, errBadInterval // glibc's REG_BADBR comes first
+	}
+	// Past these the counts are still returned: an interval the dfa
+	// drops, or one of an anchor, need no engine to repeat it.
+	if lo > 32767 || hi > 32767 {
+		return lo, hi, i, true, errTooBig
 	}
 	if lo > maxRepeat || hi > maxRepeat {
-		return 0, 0, 0, false, &UnsupportedError{"repetition count",
+		return lo, hi, i, true, &UnsupportedError{"repetition count",
 			fmt.Sprintf("{%d,%d} exceeds the %d that Go's regexp engine accepts", lo, hi, maxRepeat)}
 	}
 	return lo, hi, i, true, nil
 }
+
+// errTooBig is glibc's REG_ESIZE, a count past RE_DUP_MAX (32767).
+var errTooBig = &SyntaxError{"Regular expression too big"}
 
 // escape parses a backslash sequence outside brackets (the BRE operators
 // are handled by sequence).
