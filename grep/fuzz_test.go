@@ -358,10 +358,10 @@ func TestReadsNothingMatchesGNU(t *testing.T) {
 	}
 }
 
-// TestWordListMatchesGNU: -w with two or more patterns, which the fuzz
-// targets do not pick: GNU runs literal ones as -F (an empty pattern is
-// then a whole word between non-word characters), others through its
-// regex loop.
+// TestWordListMatchesGNU: two or more patterns, which the fuzz targets
+// do not pick: GNU drops repeated ones, runs literal ones as -F (with -w
+// an empty pattern is then a whole word between non-word characters; -x
+// -w and -x -v have no quirks), others through its regex loop.
 func TestWordListMatchesGNU(t *testing.T) {
 	gnu, err := exec.LookPath("grep")
 	if err != nil {
@@ -372,6 +372,8 @@ func TestWordListMatchesGNU(t *testing.T) {
 		{"-w", "-e", " ", "-e", "", "-e", "q*"}, {"-w", "-e", " ", "-e", " "}, {"-w", "-e", ` \|`, "-e", "b"},
 		{"-o", "-w", "-e", "a", "-e", "ab"}, {"-o", "-w", "-e", "aaaa", "-e", "ab", "-e", "ab-c"},
 		{"-c", "-w", "-e", "a--", "-e", `a-\'`},
+		{"-x", "-w", "-o", "-e", "b", "-e", ""}, {"-x", "-v", "-o", "-m1", "-A1", "-e", " ", "-e", ""},
+		{"-E", "-w", "-e", "+", "-e", "+"}, {"-E", "-e", "*a", "-e", "x", "-e", "*a"},
 	} {
 		outputMatchesGNU(t, gnu, args, []byte(" 0\na  b\nab a\naaaa ab-cd\na--x\n"))
 	}

@@ -132,11 +132,19 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if warn == nil {
 		warn = func(string) {}
 	}
-	regex := o.Syntax == Basic || o.Syntax == Extended
-	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && regex,
-		wordLoop: o.Word && !o.Line && regex && !fixedStrings(patterns, o.Syntax)}
+	// GNU drops a repeated pattern (its warnings come once), and runs
+	// BRE or ERE patterns that are all literal as -F, whose -w, -x and
+	// -o are its own: regex is glibc's matcher.
+	seen := map[string]bool{}
+	patterns = slices.DeleteFunc(slices.Clone(patterns), func(p string) bool {
+		dup := seen[p]
+		seen[p] = true
+		return dup
+	})
+	regex := (o.Syntax == Basic || o.Syntax == Extended) && !fixedStrings(patterns, o.Syntax)
+	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && regex, wordLoop: o.Word && !o.Line && regex}
 	if o.Line && !o.Word && o.Invert && regex {
-		m.freePats = slices.Clone(patterns)
+		m.freePats = patterns
 	}
 	defers := false // see parser.defers
 	for _, p := range patterns {
