@@ -377,6 +377,11 @@ func TestWordListMatchesGNU(t *testing.T) {
 	} {
 		outputMatchesGNU(t, gnu, args, []byte(" 0\na  b\nab a\naaaa ab-cd\na--x\n"))
 	}
+	// With -i a literal that folds past ASCII (s: ſ, i: ı, é) keeps
+	// GNU's regex matcher, whose -x -v context has free matches.
+	for _, e := range []string{"s", "i", "k", "a", "é", "€"} {
+		outputMatchesGNU(t, gnu, []string{"-i", "-x", "-v", "-o", "-m1", "-A1", "-e", e, "-e", ""}, []byte("x\n"+e+"y\n"))
+	}
 }
 
 // TestContextAfterMaxMatchesGNU: under -v, the trailing context after

@@ -141,7 +141,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		seen[p] = true
 		return dup
 	})
-	regex := (o.Syntax == Basic || o.Syntax == Extended) && !fixedStrings(patterns, o.Syntax)
+	regex := (o.Syntax == Basic || o.Syntax == Extended) && !fixedStrings(patterns, o.Syntax, o.IgnoreCase)
 	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && regex, wordLoop: o.Word && !o.Line && regex}
 	if o.Line && !o.Word && o.Invert && regex {
 		m.freePats = patterns

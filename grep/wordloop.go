@@ -3,6 +3,8 @@ package grep
 import (
 	"regexp/syntax"
 	"slices"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -188,12 +190,16 @@ func markBufEnds(n *node) bool {
 
 // fixedStrings reports whether GNU grep 3.8 runs BRE or ERE patterns as
 // -F (try_fgrep_pattern: two or more distinct patterns, each only
-// literal characters), whose -w is its own (kwsearch.c).
-func fixedStrings(patterns []string, syn Syntax) bool {
+// literal characters; with -i none that folds to or from a character
+// past ASCII), whose -w is its own (kwsearch.c).
+func fixedStrings(patterns []string, syn Syntax, fold bool) bool {
 	if len(slices.Compact(slices.Sorted(slices.Values(patterns)))) < 2 {
 		return false
 	}
 	for _, p := range patterns {
+		if fold && strings.ContainsFunc(p, foldsPastASCII) {
+			return false
+		}
 		for i := 0; i < len(p); i++ {
 			switch c := p[i]; c {
 			case '$', '*', '.', '[', '^':
@@ -218,6 +224,15 @@ func fixedStrings(patterns []string, syn Syntax) bool {
 		}
 	}
 	return true
+}
+
+// foldsPastASCII: -i's case counterparts of r include a character past
+// ASCII (fgrep_icase_charlen): glibc's ſ and ı upper-case to S and I.
+func foldsPastASCII(r rune) bool {
+	if r < utf8.RuneSelf {
+		return strings.ContainsRune("sSiI", r)
+	}
+	return unicode.ToUpper(r) != r || unicode.ToLower(r) != r || unicode.SimpleFold(r) != r
 }
 
 // gateSuperset is GNU's dfa superset of n in a UTF-8 locale (dfassbuild),
