@@ -312,7 +312,7 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 	}{
 		{`aaaa\|ab\|ab-c`, 1<<1 | 1<<6, "aaaa ab-cd\nab-cd\n"}, {`a|ab`, 1<<1 | 1<<6 | 1<<25, "ab x\nab\nx ab_ a\n"},
 		{`a--\|a-\'`, 1<<1 | 1<<6, "a--x\n"}, {` \|`, 1<<6 | 1<<18, " 0 \n 0\n"}, {`x\|x-y\|x-`, 1<<1 | 1<<6, "x x-yz\n"},
-		{`a*|ab`, 1<<1 | 1<<6 | 1<<25, "ab a é\n"},
+		{`a*|ab`, 1<<1 | 1<<6 | 1<<25, "ab a é\n"}, {"s", 1<<1 | 1<<5 | 1<<6 | 1<<7 | 1<<24, "s\nS\nk\n"}, {"is", 1<<18 | 1<<5 | 1<<6 | 1<<7 | 1<<24, "IS\n"},
 	} {
 		f.Add(s.pat, s.opts, []byte(s.text))
 	}
@@ -378,9 +378,12 @@ func TestWordListMatchesGNU(t *testing.T) {
 		outputMatchesGNU(t, gnu, args, []byte(" 0\na  b\nab a\naaaa ab-cd\na--x\n"))
 	}
 	// With -i a literal that folds past ASCII (s: ſ, i: ı, é) keeps
-	// GNU's regex matcher, whose -x -v context has free matches.
+	// GNU's regex matcher (-F's too), whose -x -v context has free
+	// matches and whose -x -w -o an empty line more.
 	for _, e := range []string{"s", "i", "k", "a", "é", "€"} {
 		outputMatchesGNU(t, gnu, []string{"-i", "-x", "-v", "-o", "-m1", "-A1", "-e", e, "-e", ""}, []byte("x\n"+e+"y\n"))
+		outputMatchesGNU(t, gnu, []string{"-F", "-i", "-x", "-v", "-o", "-m1", "-A1", "-e", e}, []byte("x\n"+e+"y\n"))
+		outputMatchesGNU(t, gnu, []string{"-F", "-i", "-x", "-w", "-o", "-e", e}, []byte(e+"\n"))
 	}
 }
 

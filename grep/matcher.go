@@ -141,7 +141,9 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		seen[p] = true
 		return dup
 	})
-	regex := (o.Syntax == Basic || o.Syntax == Extended) && !fixedStrings(patterns, o.Syntax, o.IgnoreCase)
+	regex := (o.Syntax == Basic || o.Syntax == Extended) && !fixedStrings(patterns, o.Syntax, o.IgnoreCase) ||
+		// and -F -i as a BRE where a pattern folds past ASCII
+		o.Syntax == Fixed && o.IgnoreCase && slices.ContainsFunc(patterns, func(p string) bool { return strings.ContainsFunc(p, foldsPastASCII) })
 	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && regex, wordLoop: o.Word && !o.Line && regex}
 	if o.Line && !o.Word && o.Invert && regex {
 		m.freePats = patterns
