@@ -17,9 +17,14 @@ import (
 const backtrackBudget = 1 << 20
 
 type backtracker struct {
-	line  []byte
-	word  runeSet
-	steps int
+	line []byte
+	word runeSet
+	// notEOL: line is cut short of its end (glibc's not_eol), where $
+	// does not hold but \' does; split is where a character the cut
+	// splits starts, which matches nothing (see wordSearch), else -1.
+	notEOL bool
+	split  int
+	steps  int
 }
 
 // errTooComplex is returned when the budget runs out.
@@ -64,7 +69,7 @@ func (b *backtracker) m(re *syntax.Regexp, i int, k func(int) bool) bool {
 				return false
 			}
 			c, w := utf8.DecodeRune(b.line[i:])
-			if c != r && (re.Flags&syntax.FoldCase == 0 || !sameFold(c, r)) {
+			if c != r && (re.Flags&syntax.FoldCase == 0 || !sameFold(c, r)) || i == b.split {
 				return false
 			}
 			i += w
@@ -75,7 +80,7 @@ func (b *backtracker) m(re *syntax.Regexp, i int, k func(int) bool) bool {
 			return false
 		}
 		c, w := utf8.DecodeRune(b.line[i:])
-		if !runeSet(re.Rune).has(c) {
+		if !runeSet(re.Rune).has(c) || i == b.split {
 			return false
 		}
 		return k(i + w)
@@ -84,14 +89,14 @@ func (b *backtracker) m(re *syntax.Regexp, i int, k func(int) bool) bool {
 			return false
 		}
 		c, w := utf8.DecodeRune(b.line[i:])
-		if c == '\n' && re.Op == syntax.OpAnyCharNotNL {
+		if c == '\n' && re.Op == syntax.OpAnyCharNotNL || i == b.split {
 			return false
 		}
 		return k(i + w)
 	case syntax.OpBeginLine, syntax.OpBeginText:
 		return i == 0 && k(i)
 	case syntax.OpEndLine, syntax.OpEndText:
-		return i == len(b.line) && k(i)
+		return i == len(b.line) && !b.notEOL && k(i)
 	case syntax.OpWordBoundary:
 		return b.prevWord(i) != b.nextWord(i) && k(i)
 	case syntax.OpNoWordBoundary:
@@ -102,6 +107,8 @@ func (b *backtracker) m(re *syntax.Regexp, i int, k func(int) bool) bool {
 			return !b.prevWord(i) && b.nextWord(i) && k(i)
 		case wordEndCapture:
 			return b.prevWord(i) && !b.nextWord(i) && k(i)
+		case bufEndCapture:
+			return i == len(b.line) && k(i)
 		}
 		return b.m(re.Sub[0], i, k)
 	case syntax.OpConcat:
@@ -167,7 +174,7 @@ func sameFold(c, r rune) bool {
 // matchLine reports whether re matches somewhere in line, with GNU's word
 // boundaries.
 func matchLineUnicode(re *syntax.Regexp, word runeSet, line []byte) (bool, error) {
-	b := &backtracker{line: line, word: word}
+	b := &backtracker{line: line, word: word, split: -1}
 	for s := 0; s <= len(line); {
 		if b.m(re, s, func(int) bool { return true }) {
 			return true, nil

@@ -13,6 +13,7 @@ package grep
 const (
 	wordStartCapture = "padfs_wordstart"
 	wordEndCapture   = "padfs_wordend"
+	bufEndCapture    = "padfs_bufend" // \' under -w (wordloop.go)
 )
 
 // resolveEdges sets the rendering of every \< and \> in n and reports

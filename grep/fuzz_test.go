@@ -52,6 +52,9 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		{`\B*2+`, 1}, {`\<*a`, 1}, {"^*a", 1}, {"$*", 1}, {"a^*", 1}, {`a\b*`, 1}, {"^+x", 1}, {`^\B?a`, 1}, {"x|$*", 1}, {"(^*x)", 1},
 		{"{{}", 1}, {"{{1}", 1}, {"a{{}", 1}, {"{{", 1}, {"({{})", 1}, {"{}{}", 1}, {"{a{}", 1}, {"^{{}", 1}, {"{{{}", 1},
 		{"0{1001}", 3}, {"0{1000}", 3},
+		{"{70000,}", 1}, {"{70000}", 1}, {"^{70000,}", 1}, {"a{70000,}", 1}, {"x|{70000}", 1}, {"{32768}", 1}, {"{32767}", 1},
+		{"{1,70000}", 1}, {"(){70000}", 1}, {"{,70000}", 1}, {"({70000})", 1}, {"{40000,1}", 1}, {"a^{70000}", 1},
+		{"a^{70000,}", 1}, {"^{1001}", 1}, {"{1001}", 1}, {"a${2000}", 1}, {"(^){40000}", 1}, {"^{40000}", 1}, {"^{0,2}a", 1}, {"^{2,3}x", 1},
 		{`0{\,,`, 1}, {`0{\1`, 1}, {`0{1\,2}`, 1}, {`a{\}`, 1},
 		{`X\S`, 7}, {`\W`, 3}, {`\D`, 3}, {`^\S+$`, 3}, {`[\S]`, 3}, {`[^\s]`, 3}, {`\H`, 3},
 		{"0{00}", 3}, {"0{01}", 3}, {"0{1,02}", 3}, {"a{007}", 3}, {"a{2,}", 3}, {"a{1}?", 3}, {"a{1}+", 3},
@@ -74,6 +77,9 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 		{"(*)", 1}, {"(a|+)", 1}, {"(^*)", 1}, {"(*))", 1}, {"(*)a)", 1}, {"((*))", 1}, {"(*)|x)", 1}, {"(a|*b)", 1}, {`(\<*)`, 1}, {"(**)", 1},
 		{"[[:]:]", 3}, {"[[:]x]", 3}, {"[[=]=]", 3}, {"[a[:]", 3},
 		{"$*", 3}, {`\b+`, 3}, {"^{2}", 3}, {"^{,2}", 3}, {"(?:$)*", 3}, {`\B{2}`, 3}, {"${", 3}, {`\A?`, 3}, {"a$??", 3},
+		{`[\b]`, 3}, {`a[\bx]b`, 3}, {`[\B]`, 3}, {`[\A]`, 3}, {`[\z]`, 3}, {`[\Z]`, 3}, {`[\G]`, 3}, {`[\K]`, 3}, {`[\N]`, 3},
+		{`[\C]`, 3}, {`[\g]`, 3}, {`[\k]`, 3}, {`[\X]`, 3}, {`[\R]`, 3}, {`[\E]g]`, 3}, {`[\Eg]`, 3}, {`[\Qx]\E]`, 3},
+		{`[\H]`, 3}, {`[\V]`, 3}, {`[^\H]`, 3}, {`[a\Hb]`, 3},
 		{"[[:^alpha:] ]", 3}, {"[[:a]", 3}, {"[.a]", 3}, {"[a.]", 3}, {`[[:a\]:]]`, 3}, {"[[:foo:]]", 3}, {"[^:a:]", 3},
 	} {
 		f.Add(s.pat, s.flags, text)
@@ -91,6 +97,43 @@ func FuzzGrepMatchesGNU(f *testing.F) {
 	for _, pat := range []string{`(\<)?-`, `\<(a|-)`, `(-|\<)x`, `(\<|\>) `, `\< +`, ` +\>`, `\<x?`, `(\>)+`} {
 		f.Add(pat, uint8(1), edgeText)
 		f.Add(pat, uint8(1|8), edgeText)
+	}
+	// -w (BRE, ERE) as GNU's regex loop: an empty match is a whole word
+	// only where it is the longest at its start; at the cut of a
+	// shorter match \' holds, $ does not, a split character matches
+	// nothing. Two literal patterns run as -F, without the loop.
+	for _, s := range []struct {
+		pat, text string
+	}{
+		{` \|`, " 0\n 0 \na  b\n0 \n"}, {`x*`, "x0 \n \nx\n"}, {`\(a\|\)b*`, "ab_ \nab_\n a \n"},
+		{`a--\|a-\'`, "a--x\na-\n"}, {`a[^x]*`, "aéx\naé\n"}, {`a.\?`, "aéx\n"}, {`\bx*`, "x0 \n é\n"},
+	} {
+		f.Add(s.pat, uint8(8), s.text)
+		f.Add(s.pat, uint8(8|32), s.text)
+	}
+	// Where GNU's dfa and glibc's regex read an ERE otherwise (^{0}a is a
+	// to the dfa, "^0}a" to glibc), -w runs glibc's loop on the lines the
+	// dfa's bare pattern selects.
+	twoText := "ab\nxab\na^b\n1}a\n0}\nx{a\n{a\n x {y\na{2}\n a b\n"
+	for _, pat := range []string{"^{0}a", "^{0,1}x", "^{1}{1}a", "^*{1}", "{1}a", "^*a", "a$?b", "{a", "x|{a", "{", "{{", "({a)", "{0}", "^++a", "{*a"} {
+		f.Add(pat, uint8(1), twoText)
+		f.Add(pat, uint8(1|8), twoText)
+	}
+	// With a word anchor, \w, a negated bracket, a range or a class GNU's
+	// dfa cannot decide in UTF-8: glibc's regex selects in its reading,
+	// on the lines the dfa's superset passes (-i \B\a matches nothing).
+	for _, pat := range []string{`\B\a`, `\bfoo\d`, `\<\a`, `x\>\a*`} {
+		f.Add(pat, uint8(4), "0A\na b\nfood\n a\n")
+		f.Add(pat, uint8(4|32), "0A\na b\nfood\n a\n")
+	}
+	for _, pat := range []string{`x\b|{a`, `{.\b`, `{é\b`, `\b^*a`, `x|\b{0}`, `\bé{0}`, "{0}[^a] ", "{0}[b-c]", `{0}\w`, "{[a-c]",
+		"{0}[[:alpha:]]", `^*a\w`, "{0}[b]", "{0}[é]", "{[^x]*b", `{\W`, "[[:alpha:]]${1{0}", "a${1{0}"} {
+		f.Add(pat, uint8(1), "{a\nx {a\né{a b\n a\n0}\n")
+		f.Add(pat, uint8(1|16), "{a\nx {a\né{a b\n a\n0}\n")
+		f.Add(pat, uint8(1|8), "{a\nx {a\né{a b\n a\n0}\n{ b\n")
+	}
+	for _, pat := range []string{`[\H]`, `[\V]`, `[\S]`, `[^\S]`, `[\D]`, `[\W]`, `x[\H\V]`} {
+		f.Add(pat, uint8(3), "\x0b\n\t\n \na\n\u00a0\n\u2028\n")
 	}
 	gnu, _ := exec.LookPath("grep")
 	f.Fuzz(func(t *testing.T, pat string, flags uint8, data string) {
@@ -259,6 +302,27 @@ func FuzzGrepOutputMatchesGNU(f *testing.F) {
 	for _, o := range []uint32{1 << 8, 1<<8 | 1<<2, 1<<8 | 1<<2 | 1<<1 | 1<<18, 1<<8 | 1<<4, 1<<8 | 1<<3, 1<<8 | 1<<7, 1<<8 | 1<<6 | 1<<2} {
 		f.Add("", o, []byte("0\n1"))
 	}
+	// -w -o: after a first match GNU's cut of a shorter one falls short
+	// by the search's start (aaaa\|ab\|ab-c finds no ab); -P -w is
+	// PCRE's first match that is a whole word (a|ab finds ab).
+	for _, s := range []struct {
+		pat  string
+		opts uint32
+		text string
+	}{
+		{`aaaa\|ab\|ab-c`, 1<<1 | 1<<6, "aaaa ab-cd\nab-cd\n"}, {`a|ab`, 1<<1 | 1<<6 | 1<<25, "ab x\nab\nx ab_ a\n"},
+		{`a--\|a-\'`, 1<<1 | 1<<6, "a--x\n"}, {` \|`, 1<<6 | 1<<18, " 0 \n 0\n"}, {`x\|x-y\|x-`, 1<<1 | 1<<6, "x x-yz\n"},
+		{`a*|ab`, 1<<1 | 1<<6 | 1<<25, "ab a é\n"}, {"s", 1<<1 | 1<<5 | 1<<6 | 1<<7 | 1<<24, "s\nS\nk\n"}, {"is", 1<<18 | 1<<5 | 1<<6 | 1<<7 | 1<<24, "IS\n"},
+	} {
+		f.Add(s.pat, s.opts, []byte(s.text))
+	}
+	// -o and --color print glibc's reading where GNU's dfa reads an ERE
+	// otherwise: ^*a is ^a, {0} is "0}", {a is a (the dfa selects).
+	for _, pat := range []string{"^*a", "{0}", "x|{a", "^+{1}", "^{0}a", "{", "a$?", "^{1}{1}a", "{1}a", "{0}??", "^+?+", "(^)*", "*{0}*+", "a${1{0}", "|[[:alpha:]]${1{0}"} {
+		for _, o := range []uint32{1<<1 | 1<<23, 1<<18 | 1<<23, 1<<1 | 1<<6 | 1<<23, 1<<18 | 1<<6 | 1<<23} {
+			f.Add(pat, o|1, []byte("ab\nxab\na^b\n1}a\n0}\nx{a\n{a\n x {y\na{2}\n"))
+		}
+	}
 	gnu, err := exec.LookPath("grep")
 	if err != nil {
 		f.Skip("GNU grep not installed")
@@ -291,6 +355,35 @@ func TestReadsNothingMatchesGNU(t *testing.T) {
 		{"-v", "-e", "", "-e", ""}, {"-c", "-v", "-e", "", "-e", "a"}, {"-L", "-v", ""}, {"-c", "-v", "-x", ""},
 	} {
 		outputMatchesGNU(t, gnu, args, []byte("a\nb\n"))
+	}
+}
+
+// TestWordListMatchesGNU: two or more patterns, which the fuzz targets
+// do not pick: GNU drops repeated ones, runs literal ones as -F (with -w
+// an empty pattern is then a whole word between non-word characters; -x
+// -w and -x -v have no quirks), others through its regex loop.
+func TestWordListMatchesGNU(t *testing.T) {
+	gnu, err := exec.LookPath("grep")
+	if err != nil {
+		t.Skip("GNU grep not installed")
+	}
+	for _, args := range [][]string{
+		{"-w", "-e", " ", "-e", ""}, {"-w", "-E", "-e", " ", "-e", ""}, {"-w", "-F", "-e", " ", "-e", ""},
+		{"-w", "-e", " ", "-e", "", "-e", "q*"}, {"-w", "-e", " ", "-e", " "}, {"-w", "-e", ` \|`, "-e", "b"},
+		{"-o", "-w", "-e", "a", "-e", "ab"}, {"-o", "-w", "-e", "aaaa", "-e", "ab", "-e", "ab-c"},
+		{"-c", "-w", "-e", "a--", "-e", `a-\'`},
+		{"-x", "-w", "-o", "-e", "b", "-e", ""}, {"-x", "-v", "-o", "-m1", "-A1", "-e", " ", "-e", ""},
+		{"-E", "-w", "-e", "+", "-e", "+"}, {"-E", "-e", "*a", "-e", "x", "-e", "*a"},
+	} {
+		outputMatchesGNU(t, gnu, args, []byte(" 0\na  b\nab a\naaaa ab-cd\na--x\n"))
+	}
+	// With -i a literal that folds past ASCII (s: ſ, i: ı, é) keeps
+	// GNU's regex matcher (-F's too), whose -x -v context has free
+	// matches and whose -x -w -o an empty line more.
+	for _, e := range []string{"s", "i", "k", "a", "é", "€"} {
+		outputMatchesGNU(t, gnu, []string{"-i", "-x", "-v", "-o", "-m1", "-A1", "-e", e, "-e", ""}, []byte("x\n"+e+"y\n"))
+		outputMatchesGNU(t, gnu, []string{"-F", "-i", "-x", "-v", "-o", "-m1", "-A1", "-e", e}, []byte("x\n"+e+"y\n"))
+		outputMatchesGNU(t, gnu, []string{"-F", "-i", "-x", "-w", "-o", "-e", e}, []byte(e+"\n"))
 	}
 }
 
@@ -339,6 +432,10 @@ func outputMatchesGNU(t *testing.T, gnu string, args []string, data []byte) {
 			t.Fatalf("Scan: %v", err)
 		}
 		if _, err := o.File(context.Background(), "(standard input)", buf, fr); err != nil {
+			var unsupported *UnsupportedError
+			if errors.As(err, &unsupported) {
+				return // refused where it would print (-o, --color)
+			}
 			t.Fatalf("File: %v", err)
 		}
 	}

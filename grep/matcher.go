@@ -29,14 +29,18 @@ type MatchOptions struct {
 // locale, for the patterns it was compiled from. It is safe for
 // concurrent use.
 type Matcher struct {
-	opts     MatchOptions
-	nodes    []*node
-	valid    *regexp.Regexp // for files that are valid UTF-8
-	invalidM sync.Once
-	invalid  *regexp.Regexp // for files with encoding errors (see render)
-	invErr   error
-	trees    [2]*syntax.Regexp // parsed GoSyntax (valid, invalid) for boundaries
-	treeOnce [2]sync.Once
+	opts  MatchOptions
+	nodes []*node
+	// spanNodes are the patterns as glibc's regex reads them, where it
+	// reads a construct otherwise than GNU's dfa (else nodes').
+	spanNodes    []*node
+	glibcDiffers bool           // some spanNodes differ
+	valid        *regexp.Regexp // for files that are valid UTF-8
+	invalidM     sync.Once
+	invalid      *regexp.Regexp // for files with encoding errors (see render)
+	invErr       error
+	trees        [2]*syntax.Regexp // parsed GoSyntax (valid, invalid) for boundaries
+	treeOnce     [2]sync.Once
 	// GoSyntax is the translated pattern (for -v debugging and tests).
 	GoSyntax string
 	// Query is the trigram query a matching file's bytes must satisfy
@@ -68,6 +72,21 @@ type Matcher struct {
 	// -o and --color refuse it (see parser.twoReadings).
 	twoReadings bool
 	hasAssert   bool // a node is an assertion (^ $ \b ..., or -P's raw syntax)
+	// wordLoop: -w (BRE/ERE, no -x) as GNU's regex loop finds its
+	// matches (wordloop.go); wordConfirm: the loop confirms the lines
+	// the wrapper selects, which may be more (an empty match);
+	// wordBufEnd: a \' the loop may see hold short of the line's end,
+	// so it decides every line alone.
+	wordLoop, wordConfirm, wordBufEnd bool
+	// gateNodes: where glibc's reading differs and glibc's regex
+	// selects the lines (GNU's dfa cannot decide -w's wrapper, \w, a
+	// word anchor ... in UTF-8: parser.defers), a line must also pass
+	// the dfa's superset of its own reading (gateSuperset); nil if
+	// there is none (GNU builds none without an exact character).
+	gateNodes []*node
+	gateRes   [2]*regexp.Regexp
+	gateErrs  [2]error
+	gateOnce  [2]sync.Once
 	// eolInMatch: GNU grep 3.8 -x -w (BRE/ERE) takes a matched line's
 	// end into the match, which -o and --color print (see prline).
 	eolInMatch bool
@@ -99,8 +118,11 @@ func (m *Matcher) freeMatcher() *Matcher {
 // for -w, the longest one at the start of its input.
 type spanRes struct {
 	search, anchored *regexp.Regexp
-	tree             *syntax.Regexp // search's, for the backtracker
-	err              error
+	// perlWord: -P -w's wrapper, from the line's start and from the
+	// character before a later search's start (perlWordSpans).
+	perlWord [2]*regexp.Regexp
+	tree     *syntax.Regexp // search's, for the backtracker
+	err      error
 }
 
 // Compile translates GNU grep patterns (one per element; GNU's newline-
@@ -110,10 +132,23 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 	if warn == nil {
 		warn = func(string) {}
 	}
-	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && (o.Syntax == Basic || o.Syntax == Extended)}
-	if o.Line && !o.Word && o.Invert && (o.Syntax == Basic || o.Syntax == Extended) {
-		m.freePats = slices.Clone(patterns)
+	// GNU drops a repeated pattern (its warnings come once), and runs
+	// BRE or ERE patterns that are all literal as -F, whose -w, -x and
+	// -o are its own: regex is glibc's matcher.
+	seen := map[string]bool{}
+	patterns = slices.DeleteFunc(slices.Clone(patterns), func(p string) bool {
+		dup := seen[p]
+		seen[p] = true
+		return dup
+	})
+	regex := (o.Syntax == Basic || o.Syntax == Extended) && !fixedStrings(patterns, o.Syntax, o.IgnoreCase) ||
+		// and -F -i as a BRE where a pattern folds past ASCII
+		o.Syntax == Fixed && o.IgnoreCase && slices.ContainsFunc(patterns, func(p string) bool { return strings.ContainsFunc(p, foldsPastASCII) })
+	m := &Matcher{opts: o, eolInMatch: o.Line && o.Word && regex, wordLoop: o.Word && !o.Line && regex}
+	if o.Line && !o.Word && o.Invert && regex {
+		m.freePats = patterns
 	}
+	defers := false // see parser.defers
 	for _, p := range patterns {
 		n, flags, err := parsePattern(p, o.Syntax, o.IgnoreCase, o.NullData, warn)
 		if err != nil && o.Syntax == Perl && (o.Word || o.Line) {
@@ -126,25 +161,60 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 		if err != nil {
 			return nil, err
 		}
-		if flags.twoReadings && o.Word {
-			return nil, errTwoReadings // -w checks words in glibc's reading
+		// span is glibc's reading, in which GNU finds the matches -o and
+		// --color print and -w checks (see parser.glibc).
+		span := n
+		if flags.twoReadings {
+			var g *node
+			if !o.Line || !o.Word { // -x -w's whole-line quirk (eolInMatch): not modelled
+				g, _ = glibcReading(p, o.Syntax, o.IgnoreCase, o.NullData) // nil if it fails
+			}
+			if g == nil {
+				if o.Word {
+					return nil, errTwoReadings
+				}
+				m.twoReadings = true
+			} else {
+				span = g
+			}
 		}
 		if flags.strayClose && (o.Word || o.Line) {
 			return nil, &UnsupportedError{"unmatched )", "with -w or -x GNU grep wraps the pattern in parentheses, which a ) that closes no group closes instead (write \\) for the character)"}
 		}
-		m.twoReadings = m.twoReadings || flags.twoReadings
 		m.Boundary = m.Boundary || flags.boundary
+		defers = defers || flags.defers
+		if m.wordLoop {
+			m.wordBufEnd = markBufEnds(span) || m.wordBufEnd
+			markBufEnds(n)
+			// The wrapper is the dfa's; the loop reads glibc's span.
+			m.wordConfirm = m.wordBufEnd || nullable(span) || span != n || m.wordConfirm
+		}
 		if flags.boundary {
 			word, _ := classSet("word")
 			m.edges = resolveEdges(n, word) || m.edges
+			if span != n {
+				m.edges = resolveEdges(span, word) || m.edges
+			}
 		}
 		if o.Syntax == Perl {
 			t, err := syntax.Parse(n.alts[0][0].text, syntax.Perl)
 			m.hasAssert = m.hasAssert || err != nil || goHasAssert(t)
 		} else {
-			m.hasAssert = m.hasAssert || hasAssert(n)
+			m.hasAssert = m.hasAssert || hasAssert(n) || hasAssert(span)
 		}
 		m.nodes = append(m.nodes, n)
+		m.spanNodes = append(m.spanNodes, span)
+		m.glibcDiffers = m.glibcDiffers || span != n
+	}
+	if m.glibcDiffers && (m.wordLoop || defers) {
+		// glibc's regex selects the lines, in its reading, among those
+		// the dfa's superset passes.
+		if slices.ContainsFunc(m.nodes, hasChar) {
+			for _, n := range m.nodes {
+				m.gateNodes = append(m.gateNodes, gateSuperset(n))
+			}
+		}
+		m.nodes = m.spanNodes
 	}
 	src := m.goSyntax(false, false)
 	re, err := regexp.Compile(src)
@@ -187,7 +257,7 @@ func Compile(patterns []string, o MatchOptions, warn func(string)) (*Matcher, er
 // reading of it and checks -w and finds -o's matches by another (see
 // parser.twoReadings).
 var errTwoReadings = &UnsupportedError{"construct read two ways",
-	"GNU grep reads * + ? or {n} right after ^ or $, a { that starts an ERE, and with -i a backslash before a lowercase letter one way to select lines (as padfs does) and another for -w, -o and --color (write \\^, \\$, \\{ for the character, drop the operator or the backslash)"}
+	"with -x -w GNU grep reads * + ? or {n} right after ^ or $, a { that starts an ERE, and with -i a backslash before a lowercase letter one way to select lines (as padfs does) and another for -w, -o and --color (write \\^, \\$, \\{ for the character, drop the operator or the backslash)"}
 
 func translateGoError(err error) error {
 	var se *syntax.Error
@@ -228,11 +298,11 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 		b.WriteString("(?:^|" + nonWord + ")(?:")
 	}
 	if m.opts.Syntax == Perl && invalid && perLine {
-		var body strings.Builder
-		m.body(&body, invalid)
-		b.WriteString(newlineProof(body.String()))
+		var inner strings.Builder
+		body(&inner, m.nodes, invalid)
+		b.WriteString(newlineProof(inner.String()))
 	} else {
-		m.body(&b, invalid)
+		body(&b, m.nodes, invalid)
 	}
 	switch {
 	case m.opts.Line:
@@ -244,8 +314,8 @@ func (m *Matcher) goSyntax(invalid, perLine bool) string {
 }
 
 // body renders the patterns' alternation.
-func (m *Matcher) body(b *strings.Builder, invalid bool) {
-	for i, n := range m.nodes {
+func body(b *strings.Builder, nodes []*node, invalid bool) {
+	for i, n := range nodes {
 		if i > 0 {
 			b.WriteByte('|')
 		}
@@ -279,7 +349,7 @@ func spansUnicode(tree *syntax.Regexp, line []byte) ([][2]int, error) {
 		return nil, errTooComplex
 	}
 	word, _ := classSet("word")
-	b := &backtracker{line: line, word: word}
+	b := &backtracker{line: line, word: word, split: -1}
 	var out [][2]int
 	for s := 0; s < len(line); {
 		best := -1
@@ -297,74 +367,6 @@ func spansUnicode(tree *syntax.Regexp, line []byte) ([][2]int, error) {
 		}
 		_, w := utf8.DecodeRune(line[s:])
 		s += w
-	}
-	return out, nil
-}
-
-// spansWord is Spans for -w and a pattern with anchors or boundaries:
-// GNU's loop (the longest match at the leftmost start; shorter ones at
-// that start until one is a whole word; else the next start) over every
-// match end the backtracker finds.
-func spansWord(tree *syntax.Regexp, word runeSet, line []byte) ([][2]int, error) {
-	if tree == nil {
-		return nil, errTooComplex
-	}
-	gw, _ := classSet("word")
-	b := &backtracker{line: line, word: gw}
-	ends := func(s int) []int {
-		var es []int
-		b.m(tree, s, func(e int) bool {
-			es = append(es, e)
-			return false
-		})
-		slices.Sort(es)
-		return slices.Compact(es)
-	}
-	isWord := func(r rune, w int) bool { return w > 0 && r != utf8.RuneError && word.has(r) }
-	bounded := func(s, e int) bool {
-		r, w := utf8.DecodeLastRune(line[:s])
-		r2, w2 := utf8.DecodeRune(line[e:])
-		return !isWord(r, w) && !isWord(r2, w2)
-	}
-	next := func(s int) int {
-		if s >= len(line) {
-			return len(line) + 1
-		}
-		_, w := utf8.DecodeRune(line[s:])
-		return s + w
-	}
-	var out [][2]int
-	for cur := 0; cur < len(line); {
-		accepted := -1
-		s := cur
-		for ; s <= len(line) && accepted < 0; s = next(s) {
-			es := ends(s)
-			if b.steps > backtrackBudget {
-				return nil, errTooComplex
-			}
-			// Longest first; a shorter one only while it is not empty.
-			for i := len(es) - 1; i >= 0; i-- {
-				if i < len(es)-1 && es[i] == s {
-					break
-				}
-				if bounded(s, es[i]) {
-					accepted = es[i]
-					break
-				}
-			}
-			if accepted >= 0 {
-				break
-			}
-		}
-		if accepted < 0 {
-			break
-		}
-		if accepted == s {
-			cur = next(s)
-			continue
-		}
-		out = append(out, [2]int{s, accepted})
-		cur = accepted
 	}
 	return out, nil
 }
@@ -444,13 +446,16 @@ func (m *Matcher) spanRe(v int) *spanRes {
 	m.spanOnce[v].Do(func() {
 		sr := &m.spans[v]
 		var b strings.Builder
-		m.body(&b, v == 1)
+		body(&b, m.spanNodes, v == 1)
 		inner := b.String()
 		if v == 1 && m.opts.Syntax == Perl {
 			inner = newlineProof(inner)
 		}
 		src := inner
-		if m.opts.Line {
+		if m.opts.Line && (m.opts.Word || !m.glibcDiffers) {
+			// GNU's -x -w takes glibc's match only if it is the whole
+			// line; -x alone takes any (the same on a line the dfa
+			// selects, where both readings agree).
 			src = "^(?:" + inner + ")$"
 		}
 		compile := func(src string) *regexp.Regexp {
@@ -470,6 +475,13 @@ func (m *Matcher) spanRe(v int) *spanRes {
 		}
 		if m.opts.Word && !m.opts.Line {
 			sr.anchored = compile("^(?:" + inner + ")")
+			if m.opts.Syntax == Perl {
+				// The match is group 1; the character before it, if
+				// any, is not a word character (at the line's start, or
+				// from the character before a search's start).
+				const nw, end = `[^0-9A-Za-z_]`, `)(?:[^0-9A-Za-z_]|$)`
+				sr.perlWord = [2]*regexp.Regexp{compile(`(?:^|` + nw + `)(` + inner + end), compile(nw + `(` + inner + end)}
+			}
 		}
 	})
 	return &m.spans[v]
@@ -507,8 +519,8 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 	if backtrack && sr.anchored == nil {
 		return spansUnicode(sr.tree, line)
 	}
-	var out [][2]int
 	if sr.anchored == nil {
+		var out [][2]int
 		for _, loc := range sr.search.FindAllIndex(line, -1) {
 			if loc[1] > loc[0] {
 				out = append(out, [2]int{loc[0], loc[1]})
@@ -516,62 +528,62 @@ func (m *Matcher) Spans(line []byte, invalid bool) ([][2]int, error) {
 		}
 		return out, nil
 	}
-	word, _ := classSet("word")
 	if m.opts.Syntax == Perl {
-		word = runeSet{'0', '9', 'A', 'Z', '_', '_', 'a', 'z'}
+		return perlWordSpans(sr, line), nil
 	}
-	if m.hasAssert || backtrack {
-		// Searching from an offset must see the text before it (^, \b):
-		// the backtracker runs GNU's loop over the whole line.
-		return spansWord(sr.tree, word, line)
-	}
-	wordBefore := func(i int) bool {
-		r, _ := utf8.DecodeLastRune(line[:i])
-		return i > 0 && r != utf8.RuneError && word.has(r)
-	}
-	wordAfter := func(i int) bool {
-		r, _ := utf8.DecodeRune(line[i:])
-		return i < len(line) && r != utf8.RuneError && word.has(r)
-	}
-	find := func(from int) (int, int, bool) {
-		loc := sr.search.FindIndex(line[from:])
-		if loc == nil {
-			return 0, 0, false
+	ws := m.newWordSearch(sr, line)
+	var out [][2]int
+	for cur, from := 0, 0; cur < len(line); {
+		c := cur
+		if !m.wordLoop {
+			c = 0 // GNU's -F has its own loop, without the short cut
 		}
-		return from + loc[0], loc[1] - loc[0], true
-	}
-	for cur := 0; cur < len(line); {
-		start, n, ok := find(cur)
-		for ok && (wordBefore(start) || wordAfter(start+n)) {
-			if n > 0 {
-				// A shorter match at the same start?
-				if loc := sr.anchored.FindIndex(line[start : start+n-1]); loc != nil && loc[1] > 0 {
-					n = loc[1]
-					continue
-				}
-			}
-			if start >= len(line) {
-				ok = false
-				break
-			}
-			_, w := utf8.DecodeRune(line[start:])
-			start, n, ok = find(start + w)
+		s, e, ok, err := ws.first(c, from)
+		if err != nil {
+			return nil, err
 		}
 		if !ok {
 			break
 		}
-		if n == 0 {
-			if start >= len(line) {
-				break
-			}
-			_, w := utf8.DecodeRune(line[start:])
-			cur = start + w
+		if e == s {
+			cur, from = s+1, ws.next(s) // GNU moves on by one byte
 			continue
 		}
-		out = append(out, [2]int{start, start + n})
-		cur = start + n
+		out = append(out, [2]int{s, e})
+		cur, from = e, e
 	}
 	return out, nil
+}
+
+// perlWordSpans is Spans for -P -w: GNU grep wraps the pattern in
+// (?<!\w)(?:...)(?!\w), so a match is PCRE's first that is a whole word
+// (no shortening loop). Go's wrapper reads the character before the
+// match, the one before the search's start once a match has been found.
+func perlWordSpans(sr *spanRes, line []byte) [][2]int {
+	var out [][2]int
+	for from := 0; from < len(line); {
+		re, p := sr.perlWord[0], 0
+		if from > 0 {
+			_, n := utf8.DecodeLastRune(line[:from])
+			re, p = sr.perlWord[1], from-n
+		}
+		loc := re.FindSubmatchIndex(line[p:])
+		if loc == nil {
+			break
+		}
+		s, e := p+loc[2], p+loc[3]
+		if e == s {
+			if s >= len(line) {
+				break
+			}
+			_, n := utf8.DecodeRune(line[s:])
+			from = s + n
+			continue
+		}
+		out = append(out, [2]int{s, e})
+		from = e
+	}
+	return out
 }
 
 // lineTrigram picks the trigram eachSelected looks for to find the lines
@@ -953,6 +965,52 @@ func (m *Matcher) lineMatcher(re *regexp.Regexp, data []byte, variant int) (line
 				return lre.Match(scratch)
 			}
 		}
+	}
+	if m.wordConfirm {
+		// The wrapper selects a superset of GNU's -w lines (wordloop.go).
+		sr := m.spanRe(variant)
+		if sr.err != nil {
+			return nil, nil, sr.err
+		}
+		wrapper := lineMatch
+		if wrapper == nil {
+			wrapper = re.Match
+		}
+		if m.wordBufEnd || m.gateNodes != nil {
+			// The gate (below) decides, or the loop alone: it accepts
+			// only where the pattern matches, if not as a whole word
+			// (a \' at the cut).
+			wrapper = func([]byte) bool { return true }
+		}
+		lineMatch = func(line []byte) bool {
+			if !wrapper(line) {
+				return false
+			}
+			_, _, ok, err := m.newWordSearch(sr, line).first(0, 0)
+			if err != nil {
+				*lineErr = err
+			}
+			return ok
+		}
+	}
+	if m.gateNodes != nil {
+		m.gateOnce[variant].Do(func() {
+			var b strings.Builder
+			body(&b, m.gateNodes, variant == 1)
+			src := b.String()
+			if m.opts.Line {
+				src = "^(?:" + src + ")$"
+			}
+			m.gateRes[variant], m.gateErrs[variant] = regexp.Compile(src)
+		})
+		if m.gateErrs[variant] != nil {
+			return nil, nil, translateGoError(m.gateErrs[variant])
+		}
+		gate, selects := m.gateRes[variant], lineMatch
+		if selects == nil {
+			selects = re.Match
+		}
+		lineMatch = func(line []byte) bool { return gate.Match(line) && selects(line) }
 	}
 	return lineMatch, lineErr, nil
 }

@@ -81,10 +81,17 @@ type node struct {
 	text       string // nAssert
 	// edge: an nAssert from \< or \> ('<' or '>'), rendered as \b where
 	// its neighbour in the sequence makes that exact (see resolveEdges).
-	edge     rune
+	edge rune
+	// bufEnd: an nAssert from \' (glibc's buffer end), rendered as $;
+	// -w tells it apart (see markBufEnds).
+	bufEnd   bool
 	alts     [][]*node
 	sub      *node
 	min, max int
+	interval bool // an nRepeat from {...}
+	// superAny: GNU's dfa superset reads this set as any text (., \w,
+	// a bracket the dfa leaves to glibc's regex; see gateSuperset).
+	superAny bool
 }
 
 // parser reads one pattern (one line of a grep pattern list).
@@ -99,13 +106,20 @@ type parser struct {
 	// twoReadings: a construct GNU grep's dfa, which decides which lines
 	// match, reads one way, and glibc's regex, which checks -w and finds
 	// the matches -o prints, another: an ERE repetition right after ^ or
-	// $ (^*a, a$?, ^{2}a: the dfa repeats the anchor, glibc drops the
-	// repetition or reads the brace as a literal), a { that opens no
-	// interval where an ERE starts ({, ^{x: a literal to the dfa, skipped
-	// by glibc), and with -i a backslash before a lowercase ASCII letter
-	// (\a: the letter to the dfa, nothing glibc ever matches).
+	// $ (^*a, a$?, ^{2}a: the dfa repeats the anchor, glibc skips the
+	// operator, or the brace alone, reading the rest as text), a { where
+	// an ERE starts ({, ^{x: a literal to the dfa, skipped by glibc; {1}a
+	// is "a" to the dfa, "1}a" to glibc), and with -i a backslash before
+	// a lowercase ASCII letter (\a: the letter to the dfa, nothing glibc
+	// ever matches). The matcher reads the pattern twice (see glibc).
 	twoReadings bool
-	nullData    bool // grep -z: see zset
+	// glibc: read the constructs of twoReadings as glibc's regex does
+	// (it skips a * + ? or { right after ^ or $, and a { where an ERE
+	// starts, reading what follows as it comes: ^*a is ^a, {1}a is
+	// "1}a"; -i's \a matches nothing), for the matches -o and --color
+	// print and -w checks.
+	glibc    bool
+	nullData bool // grep -z: see zset
 	// glibc's regcomp, which decides GNU's verdict on an ERE, skips a
 	// * + ? where an expression starts (gStart: a branch's start, after
 	// an anchor or a skipped one) and reads a ) right after such a
@@ -114,7 +128,17 @@ type parser struct {
 	// sees open at that point (GNU's dfa, which selects the lines, reads
 	// the ) as a close, as this parser does).
 	gStart, gSkipped bool
-	pending          int
+	// defers: a construct GNU's dfa cannot decide in UTF-8 (\w \W \s
+	// \S, a negated bracket, a range, [:class:], [=e=], [.c.], or a word
+	// anchor), which leaves the line to glibc's regex.
+	defers bool
+	// bracketDefers: the last bracket parsed is such a construct.
+	bracketDefers bool
+	// dfaStart is GNU's dfa's laststart, which its "* at start of
+	// expression" warnings read: true where a branch starts, kept by
+	// anchors and * + ?, false after anything else (an interval too).
+	dfaStart bool
+	pending  int
 	// strayClose: an ERE ) that closes no group (a literal). With -w or
 	// -x GNU grep wraps the pattern in parentheses for its dfa, which
 	// such a ) closes: (|) selects an empty line, -x (|) does not.
@@ -164,14 +188,26 @@ func (p *parser) peekAt(i int) (rune, bool) {
 type patternFlags struct {
 	boundary    bool // \b \B \< \>
 	twoReadings bool // see parser.twoReadings
+	defers      bool // see parser.defers
 	strayClose  bool // see parser.strayClose
 }
 
 func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)) (*node, patternFlags, error) {
+	return parseReading(pat, syn, fold, nullData, warn, false)
+}
+
+// glibcReading parses a BRE or ERE pattern as glibc's regex reads it
+// (see parser.glibc).
+func glibcReading(pat string, syn Syntax, fold, nullData bool) (*node, error) {
+	n, _, err := parseReading(pat, syn, fold, nullData, func(string) {}, true)
+	return n, err
+}
+
+func parseReading(pat string, syn Syntax, fold, nullData bool, warn func(string), glibc bool) (*node, patternFlags, error) {
 	if !utf8.ValidString(pat) {
 		return nil, patternFlags{}, &UnsupportedError{"pattern bytes", "the pattern is not valid UTF-8"}
 	}
-	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn, nullData: nullData}
+	p := &parser{src: []rune(pat), syn: syn, fold: fold, warn: warn, nullData: nullData, glibc: glibc}
 	if syn == Perl {
 		src, err := perlToGo(pat)
 		if err != nil {
@@ -207,7 +243,7 @@ func parsePattern(pat string, syn Syntax, fold, nullData bool, warn func(string)
 	if p.pending > 0 {
 		return nil, patternFlags{}, &SyntaxError{"Unmatched ( or \\("}
 	}
-	return g, patternFlags{boundary: p.boundary, twoReadings: p.twoReadings, strayClose: p.strayClose}, nil
+	return g, patternFlags{boundary: p.boundary, twoReadings: p.twoReadings, strayClose: p.strayClose, defers: p.defers || p.boundary}, nil
 }
 
 // lit is a literal character (with -i: it and its case counterparts).
@@ -265,7 +301,7 @@ func (p *parser) alternation() (*node, error) {
 
 func (p *parser) sequence() ([]*node, error) {
 	var seq []*node
-	p.gStart, p.gSkipped = true, false
+	p.gStart, p.gSkipped, p.dfaStart = true, false, true
 	for !p.atBranchEnd() {
 		r := p.peek()
 		var handled bool
@@ -282,27 +318,35 @@ func (p *parser) sequence() ([]*node, error) {
 			continue
 		}
 		// Common to both syntaxes.
-		p.gStart, p.gSkipped = false, false
+		start := p.dfaStart
+		p.gStart, p.gSkipped, p.dfaStart = false, false, false
 		switch r {
 		case '.':
 			p.pos++
+			var n *node
 			if p.nullData {
-				seq = append(seq, p.zclass(runeSet{0, 0x10FFFF})) // with -z, . matches a newline
+				n = p.zclass(runeSet{0, 0x10FFFF}) // with -z, . matches a newline
 			} else {
-				seq = append(seq, p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF}))
+				n = p.class(runeSet{0, '\n' - 1, '\n' + 1, 0x10FFFF})
 			}
+			n.superAny = true
+			seq = append(seq, n)
 		case '[':
 			s, err := p.bracket()
 			if err != nil {
 				return nil, err
 			}
-			seq = append(seq, p.class(s))
+			n := p.class(s)
+			n.superAny = p.bracketDefers
+			p.defers = p.defers || p.bracketDefers
+			seq = append(seq, n)
 		case '\\':
 			nd, err := p.escape()
 			if err != nil {
 				return nil, err
 			}
 			p.gStart = nd.kind == nAssert
+			p.dfaStart = p.gStart && start
 			seq = append(seq, nd)
 		default:
 			p.pos++
@@ -323,10 +367,12 @@ func atStart(seq []*node) bool {
 	return true
 }
 
-// onlyAnchors: seq holds nothing but anchors (or nothing).
+// onlyAnchors: seq holds nothing but anchors (or nothing), as GNU's dfa
+// sees the start of an expression for its warnings: anchors repeated by
+// * + ? too, not by an interval.
 func onlyAnchors(seq []*node) bool {
 	for _, n := range seq {
-		if n.kind != nAssert {
+		if n.kind != nAssert && (n.kind != nRepeat || n.sub.kind != nAssert || n.interval) {
 			return false
 		}
 	}
@@ -359,7 +405,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		if p.gSkipped {
 			p.pending++ // glibc: a literal ), the group goes on
 		}
-		p.gStart, p.gSkipped = false, false
+		p.gStart, p.gSkipped, p.dfaStart = false, false, false
 		p.pos++
 		seq = append(seq, g)
 		return seq, true, nil
@@ -368,7 +414,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		if !p.gSkipped && p.pending > 0 {
 			p.pending-- // glibc: the close of a group it still sees open
 		}
-		p.gStart, p.gSkipped = false, false
+		p.gStart, p.gSkipped, p.dfaStart = false, false, false
 		p.pos++
 		seq = append(seq, p.lit(')'))
 		return seq, true, nil
@@ -377,7 +423,7 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		defer func() { p.gStart, p.gSkipped = skip, skip }()
 		p.pos++
 		min, max := repeatOp(r)
-		if onlyAnchors(seq) { // anchors leave the expression at its start
+		if p.dfaStart { // anchors leave the expression at its start
 			p.warn(fmt.Sprintf("%c at start of expression", r))
 		}
 		a := lastAnchor(seq)
@@ -387,6 +433,9 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			return seq, true, nil
 		}
 		p.twoReadings = p.twoReadings || a == "^" || a == "$"
+		if p.glibc && skip {
+			return seq, true, nil // glibc skips it
+		}
 		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
 		return seq, true, nil
 	case '{':
@@ -411,6 +460,15 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 		}
 		min, max, n, ok, err := p.interval(p.pos+1, false)
 		start := atStart(seq)
+		if ok && err != nil && skip && (len(seq) == 0 || a != "") {
+			// glibc skips the brace; the dfa drops the interval or
+			// repeats an anchor, and refuses only a maximum past
+			// RE_DUP_MAX ({70000,} is text to glibc, {70000} an error).
+			if max > 32767 {
+				return nil, false, &SyntaxError{"regular expression too big"}
+			}
+			err = nil
+		}
 		if err == errBadInterval && (start || skip || a == "^" || a == "$") {
 			// glibc: with nothing to repeat (an anchor repeats nothing),
 			// a bad interval is literal.
@@ -425,21 +483,37 @@ func (p *parser) extendedOp(seq []*node, r rune) (_ []*node, handled bool, err e
 			n.startBrace = start
 			// glibc's regex skips such a brace ({ alone is the empty
 			// pattern there, a literal to GNU's dfa).
-			p.twoReadings = p.twoReadings || start
-			seq = append(seq, n)
+			p.twoReadings = p.twoReadings || start || skip
+			if !p.glibc || !skip {
+				seq = append(seq, n)
+			}
+			p.dfaStart = false
 			p.gStart, p.gSkipped = skip, skip
 			return seq, true, nil
 		}
-		p.pos = n
-		p.twoReadings = p.twoReadings || a == "^" || a == "$"
-		if onlyAnchors(seq) {
-			p.warn("{...} at start of expression")
-			// The dfa drops it; glibc skips the { and reads the rest
-			// as text ({0} is "0}" to it).
-			p.twoReadings = true
+		if p.glibc && skip {
+			p.pos++ // glibc skips the brace alone: {0} is "0}" to it
 			return seq, true, nil
 		}
-		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max}
+		p.pos = n
+		// The dfa repeats an anchor (^{0}a is a), or with nothing
+		// before it drops the interval.
+		p.twoReadings = p.twoReadings || skip || a == "^" || a == "$"
+		if p.dfaStart {
+			p.warn("{...} at start of expression")
+		}
+		p.dfaStart = false
+		if len(seq) == 0 {
+			return seq, true, nil
+		}
+		if seq[len(seq)-1].kind == nAssert {
+			// An anchor repeated is the anchor, or none (^{0,2} is ^?).
+			if min > 1 {
+				min = 1
+			}
+			max = 1
+		}
+		seq[len(seq)-1] = &node{kind: nRepeat, sub: seq[len(seq)-1], min: min, max: max, interval: true}
 		return seq, true, nil
 	case '^':
 		p.pos++
@@ -613,18 +687,23 @@ func (p *parser) interval(i int, bre bool) (min, max, end int, ok bool, err erro
 		}
 		i++
 	}
-	if lo > 32767 || hi > 32767 {
-		return 0, 0, 0, false, &SyntaxError{"Regular expression too big"}
-	}
 	if hi >= 0 && lo > hi {
-		return 0, 0, 0, false, errBadInterval
+		return 0, 0, 0, false, errBadInterval // glibc's REG_BADBR comes first
+	}
+	// Past these the counts are still returned: an interval the dfa
+	// drops, or one of an anchor, need no engine to repeat it.
+	if lo > 32767 || hi > 32767 {
+		return lo, hi, i, true, errTooBig
 	}
 	if lo > maxRepeat || hi > maxRepeat {
-		return 0, 0, 0, false, &UnsupportedError{"repetition count",
+		return lo, hi, i, true, &UnsupportedError{"repetition count",
 			fmt.Sprintf("{%d,%d} exceeds the %d that Go's regexp engine accepts", lo, hi, maxRepeat)}
 	}
 	return lo, hi, i, true, nil
 }
+
+// errTooBig is glibc's REG_ESIZE, a count past RE_DUP_MAX (32767).
+var errTooBig = &SyntaxError{"Regular expression too big"}
 
 // escape parses a backslash sequence outside brackets (the BRE operators
 // are handled by sequence).
@@ -652,17 +731,19 @@ func (p *parser) escape() (*node, error) {
 	case '`':
 		return &node{kind: nAssert, text: "^"}, nil
 	case '\'':
-		return &node{kind: nAssert, text: "$"}, nil
-	case 'w':
-		return p.zclass(word), nil
-	case 'W':
-		return p.zclass(word.negate()), nil
-	case 's':
-		return p.zclass(space), nil
-	case 'S':
-		return p.zclass(space.negate()), nil
+		return &node{kind: nAssert, text: "$", bufEnd: true}, nil
+	case 'w', 'W', 's', 'S':
+		set := map[rune]runeSet{'w': word, 'W': word.negate(), 's': space, 'S': space.negate()}[n]
+		c := p.zclass(set)
+		c.superAny, p.defers = true, true
+		return c, nil
 	}
-	p.twoReadings = p.twoReadings || p.fold && 'a' <= n && n <= 'z'
+	if p.fold && 'a' <= n && n <= 'z' {
+		p.twoReadings = true
+		if p.glibc {
+			return &node{kind: nSet}, nil // nothing glibc matches
+		}
+	}
 	return p.lit(n), nil
 }
 
@@ -675,6 +756,7 @@ func (p *parser) bracket() (runeSet, error) {
 		negate = true
 		i++
 	}
+	p.bracketDefers = negate
 	var set runeSet
 	first := true
 	// As GNU's dfa: [:space:] (first and last a colon, other
@@ -702,6 +784,7 @@ func (p *parser) bracket() (runeSet, error) {
 				return nil, err
 			}
 			colons |= colonOther
+			p.bracketDefers = true
 			if cs != nil {
 				set = append(set, cs...)
 				if rangeFollows(p.src, i) {
@@ -751,6 +834,7 @@ func (p *parser) bracket() (runeSet, error) {
 			}
 			set = append(set, lo, hi)
 			colons |= colonOther
+			p.bracketDefers = true
 			continue
 		}
 		set = append(set, lo, lo)
@@ -1092,6 +1176,20 @@ const (
 	pcreHSpace = `\t \x{A0}\x{1680}\x{180E}\x{2000}-\x{200A}\x{202F}\x{205F}\x{3000}`
 )
 
+// complementClass is the class contents that match what set (class
+// contents) does not, as ranges.
+func complementClass(set string) string {
+	re, err := syntax.Parse("[^"+set+"]", syntax.Perl)
+	if err != nil || re.Op != syntax.OpCharClass {
+		panic("complementClass: " + set)
+	}
+	var b strings.Builder
+	for i := 0; i+1 < len(re.Rune); i += 2 {
+		fmt.Fprintf(&b, `\x{%x}-\x{%x}`, re.Rune[i], re.Rune[i+1])
+	}
+	return b.String()
+}
+
 // perlUnsupported is the error for a PCRE construct RE2 cannot evaluate.
 func perlUnsupported(what string) error {
 	return &UnsupportedError{what, "Go's regexp engine (RE2) cannot evaluate it (use GNU grep -P)"}
@@ -1107,8 +1205,7 @@ func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error
 		case inClass && !negate:
 			b.WriteString(set)
 		case inClass:
-			b.WriteByte('\\')
-			b.WriteByte(d) // Go's own (near enough inside a class)
+			b.WriteString(complementClass(set)) // Go has no \H \V, its \S holds \v
 		case negate:
 			b.WriteString("[^" + set + "]")
 		default:
@@ -1120,6 +1217,22 @@ func perlEscape(b *strings.Builder, pat string, i int, inClass bool) (int, error
 		_, w := utf8.DecodeRuneInString(pat[i:])
 		b.WriteString(regexp.QuoteMeta(pat[i : i+w]))
 		return i + w - 1, nil
+	}
+	if inClass {
+		// PCRE2 in a class: \b is a backspace, \g a g; assertions and
+		// the like are errors.
+		switch d {
+		case 'b':
+			b.WriteString(`\x08`)
+			return i, nil
+		case 'g':
+			b.WriteByte('g')
+			return i, nil
+		case 'N':
+			return i, &SyntaxError{`\N is not supported in a class`}
+		case 'B', 'A', 'z', 'Z', 'G', 'K', 'C', 'k', 'X', 'R':
+			return i, &SyntaxError{"escape sequence is invalid in character class"}
+		}
 	}
 	if d == '0' || inClass && '1' <= d && d <= '7' {
 		// An octal escape: up to three digits (Go's wants a leading 0
