@@ -89,6 +89,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -350,6 +351,30 @@ func Mount(st *mvcc.Store, mountpoint string, opts Options) (*Server, error) {
 	return m, nil
 }
 
+// fuseLogger is go-fuse's sink for its diagnostics (and, with Debug, its
+// trace): the mount's log at Info. go-fuse tells of every reply it could
+// not splice, which it then copies: a 1 MiB read (O_DIRECT, dd bs=1M)
+// makes a 1 MiB + 16 byte reply, more than a pipe holds, one line per
+// read; those go at Debug.
+func fuseLogger(opts Options) *log.Logger {
+	if opts.debugLog != nil {
+		return opts.debugLog
+	}
+	return log.New(fuseLogWriter{cmp.Or(opts.Logger, slog.Default())}, "", 0)
+}
+
+type fuseLogWriter struct{ log *slog.Logger }
+
+func (w fuseLogWriter) Write(p []byte) (int, error) {
+	msg := strings.TrimSuffix(string(p), "\n")
+	level := slog.LevelInfo
+	if strings.HasPrefix(msg, "trySplice:") {
+		level = slog.LevelDebug
+	}
+	w.log.Log(context.Background(), level, msg, "component", "go-fuse")
+	return len(p), nil
+}
+
 // nodeFS is the go-fuse file system of root, and its mount options.
 func nodeFS(root gofs.InodeEmbedder, rootAttr *gofs.StableAttr, opts Options) (fuse.RawFileSystem, *fuse.MountOptions) {
 	sec, neg := shortTimeout, liveTimeout
@@ -363,7 +388,7 @@ func nodeFS(root gofs.InodeEmbedder, rootAttr *gofs.StableAttr, opts Options) (f
 		// HANDLE_KILLPRIV_V2: padfs clears setuid/setgid itself
 		// (killpriv.go), which spares a GETXATTR before every write.
 		ExtraCapabilities: fuse.CAP_ATOMIC_O_TRUNC | fuse.CAP_HANDLE_KILLPRIV_V2,
-		Logger:            opts.debugLog,
+		Logger:            fuseLogger(opts),
 
 		// EXPLICIT_INVAL_DATA: the kernel keeps a file's pages when
 		// it sees its mtime or size change (it truncates past a new
