@@ -197,7 +197,7 @@ func (cs *chunkStorer) cut(ctx context.Context, b *chunkBatch, r io.Reader) (*ch
 // close stores the last batch b, waits for the storer and returns the
 // content.
 func (cs *chunkStorer) close(b *chunkBatch) (*Content, error) {
-	if !cs.started && cs.inCommit && cs.stored == nil {
+	if !cs.started && cs.inCommit {
 		if cs.hash(b) {
 			cs.c.pending = b // the commit puts it (applyContent), release recycles it
 		} else {

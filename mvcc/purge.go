@@ -300,17 +300,26 @@ func purgeInodeBatch(pins *chunkPins, tx kv.Txn, sid SessionID, j *jobState, dro
 		for ; j.Pos < len(hs) && budget > 0 && (budget == jobBatch || !j.late()); j.Pos++ {
 			h := hs[j.Pos]
 			rk := chunkRefKey(h, sid)
-			if v, err := tx.Get(rk); err != nil {
-				return err
-			} else if v == nil && dropped[h] {
-				continue // an earlier version's, done
-			}
-			n, err := dropChunkRef(pins, tx, h, sid)
+			v, err := tx.Get(rk)
 			if err != nil {
 				return err
 			}
+			if v == nil && dropped[h] {
+				continue // an earlier version's, done
+			}
+			if v != nil {
+				if err := tx.Delete(rk); err != nil {
+					return err
+				}
+				j.Done++
+			}
+			// Then the chunk, if no session references it any more.
+			if gone, err := deleteChunkIfUnused(pins, tx, h); err != nil {
+				return err
+			} else if gone {
+				j.Done++
+			}
 			dropped[h] = true
-			j.Done += int64(n)
 			budget -= 2
 		}
 		if j.Pos < len(hs) {
@@ -327,26 +336,6 @@ func purgeInodeBatch(pins *chunkPins, tx kv.Txn, sid SessionID, j *jobState, dro
 		}
 		start = j.Cursor
 	}
-}
-
-// dropChunkRef deletes sid's reference to chunk h and then the chunk if no
-// session references it any more; it returns the keys it deleted.
-func dropChunkRef(pins *chunkPins, tx kv.Txn, h Hash, sid SessionID) (int, error) {
-	n := 0
-	rk := chunkRefKey(h, sid)
-	if v, err := tx.Get(rk); err != nil {
-		return n, err
-	} else if v != nil {
-		if err := tx.Delete(rk); err != nil {
-			return n, err
-		}
-		n++
-	}
-	gone, err := deleteChunkIfUnused(pins, tx, h)
-	if gone {
-		n++
-	}
-	return n, err
 }
 
 // deleteChunkIfUnused deletes chunk h if no session references it, and
